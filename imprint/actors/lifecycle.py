@@ -1,0 +1,175 @@
+"""All starts and stops in one place: the Runtime owns a data dir's stores and actors.
+
+Start order: embedder (lazily), reader pools, then each workspace as it is first used
+(lock, Chroma, SQLite, journal recovery, writer). Stop is the reverse, in `finally`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import pykka
+
+from imprint.actors.readers import (
+    FactReader,
+    FactReaderProxy,
+    LexicalReader,
+    LexicalReaderProxy,
+    ReaderPool,
+    VectorReader,
+    VectorReaderProxy,
+)
+from imprint.actors.writer import Writer, WriterActor, WriterProxy
+from imprint.config import Config
+from imprint.errors import StoreError
+from imprint.logs import get_logger
+from imprint.store.embedder import Embedder
+from imprint.store.vectors import open_client
+from imprint.store.workspace import WorkspaceStore
+from imprint.types import WorkspaceName
+from imprint.workspaces import create_workspace, resolve_workspace
+
+__all__ = ["Runtime", "running"]
+
+log = get_logger("imprint.lifecycle")
+
+
+class _Workspace:
+    def __init__(self, store: WorkspaceStore, writer_ref: pykka.ActorRef[Any]) -> None:
+        self.store = store
+        self.writer_ref = writer_ref
+        self.writer = cast(WriterProxy, writer_ref.proxy())
+
+
+class Runtime:
+    """One per process and data dir: the embedder, the reader pools and the open workspaces."""
+
+    def __init__(self, data_dir: Path, config: Config) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
+        self._open: dict[WorkspaceName, _Workspace] = {}
+        self._open_lock = threading.Lock()
+        self._http_client: Any = None
+        self.vector_pool: ReaderPool[VectorReaderProxy] | None = None
+        self.lexical_pool: ReaderPool[LexicalReaderProxy] | None = None
+        self.fact_pool: ReaderPool[FactReaderProxy] | None = None
+        self._started = False
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start(self) -> Runtime:
+        size = self.config.readers.pool_size
+        self.vector_pool = ReaderPool(
+            [VectorReader.start(self, self.embedder, i) for i in range(size)]
+        )
+        self.lexical_pool = ReaderPool([LexicalReader.start(self, i) for i in range(size)])
+        self.fact_pool = ReaderPool([FactReader.start(self, i) for i in range(size)])
+        self._started = True
+        log.info("runtime.started", data_dir=str(self.data_dir), pool_size=size)
+        return self
+
+    def embedder(self) -> Embedder:
+        """Loaded on first use: a command that never embeds never pays for the model."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                cfg = self.config.embedding
+                self._embedder = Embedder(
+                    threads=cfg.threads,
+                    batch_size=cfg.batch_size,
+                    max_tokens=cfg.max_tokens,
+                    model_path=cfg.model_path,
+                    tokenizer_path=cfg.tokenizer_path,
+                )
+            return self._embedder
+
+    def workspace(self, name: str = "", *, create: bool = False) -> WorkspaceStore:
+        """Open (once) and return a workspace. Empty name = the active workspace."""
+        return self._workspace(name, create=create).store
+
+    def writer(self, name: WorkspaceName) -> WriterProxy:
+        return self._workspace(name).writer
+
+    def resolve(self, name: str = "", *, create: bool = False) -> WorkspaceName:
+        ws = resolve_workspace(self.data_dir, name, must_exist=not create)
+        if create:
+            create_workspace(self.data_dir, ws)
+        return ws
+
+    def _workspace(self, name: str, *, create: bool = False) -> _Workspace:
+        if not self._started:
+            raise StoreError("runtime: not started")
+        ws = self.resolve(name, create=create)
+        with self._open_lock:
+            opened = self._open.get(ws)
+            if opened is not None:
+                return opened
+            create_workspace(self.data_dir, ws)
+            chroma_url = self.config.store.chroma_url
+            if chroma_url and self._http_client is None:
+                self._http_client = open_client(self.data_dir, chroma_url)
+            started = time.monotonic()
+            store = WorkspaceStore(
+                self.data_dir,
+                ws,
+                self.embedder(),
+                chroma_url=chroma_url,
+                http_client=self._http_client,
+            )
+            try:
+                logic = Writer(store, self.embedder())
+                logic.recover()
+                ref = WriterActor.start(logic)
+            except BaseException:
+                store.close()
+                raise
+            opened = _Workspace(store, ref)
+            self._open[ws] = opened
+            log.info("workspace.opened", workspace=ws,
+                     elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+            return opened
+
+    def opened(self, workspace: WorkspaceName) -> WorkspaceStore:
+        """For readers: a workspace the caller opened before sending them a message."""
+        opened = self._open.get(workspace)
+        if opened is None:
+            raise StoreError(f"workspace: {workspace!r} is not open in this process")
+        return opened.store
+
+    # -- stop ----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Writers first (they finish queued writes), then readers, then the stores."""
+        try:
+            with self._open_lock:
+                workspaces = list(self._open.values())
+                self._open.clear()
+            for opened in reversed(workspaces):
+                # block=True: queued writes are handled before the actor stops.
+                opened.writer_ref.stop(block=True)
+            for pool in (self.fact_pool, self.lexical_pool, self.vector_pool):
+                if pool is not None:
+                    pool.stop()
+            for opened in reversed(workspaces):
+                opened.store.close()
+        finally:
+            self._started = False
+            alive = pykka.ActorRegistry.get_all()
+            if alive:
+                log.error("runtime.actors_alive", actors=[str(a) for a in alive])
+            log.info("runtime.stopped", data_dir=str(self.data_dir))
+
+
+@contextmanager
+def running(data_dir: Path, config: Config) -> Iterator[Runtime]:
+    runtime = Runtime(data_dir, config)
+    try:
+        yield runtime.start()
+    finally:
+        runtime.stop()

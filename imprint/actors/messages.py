@@ -1,0 +1,57 @@
+"""The messages actors exchange: frozen pydantic models, one per request kind."""
+
+from __future__ import annotations
+
+from imprint.actors._trace import Message
+from imprint.store.sqlite import Filters, WriteBatch
+from imprint.types import MemoryId, WorkspaceName
+
+__all__ = [
+    "Check",
+    "FactQuery",
+    "FetchRecords",
+    "LexicalQuery",
+    "SourceState",
+    "VectorQuery",
+    "Write",
+]
+
+
+class VectorQuery(Message):
+    workspace: WorkspaceName
+    text: str
+    limit: int
+    filters: Filters = Filters()
+
+
+class LexicalQuery(Message):
+    workspace: WorkspaceName
+    text: str
+    limit: int
+    filters: Filters = Filters()
+
+
+class FetchRecords(Message):
+    workspace: WorkspaceName
+    ids: tuple[MemoryId, ...]
+
+
+class FactQuery(Message):
+    workspace: WorkspaceName
+    subject: str = ""
+    predicate: str = ""
+    include_ended: bool = False
+    limit: int = 20
+
+
+class Write(Message):
+    batch: WriteBatch
+
+
+class Check(Message):
+    """Compare the two indexes of the writer's workspace."""
+
+
+class SourceState(Message):
+    project: str
+    source_type: str = "file"

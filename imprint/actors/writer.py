@@ -1,0 +1,141 @@
+"""WriterActor: the only writer of a workspace's Chroma collection, FTS5 index and facts.
+
+A write is journaled first, then applied to Chroma, then to SQLite together with the removal
+of its journal entry (one transaction). A write is acknowledged only after both hold it. A
+crash anywhere leaves the journal entry, and `recover` re-applies it: Chroma's upsert and
+delete are idempotent and the SQLite step is one transaction, so both indexes end equal.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pykka
+from pykka.typing import proxy_method
+from pydantic import BaseModel, ConfigDict
+
+from imprint._faults import failpoint
+from imprint.actors._trace import traced
+from imprint.actors.messages import Check, SourceState, Write
+from imprint.logs import get_logger
+from imprint.store.embedder import Embedder
+from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.store.workspace import WorkspaceStore
+
+__all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
+
+log = get_logger("imprint.writer")
+
+
+class WriteAck(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    upserted: int
+    deleted: int
+
+
+class Writer:
+    """The write logic, testable without threads."""
+
+    actor_name = "Writer"
+
+    def __init__(self, store: WorkspaceStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.actor_name = f"Writer[{store.name}]"
+
+    def recover(self) -> int:
+        """Finish every write a crash interrupted; returns how many were replayed."""
+        started = time.monotonic()
+        pending = self.store.sqlite.journal_pending()
+        for seq, batch in pending:
+            log.warning("writer.recover", workspace=self.store.name, seq=seq,
+                        upserts=len(batch.upserts), deletes=len(batch.delete_ids))
+            self._apply(batch, seq, None)
+        if pending:
+            log.warning("writer.recovered", workspace=self.store.name, writes=len(pending),
+                        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        return len(pending)
+
+    def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
+        batch = self._with_stale_ids(batch)
+        seq = self.store.sqlite.journal_begin(batch)
+        self._apply(batch, seq, embeddings)
+        return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
+
+    def _with_stale_ids(self, batch: WriteBatch) -> WriteBatch:
+        """Name every id a replaced or dropped source loses, so the journal holds them."""
+        keep = {r.id for r in batch.upserts}
+        stale = list(batch.delete_ids)
+        sources = [(e.project, e.source) for e in batch.set_sources] + list(batch.drop_sources)
+        for project, source in sources:
+            stale.extend(
+                i for i in self.store.sqlite.source_ids(project, source) if i not in keep
+            )
+        return batch.model_copy(update={"delete_ids": tuple(dict.fromkeys(stale))})
+
+    def _apply(self, batch: WriteBatch, seq: int, embeddings: np.ndarray | None) -> None:
+        if embeddings is None or len(embeddings) != len(batch.upserts):
+            embeddings = self.embedder.embed([r.content for r in batch.upserts])
+        vectors = self.store.vectors
+        vectors.delete(list(batch.delete_ids))
+        vectors.upsert(list(batch.upserts), embeddings)
+        failpoint("writer.after_vectors")
+        self.store.sqlite.apply(batch, seq)
+
+    def check(self) -> dict[str, Any]:
+        sqlite = self.store.sqlite
+        counts = sqlite.counts()
+        lexical_ids = sqlite.ids()
+        vector_ids = self.store.vectors.ids()
+        return {
+            "projects": counts["projects"],
+            "records": counts["records"],
+            "vectors": len(vector_ids),
+            "facts": counts["facts"],
+            "facts_current": counts["facts_current"],
+            "journal_pending": counts["journal_pending"],
+            "only_in_vectors": len(vector_ids - lexical_ids),
+            "only_in_lexical": len(lexical_ids - vector_ids),
+            "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
+        }
+
+    def source_state(self, project: str, source_type: str) -> dict[str, SourceEntry]:
+        sqlite = self.store.sqlite
+        out: dict[str, SourceEntry] = {}
+        for source in sqlite.sources_under(project, source_type):
+            entry = sqlite.source_entry(project, source)
+            if entry is not None:
+                out[source] = entry
+        return out
+
+
+class WriterActor(pykka.ThreadingActor):
+    """Recovery runs on the logic object before the actor starts, so its errors reach the caller."""
+
+    def __init__(self, logic: Writer) -> None:
+        super().__init__()
+        self.logic = logic
+        self.actor_name = logic.actor_name
+
+    @traced("write")
+    def write(self, msg: Write, embeddings: np.ndarray | None = None) -> WriteAck:
+        return self.logic.write(msg.batch, embeddings)
+
+    @traced("check")
+    def check(self, msg: Check) -> dict[str, Any]:
+        return self.logic.check()
+
+    @traced("source_state")
+    def source_state(self, msg: SourceState) -> dict[str, SourceEntry]:
+        return self.logic.source_state(msg.project, msg.source_type)
+
+
+class WriterProxy:
+    """Typed view of `WriterActor`'s proxy."""
+
+    write = proxy_method(WriterActor.write)
+    source_state = proxy_method(WriterActor.source_state)
+    check = proxy_method(WriterActor.check)

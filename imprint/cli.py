@@ -1,0 +1,197 @@
+"""The `imprint` command line. Results go to stdout; logs and progress go to stderr."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from imprint import config as cfg
+from imprint.errors import ImprintError
+from imprint.logs import configure_logging
+from imprint.workspaces import (
+    active_workspace,
+    create_workspace,
+    list_workspaces,
+    switch_workspace,
+)
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="Imprint: local memory for AI coding assistants.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+workspace_app = typer.Typer(help="List, create and switch workspaces.", no_args_is_help=True)
+config_app = typer.Typer(help="Read and change settings.", no_args_is_help=True)
+app.add_typer(workspace_app, name="workspace")
+app.add_typer(config_app, name="config")
+
+err = Console(stderr=True)
+
+WorkspaceOpt = Annotated[
+    str, typer.Option("--workspace", "-w", help="workspace name; default: the active one")
+]
+
+
+def _setup() -> tuple[Path, cfg.Config]:
+    root = cfg.data_dir()
+    config = cfg.load_config(root)
+    configure_logging(root, level=config.log.level, to_file=config.log.file)
+    return root, config
+
+
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="a file or folder to ingest")],
+    project: Annotated[str, typer.Option(help="project name; default: the folder's name")] = "",
+    workspace: WorkspaceOpt = "",
+) -> None:
+    """Ingest a file or folder: unchanged files are skipped, changed ones replaced."""
+    from imprint.actors.lifecycle import running
+    from imprint.ingest.pipeline import ingest_path
+
+    root, config = _setup()
+    with (
+        running(root, config) as runtime,
+        Progress(
+            TextColumn("[bold]ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=err,
+            transient=True,
+        ) as bar,
+    ):
+        task = bar.add_task("", total=None)
+
+        def progress(done: int, total: int, source: str) -> None:
+            bar.update(task, completed=done, total=total, description=source[-60:])
+
+        report = ingest_path(
+            runtime, path, project=project, workspace=workspace, progress=progress
+        )
+    typer.echo(report.summary())
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    project: Annotated[str, typer.Option(help="only this project")] = "",
+    type: Annotated[str, typer.Option(help="only this record type")] = "",
+    lang: Annotated[str, typer.Option(help="only this language")] = "",
+    layer: Annotated[str, typer.Option(help="only this layer (docs, source, test, config)")] = "",
+    limit: Annotated[int, typer.Option(help="results, 1-50")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, semantic or lexical")] = "hybrid",
+    max_chars: Annotated[int, typer.Option("--max-chars", help="budget, 1200-12000")] = 4000,
+    workspace: WorkspaceOpt = "",
+) -> None:
+    """Print exactly what the MCP search tool returns."""
+    from imprint.actors.lifecycle import running
+    from imprint.tools._reads import ActorReads
+    from imprint.tools.search import search_text
+
+    root, config = _setup()
+    with running(root, config) as runtime:
+        text = search_text(
+            ActorReads(runtime), query, project, type, lang, layer, limit,
+            mode,  # type: ignore[arg-type]
+            max_chars, workspace,
+        )
+    typer.echo(text)
+
+
+@app.command()
+def status(workspace: WorkspaceOpt = "") -> None:
+    """Counts per project, facts, and whether the two indexes agree."""
+    from imprint.actors.lifecycle import running
+    from imprint.tools.status import format_status, status_row
+
+    root, config = _setup()
+    with running(root, config) as runtime:
+        row = status_row(runtime, workspace)
+    typer.echo(format_status(row))
+    if not row.consistent:
+        raise typer.Exit(1)
+
+
+@workspace_app.command("list")
+def workspace_list() -> None:
+    """List workspaces; the active one is marked with *."""
+    root = cfg.data_dir()
+    active = active_workspace(root)
+    names = list_workspaces(root)
+    if active not in names:
+        names = sorted([*names, active])
+    for name in names:
+        typer.echo(f"{'*' if name == active else ' '} {name}")
+
+
+@workspace_app.command("create")
+def workspace_create(name: str) -> None:
+    """Create a workspace (its folder); it stays empty until something is stored."""
+    ws = create_workspace(cfg.data_dir(), name)
+    typer.echo(f"created workspace {ws}")
+
+
+@workspace_app.command("switch")
+def workspace_switch(name: str) -> None:
+    """Make an existing workspace the active one."""
+    ws = switch_workspace(cfg.data_dir(), name)
+    typer.echo(f"active workspace: {ws}")
+
+
+@config_app.command("list")
+def config_list() -> None:
+    """Every key with its value and what it accepts."""
+    config = cfg.load_config()
+    for key in cfg.keys():
+        value = cfg.get_value(config, key)
+        if key.endswith("api_key") and value:
+            value = "***"
+        typer.echo(f"{key} = {value!r}  # {cfg.describe_allowed(key)}")
+
+
+@config_app.command("get")
+def config_get(key: str) -> None:
+    """Print one key's value (file and environment applied)."""
+    typer.echo(cfg.get_value(cfg.load_config(), key))
+
+
+@config_app.command("set")
+def config_set(key: str, value: str) -> None:
+    """Validate and store a value in {data_dir}/config.toml (written atomically)."""
+    stored = cfg.set_value(cfg.data_dir(), key, value)
+    typer.echo(f"{key} = {stored!r}")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except ImprintError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors carry their own exit codes
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

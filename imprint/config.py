@@ -1,0 +1,288 @@
+"""Configuration: one typed schema, `{data_dir}/config.toml` over defaults, environment on top.
+
+Keys are dotted (`recall.llm_timeout_sec`); the environment name of a key is
+`IMPRINT_` + its path upper-cased with dots turned into underscores
+(`IMPRINT_RECALL_LLM_TIMEOUT_SEC`, `IMPRINT_TAGGER_LOCAL_N_THREADS`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from imprint._fs import atomic_write_text
+from imprint.errors import ConfigError
+
+__all__ = [
+    "Config",
+    "config_path",
+    "data_dir",
+    "describe_allowed",
+    "flatten",
+    "get_value",
+    "load_config",
+    "set_value",
+]
+
+ENV_PREFIX = "IMPRINT_"
+DEFAULT_DATA_DIR = Path("~/.local/share/imprint")
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class StoreConfig(_Group):
+    chroma_url: str = Field(
+        default="",
+        description="Chroma server URL (http://127.0.0.1:8000); empty = embedded store",
+    )
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ValueError("an http(s):// URL with a host, or empty for the embedded store")
+        return value.rstrip("/")
+
+
+class EmbeddingConfig(_Group):
+    threads: int = Field(default=2, ge=1, le=64, description="onnxruntime intra-op threads")
+    batch_size: int = Field(default=32, ge=1, le=256, description="chunks per embedding batch")
+    max_tokens: int = Field(default=256, ge=16, le=512, description="tokens kept per chunk")
+    model_path: str = Field(default="", description="ONNX model file; empty = the bundled one")
+    tokenizer_path: str = Field(default="", description="tokenizer.json; empty = the bundled one")
+
+
+class ReadersConfig(_Group):
+    pool_size: int = Field(default=4, ge=1, le=32, description="actors per reader pool")
+
+
+class IngestConfig(_Group):
+    max_file_bytes: int = Field(
+        default=1_048_576, ge=1024, le=64 * 1_048_576, description="larger files are skipped"
+    )
+    chunk_chars: int = Field(default=1200, ge=300, le=4000, description="target chunk size")
+    chunk_overlap: int = Field(default=150, ge=0, le=1000, description="characters repeated")
+    allowed_roots: list[str] = Field(
+        default_factory=list,
+        description="folders ingest_path may read; empty = the server's working directory",
+    )
+
+
+class SearchConfig(_Group):
+    limit: int = Field(default=10, ge=1, le=50, description="default result count")
+    mode: Literal["hybrid", "semantic", "lexical"] = Field(default="hybrid")
+    max_chars: int = Field(default=4000, ge=1200, le=12000, description="default budget")
+    rrf_k: int = Field(default=60, ge=1, le=1000, description="reciprocal-rank fusion constant")
+
+
+class LocalModelConfig(_Group):
+    model_path: str = Field(default="", description="GGUF file for the local provider")
+    n_threads: int = Field(default=4, ge=1, le=256, description="llama.cpp threads")
+    n_ctx: int = Field(default=4096, ge=256, le=131072, description="context window")
+    chat_format: str = Field(default="", description="override when the GGUF has no template")
+
+
+Provider = Literal["none", "local", "ollama", "vllm", "openai", "anthropic", "gemini"]
+
+
+class TaggerConfig(_Group):
+    llm: bool = Field(default=False, description="ask the model for tags on store and ingest")
+    provider: Provider = Field(default="none")
+    model: str = Field(default="")
+    base_url: str = Field(default="")
+    api_key: str = Field(default="", description="else the provider's usual environment variable")
+    timeout_sec: float = Field(default=20.0, gt=0, le=600)
+    local: LocalModelConfig = Field(default_factory=LocalModelConfig)
+
+
+class RecallConfig(_Group):
+    llm: bool = Field(default=False, description="let a model on this computer plan and answer")
+    llm_timeout_sec: float = Field(default=30.0, gt=0, le=600)
+    step_timeout_sec: float = Field(default=10.0, gt=0, le=300)
+
+
+class LogConfig(_Group):
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        default="warning", description="stderr level; the JSON file always gets info and up"
+    )
+    file: bool = Field(default=True, description="write {data_dir}/logs/imprint.jsonl")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    readers: ReadersConfig = Field(default_factory=ReadersConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    tagger: TaggerConfig = Field(default_factory=TaggerConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    log: LogConfig = Field(default_factory=LogConfig)
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    raw = env.get("IMPRINT_DATA_DIR", "")
+    return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
+
+
+def config_path(root: Path) -> Path:
+    return root / "config.toml"
+
+
+def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            yield from _leaves(ann, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", field
+
+
+def keys() -> list[str]:
+    return [key for key, _ in _leaves(Config)]
+
+
+def _field(key: str) -> Any:
+    for name, field in _leaves(Config):
+        if name == key:
+            return field
+    raise ConfigError(f"config: unknown key {key!r}; allowed keys: {', '.join(keys())}")
+
+
+def describe_allowed(key: str) -> str:
+    """What a key accepts, in words, for error messages and `config list`."""
+    field = _field(key)
+    ann = field.annotation
+    origin = getattr(ann, "__origin__", None)
+    if origin is Literal:
+        return "one of " + ", ".join(map(str, ann.__args__))
+    bounds = []
+    for meta in field.metadata:
+        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if getattr(meta, attr, None) is not None:
+                bounds.append(f"{sign} {getattr(meta, attr)}")
+    type_name = getattr(ann, "__name__", str(ann))
+    if ann is bool:
+        return "true or false"
+    if key == "store.chroma_url":
+        return "an http(s):// URL with a host, or empty for the embedded store"
+    if origin is list:
+        return "a comma-separated list of folders"
+    return type_name + (" " + " and ".join(bounds) if bounds else "")
+
+
+def _parse(key: str, raw: str) -> Any:
+    """A value from text (CLI or environment) into the key's type; pydantic checks it after."""
+    ann = _field(key).annotation
+    if getattr(ann, "__origin__", None) is list:
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if ann is bool:
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+    return raw
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = nested
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{prefix}{name}."))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+def _validate(flat: Mapping[str, Any], origin: str) -> Config:
+    try:
+        return Config.model_validate(_nest(flat))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        if key in keys():
+            value = flat.get(key, err.get("input"))
+            allowed = describe_allowed(key)
+            raise ConfigError(
+                f"config: {key}={value!r} ({origin}) is not allowed: {allowed}"
+            ) from exc
+        raise ConfigError(
+            f"config: unknown key {key!r} ({origin}); run 'imprint config list' for the keys"
+        ) from exc
+
+
+def _read_file(root: Path) -> dict[str, Any]:
+    path = config_path(root)
+    if not path.exists():
+        return {}
+    try:
+        return flatten(tomllib.loads(path.read_text(encoding="utf-8")))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {path} is not valid TOML: {exc}") from exc
+
+
+def _read_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key in keys():
+        name = ENV_PREFIX + key.replace(".", "_").upper()
+        if name in environ:
+            found[key] = _parse(key, environ[name])
+    return found
+
+
+def load_config(root: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Defaults, then the file, then the environment; a bad value names where it came from."""
+    env = os.environ if environ is None else environ
+    root = data_dir(env) if root is None else root
+    from_file = _read_file(root)
+    _validate(from_file, f"in {config_path(root)}")
+    merged = {**from_file, **_read_env(env)}
+    return _validate(merged, "from the environment or file")
+
+
+def get_value(config: Config, key: str) -> Any:
+    _field(key)
+    node: Any = config
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def set_value(root: Path, key: str, raw: str) -> Any:
+    """Validate `key=raw` against the whole schema, then rewrite the file atomically."""
+    _field(key)
+    current = _read_file(root)
+    updated = {**current, key: _parse(key, raw)}
+    config = _validate(updated, "given")
+    value = get_value(config, key)
+    current[key] = value
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config_path(root), tomli_w.dumps(_nest(current)))
+    return value
+

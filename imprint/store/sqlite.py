@@ -1,0 +1,356 @@
+"""One SQLite file per workspace: records with their FTS5 index, facts, sources, write journal.
+
+The writer opens it read-write; each reader actor opens its own read-only connection
+(WAL mode lets them read while the writer commits).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from imprint.store.records import Fact, Record
+from imprint.types import MemoryId
+
+__all__ = [
+    "Filters",
+    "SourceEntry",
+    "SqliteStore",
+    "WriteBatch",
+    "fts_phrase",
+    "fts_terms",
+]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    project TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    source_type TEXT NOT NULL DEFAULT 'file',
+    chunk_index INTEGER NOT NULL DEFAULT 0,
+    chunk_count INTEGER NOT NULL DEFAULT 1,
+    type TEXT NOT NULL DEFAULT 'note',
+    lang TEXT NOT NULL DEFAULT '',
+    layer TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL DEFAULT '',
+    domains TEXT NOT NULL DEFAULT '[]',
+    topics TEXT NOT NULL DEFAULT '[]',
+    created_at REAL NOT NULL,
+    source_mtime REAL NOT NULL DEFAULT 0,
+    content_sha TEXT NOT NULL DEFAULT '',
+    tagged_by TEXT NOT NULL DEFAULT 'rules'
+);
+CREATE INDEX IF NOT EXISTS records_by_source ON records(project, source, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
+    content, content='records', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts(rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS records_ad AFTER DELETE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TABLE IF NOT EXISTS sources (
+    project TEXT NOT NULL,
+    source TEXT NOT NULL,
+    source_type TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    sha TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    root TEXT NOT NULL DEFAULT '',
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (project, source)
+);
+CREATE TABLE IF NOT EXISTS facts (
+    id TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    object TEXT NOT NULL,
+    valid_from REAL NOT NULL,
+    ended REAL,
+    source TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS facts_by_subject ON facts(subject, predicate);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+_COLUMNS = [
+    "id",
+    "content",
+    "project",
+    "source",
+    "source_type",
+    "chunk_index",
+    "chunk_count",
+    "type",
+    "lang",
+    "layer",
+    "kind",
+    "domains",
+    "topics",
+    "created_at",
+    "source_mtime",
+    "content_sha",
+    "tagged_by",
+]
+_SELECT = "SELECT " + ", ".join(f"r.{c}" for c in _COLUMNS) + " FROM records r"
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    project: str = ""
+    type: str = ""
+    lang: str = ""
+    layer: str = ""
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in self.model_dump().items() if v]
+
+
+class SourceEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    source: str
+    source_type: str
+    mtime: float
+    sha: str
+    chunk_count: int
+    root: str = ""
+
+
+class WriteBatch(BaseModel):
+    """Everything one acknowledged write changes; journaled whole before it is applied.
+
+    Records of a source in `set_sources` or `drop_sources` that are not among `upserts` are
+    deleted: the writer adds their ids to `delete_ids` before journaling.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    upserts: tuple[Record, ...] = ()
+    delete_ids: tuple[MemoryId, ...] = ()
+    set_sources: tuple[SourceEntry, ...] = ()
+    drop_sources: tuple[tuple[str, str], ...] = ()
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_terms(query: str) -> str:
+    """Any of the query's words, each quoted so FTS5 syntax in user text is inert."""
+    words = _WORD.findall(query)
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def fts_phrase(query: str) -> str:
+    words = _WORD.findall(query)
+    return '"' + " ".join(words) + '"' if len(words) > 1 else ""
+
+
+def _row_to_record(row: Sequence[Any]) -> Record:
+    data = dict(zip(_COLUMNS, row, strict=True))
+    data["domains"] = tuple(json.loads(data["domains"]))
+    data["topics"] = tuple(json.loads(data["topics"]))
+    return Record.model_validate(data)
+
+
+def _record_to_row(rec: Record) -> tuple[Any, ...]:
+    data = rec.model_dump()
+    data["domains"] = json.dumps(list(rec.domains))
+    data["topics"] = json.dumps(list(rec.topics))
+    return tuple(data[c] for c in _COLUMNS)
+
+
+def _where(filters: Filters, alias: str = "r") -> tuple[str, list[Any]]:
+    pairs = filters.pairs()
+    sql = " AND ".join(f"{alias}.{k} = ?" for k, _ in pairs)
+    return sql, [v for _, v in pairs]
+
+
+class SqliteStore:
+    """A connection to one workspace's SQLite file, with the queries the actors need."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = path
+        self.readonly = readonly
+        if readonly:
+            uri = f"file:{path}?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: an acknowledged write survives power loss, not only a process crash.
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.executescript(SCHEMA)
+            self.conn.commit()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def match(self, query: str, limit: int, filters: Filters) -> list[tuple[MemoryId, float]]:
+        """BM25 ranking: records holding the exact phrase first, then any of the words."""
+        where, params = _where(filters)
+        extra = f" AND {where}" if where else ""
+        sql = (
+            "SELECT r.id, bm25(records_fts) FROM records_fts JOIN records r "
+            "ON r.rowid = records_fts.rowid WHERE records_fts MATCH ?"
+            f"{extra} ORDER BY bm25(records_fts) LIMIT ?"
+        )
+        seen: dict[MemoryId, float] = {}
+        for expr in (fts_phrase(query), fts_terms(query)):
+            if not expr or len(seen) >= limit:
+                continue
+            for rid, rank in self.conn.execute(sql, [expr, *params, limit]):
+                if rid not in seen:
+                    seen[MemoryId(rid)] = -float(rank)
+        return list(seen.items())[:limit]
+
+    def fetch(self, ids: Iterable[str]) -> dict[MemoryId, Record]:
+        wanted = list(dict.fromkeys(ids))
+        out: dict[MemoryId, Record] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(f"{_SELECT} WHERE r.id IN ({marks})", part):
+                rec = _row_to_record(row)
+                out[rec.id] = rec
+        return out
+
+    def facts(
+        self, subject: str, predicate: str, include_ended: bool, limit: int
+    ) -> list[Fact]:
+        clauses, params = [], []
+        if subject:
+            clauses.append("subject = ? COLLATE NOCASE")
+            params.append(subject)
+        if predicate:
+            clauses.append("predicate = ? COLLATE NOCASE")
+            params.append(predicate)
+        if not include_ended:
+            clauses.append("ended IS NULL")
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        rows = self.conn.execute(
+            "SELECT id, subject, predicate, object, valid_from, ended, source FROM facts"
+            f"{where} ORDER BY valid_from DESC, id LIMIT ?",
+            [*params, limit],
+        )
+        keys = ("id", "subject", "predicate", "object", "valid_from", "ended", "source")
+        return [Fact.model_validate(dict(zip(keys, row, strict=True))) for row in rows]
+
+    def ids(self) -> set[str]:
+        return {row[0] for row in self.conn.execute("SELECT id FROM records")}
+
+    def source_entry(self, project: str, source: str) -> SourceEntry | None:
+        row = self.conn.execute(
+            "SELECT project, source, source_type, mtime, sha, chunk_count, root FROM sources "
+            "WHERE project = ? AND source = ?",
+            (project, source),
+        ).fetchone()
+        if row is None:
+            return None
+        keys = ("project", "source", "source_type", "mtime", "sha", "chunk_count", "root")
+        return SourceEntry.model_validate(dict(zip(keys, row, strict=True)))
+
+    def source_ids(self, project: str, source: str) -> list[MemoryId]:
+        rows = self.conn.execute(
+            "SELECT id FROM records WHERE project = ? AND source = ? ORDER BY chunk_index",
+            (project, source),
+        )
+        return [MemoryId(r[0]) for r in rows]
+
+    def sources_under(self, project: str, source_type: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT source FROM sources WHERE project = ? AND source_type = ?",
+            (project, source_type),
+        )
+        return [r[0] for r in rows]
+
+    def counts(self) -> dict[str, Any]:
+        per_project = {
+            project: {"records": n, "sources": s}
+            for project, n, s in self.conn.execute(
+                "SELECT project, COUNT(*), COUNT(DISTINCT source) FROM records GROUP BY project"
+            )
+        }
+        facts = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(ended IS NULL), 0) FROM facts"
+        ).fetchone()
+        fts_rows = self.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
+        pending = self.conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
+        return {
+            "projects": per_project,
+            "records": sum(p["records"] for p in per_project.values()),
+            "fts_rows": fts_rows,
+            "facts": facts[0],
+            "facts_current": facts[1],
+            "journal_pending": pending,
+        }
+
+    def fts_integrity(self) -> bool:
+        try:
+            self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError:
+            return False
+        return True
+
+    # -- writes (the WriterActor only) ---------------------------------------------------
+
+    def journal_begin(self, batch: WriteBatch) -> int:
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO journal(payload, created_at) VALUES (?, ?)",
+                (batch.model_dump_json(), time.time()),
+            )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def journal_pending(self) -> list[tuple[int, WriteBatch]]:
+        rows = self.conn.execute("SELECT seq, payload FROM journal ORDER BY seq").fetchall()
+        return [(seq, WriteBatch.model_validate_json(payload)) for seq, payload in rows]
+
+    def apply(self, batch: WriteBatch, seq: int | None) -> None:
+        """Apply a batch and retire its journal entry in one transaction."""
+        with self.conn:
+            drop = list(batch.delete_ids) + [r.id for r in batch.upserts]
+            for start in range(0, len(drop), 500):
+                part = drop[start : start + 500]
+                marks = ",".join("?" * len(part))
+                self.conn.execute(f"DELETE FROM records WHERE id IN ({marks})", part)
+            self.conn.executemany(
+                f"INSERT INTO records({', '.join(_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_COLUMNS))})",
+                [_record_to_row(rec) for rec in batch.upserts],
+            )
+            for project, source in batch.drop_sources:
+                self.conn.execute(
+                    "DELETE FROM sources WHERE project = ? AND source = ?", (project, source)
+                )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (e.project, e.source, e.source_type, e.mtime, e.sha, e.chunk_count, e.root,
+                     time.time())
+                    for e in batch.set_sources
+                ],
+            )
+            if seq is not None:
+                self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))

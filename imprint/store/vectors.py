@@ -1,0 +1,171 @@
+"""Chroma: one collection per workspace, embedded (PersistentClient) or a server (HttpClient).
+
+An embedded Chroma folder must have one writing process: two were seen to corrupt a
+collection, and a second process does not see vectors added after it opened. `StoreLock`
+makes the owning process explicit; other processes get `StoreBusyError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import chromadb
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.config import Settings
+from filelock import FileLock, Timeout
+
+from imprint.errors import StoreBusyError, StoreError
+from imprint.store.embedder import Embedder
+from imprint.store.records import Record
+from imprint.store.sqlite import Filters
+from imprint.types import MemoryId, WorkspaceName
+
+__all__ = ["ImprintEmbeddingFunction", "StoreLock", "VectorIndex", "collection_name", "open_client"]
+
+_SETTINGS = Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+class ImprintEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Our local MiniLM, so Chroma never reaches for its own (downloaded) default model."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    def __call__(self, input: Documents) -> Embeddings:
+        if self._embedder is None:
+            raise StoreError("embedding: no embedder attached to the collection")
+        return list(self._embedder.embed(list(input)))
+
+    @staticmethod
+    def name() -> str:
+        return "imprint-minilm-int8"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> ImprintEmbeddingFunction:
+        return ImprintEmbeddingFunction()
+
+    def default_space(self) -> Any:
+        return "cosine"
+
+
+def collection_name(workspace: WorkspaceName) -> str:
+    # Chroma wants [a-zA-Z0-9._-], alphanumeric at both ends; workspace names may end in '-'.
+    return f"imprint.{workspace}.v1"
+
+
+class StoreLock:
+    """An exclusive, non-blocking lock on a workspace folder, naming its owner when refused."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(folder / "store.lock", thread_local=False)
+        self._owner = folder / "store.owner"
+
+    def acquire(self) -> None:
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout as exc:
+            owner = "another process"
+            try:
+                info = json.loads(self._owner.read_text(encoding="utf-8"))
+                owner = f"process {info['pid']}"
+            except (OSError, ValueError, KeyError):
+                pass
+            raise StoreBusyError(
+                f"workspace store {self._owner.parent} is owned by {owner}; "
+                "stop it or use its server (Chroma's embedded store allows one writing process)"
+            ) from exc
+        self._owner.write_text(json.dumps({"pid": os.getpid()}), encoding="utf-8")
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self._lock.release()
+
+
+def open_client(chroma_dir: Path, chroma_url: str) -> Any:
+    if chroma_url:
+        parts = urlsplit(chroma_url)
+        return chromadb.HttpClient(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or (443 if parts.scheme == "https" else 8000),
+            ssl=parts.scheme == "https",
+            settings=_SETTINGS,
+        )
+    chroma_dir.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(chroma_dir), settings=_SETTINGS)
+
+
+def _where(filters: Filters) -> dict[str, Any] | None:
+    pairs = filters.pairs()
+    if not pairs:
+        return None
+    if len(pairs) == 1:
+        return {pairs[0][0]: pairs[0][1]}
+    return {"$and": [{k: v} for k, v in pairs]}
+
+
+class VectorIndex:
+    """The vector side of one workspace. Chroma's client is safe to share between threads."""
+
+    def __init__(self, client: Any, workspace: WorkspaceName, embedder: Embedder) -> None:
+        self.client = client
+        self.collection = client.get_or_create_collection(
+            name=collection_name(workspace),
+            embedding_function=ImprintEmbeddingFunction(embedder),
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+
+    def upsert(self, records: Sequence[Record], embeddings: np.ndarray) -> None:
+        if not records:
+            return
+        self.collection.upsert(
+            ids=[r.id for r in records],
+            embeddings=embeddings,
+            metadatas=[r.chroma_metadata() for r in records],
+        )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.collection.delete(ids=list(ids))
+
+    def query(
+        self, embedding: np.ndarray, limit: int, filters: Filters
+    ) -> list[tuple[MemoryId, float]]:
+        """Nearest records by cosine similarity (1 - distance), best first."""
+        if self.collection.count() == 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[embedding],
+            n_results=limit,
+            where=_where(filters),
+            include=["distances"],
+        )
+        ids = result["ids"][0]
+        distances = (result.get("distances") or [[]])[0]
+        return [
+            (MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)
+        ]
+
+    def ids(self) -> set[str]:
+        out: set[str] = set()
+        offset = 0
+        while True:
+            page = self.collection.get(include=[], limit=5000, offset=offset)
+            out.update(page["ids"])
+            if len(page["ids"]) < 5000:
+                return out
+            offset += 5000
+
+    def count(self) -> int:
+        return int(self.collection.count())

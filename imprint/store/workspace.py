@@ -1,0 +1,51 @@
+"""The opened resources of one workspace: its lock, its Chroma collection, its SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from imprint.store.embedder import Embedder
+from imprint.store.sqlite import SqliteStore
+from imprint.store.vectors import StoreLock, VectorIndex, open_client
+from imprint.types import WorkspaceName
+from imprint.workspaces import workspace_dir
+
+__all__ = ["WorkspaceStore"]
+
+
+class WorkspaceStore:
+    """Opened by the one process that owns the workspace; closed in reverse order."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        name: WorkspaceName,
+        embedder: Embedder,
+        *,
+        chroma_url: str = "",
+        http_client: Any = None,
+    ) -> None:
+        self.name = name
+        self.folder = workspace_dir(data_dir, name)
+        self.sqlite_path = self.folder / "imprint.sqlite3"
+        self.chroma_url = chroma_url
+        self._lock = StoreLock(self.folder)
+        self._lock.acquire()
+        try:
+            client = http_client if chroma_url else open_client(self.folder / "chroma", "")
+            self.vectors = VectorIndex(client, name, embedder)
+            self.sqlite = SqliteStore(self.sqlite_path)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def reader(self) -> SqliteStore:
+        """A new read-only connection, for one reader actor."""
+        return SqliteStore(self.sqlite_path, readonly=True)
+
+    def close(self) -> None:
+        try:
+            self.sqlite.close()
+        finally:
+            self._lock.release()

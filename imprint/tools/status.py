@@ -1,0 +1,62 @@
+"""status: counts per project, facts, and whether the vector and lexical indexes agree."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.messages import Check
+from imprint.tools._reads import Deadline
+
+__all__ = ["StatusRow", "format_status", "status_row"]
+
+STATUS_TIMEOUT_SEC = 120.0
+
+
+class StatusRow(BaseModel):
+    workspace: str
+    projects: dict[str, dict[str, int]]
+    records: int
+    vectors: int
+    facts: int
+    facts_current: int
+    journal_pending: int
+    only_in_vectors: int
+    only_in_lexical: int
+    fts_ok: bool
+    store: str
+
+    @property
+    def consistent(self) -> bool:
+        return (
+            self.fts_ok
+            and self.only_in_vectors == 0
+            and self.only_in_lexical == 0
+            and self.journal_pending == 0
+        )
+
+
+def status_row(runtime: Runtime, workspace: str = "") -> StatusRow:
+    ws = runtime.resolve(workspace)
+    store = runtime.workspace(ws)
+    # Through the writer's mailbox: no write is half-applied while the indexes are compared.
+    check = Deadline(STATUS_TIMEOUT_SEC).wait(runtime.writer(ws).check(Check()), "status")
+    return StatusRow(workspace=ws, store=store.chroma_url or "embedded", **check)
+
+
+def format_status(row: StatusRow) -> str:
+    lines = [f"workspace {row.workspace} (chroma: {row.store})"]
+    if row.projects:
+        for project, c in sorted(row.projects.items()):
+            lines.append(f"  project {project or '-'}: {c['records']} records, "
+                         f"{c['sources']} sources")
+    else:
+        lines.append("  no records yet")
+    lines.append(f"  facts: {row.facts} ({row.facts_current} current)")
+    verdict = "consistent" if row.consistent else "INCONSISTENT"
+    lines.append(
+        f"  indexes: {verdict} (vectors {row.vectors}, lexical {row.records}, "
+        f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
+        f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
+    )
+    return "\n".join(lines)
