@@ -262,8 +262,10 @@ def load_config(root: Path | None = None, environ: Mapping[str, str] | None = No
     root = data_dir(env) if root is None else root
     from_file = _read_file(root)
     _validate(from_file, f"in {config_path(root)}")
-    merged = {**from_file, **_read_env(env)}
-    return _validate(merged, "from the environment or file")
+    from_env = _read_env(env)
+    for key, value in from_env.items():
+        _validate({**from_file, key: value}, f"from {ENV_PREFIX}{key.replace('.', '_').upper()}")
+    return _validate({**from_file, **from_env}, "from the environment")
 
 
 def get_value(config: Config, key: str) -> Any:

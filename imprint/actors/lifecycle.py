@@ -49,10 +49,10 @@ class _Workspace:
 class Runtime:
     """One per process and data dir: the embedder, the reader pools and the open workspaces."""
 
-    def __init__(self, data_dir: Path, config: Config) -> None:
+    def __init__(self, data_dir: Path, config: Config, embedder: Embedder | None = None) -> None:
         self.data_dir = data_dir
         self.config = config
-        self._embedder: Embedder | None = None
+        self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._open: dict[WorkspaceName, _Workspace] = {}
         self._open_lock = threading.Lock()

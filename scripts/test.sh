@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: install, lint, type-check, then every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+.venv/bin/ruff check imprint tests benchmark
+.venv/bin/ruff format --check imprint tests benchmark
+.venv/bin/mypy
+set +e
+.venv/bin/python -m pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: failing" >&2
+  exit 1
+fi
+exit "$rc"
