@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 import pykka
 
+from imprint._fs import atomic_write_text
 from imprint.actors.readers import (
     FactReader,
     FactReaderProxy,
@@ -121,6 +123,7 @@ class Runtime:
                 self.embedder(),
                 chroma_url=chroma_url,
                 http_client=self._http_client,
+                namespace=self.namespace(),
             )
             try:
                 logic = Writer(store, self.embedder())
@@ -134,6 +137,13 @@ class Runtime:
             log.info("workspace.opened", workspace=ws,
                      elapsed_ms=round((time.monotonic() - started) * 1000, 1))
             return opened
+
+    def namespace(self) -> str:
+        """A random id for this data dir, made once, so a shared Chroma server keeps dirs apart."""
+        path = self.data_dir / "instance_id"
+        if not path.exists():
+            atomic_write_text(path, uuid.uuid4().hex[:8] + "\n")
+        return path.read_text(encoding="utf-8").strip()
 
     def opened(self, workspace: WorkspaceName) -> WorkspaceStore:
         """For readers: a workspace the caller opened before sending them a message."""

@@ -59,9 +59,12 @@ class ImprintEmbeddingFunction(EmbeddingFunction[Documents]):
         return "cosine"
 
 
-def collection_name(workspace: WorkspaceName) -> str:
-    # Chroma wants [a-zA-Z0-9._-], alphanumeric at both ends; workspace names may end in '-'.
-    return f"imprint.{workspace}.v1"
+def collection_name(workspace: WorkspaceName, namespace: str = "") -> str:
+    """Chroma wants [a-zA-Z0-9._-], alphanumeric at both ends; workspace names may end in '-'.
+
+    On a shared server the data dir's namespace keeps two data dirs' workspaces apart.
+    """
+    return f"imprint.{namespace + '.' if namespace else ''}{workspace}.v1"
 
 
 class StoreLock:
@@ -118,10 +121,12 @@ def _where(filters: Filters) -> dict[str, Any] | None:
 class VectorIndex:
     """The vector side of one workspace. Chroma's client is safe to share between threads."""
 
-    def __init__(self, client: Any, workspace: WorkspaceName, embedder: Embedder) -> None:
+    def __init__(
+        self, client: Any, workspace: WorkspaceName, embedder: Embedder, namespace: str = ""
+    ) -> None:
         self.client = client
         self.collection = client.get_or_create_collection(
-            name=collection_name(workspace),
+            name=collection_name(workspace, namespace),
             embedding_function=ImprintEmbeddingFunction(embedder),
             configuration={"hnsw": {"space": "cosine"}},
         )

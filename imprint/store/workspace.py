@@ -25,6 +25,7 @@ class WorkspaceStore:
         *,
         chroma_url: str = "",
         http_client: Any = None,
+        namespace: str = "",
     ) -> None:
         self.name = name
         self.folder = workspace_dir(data_dir, name)
@@ -34,7 +35,7 @@ class WorkspaceStore:
         self._lock.acquire()
         try:
             client = http_client if chroma_url else open_client(self.folder / "chroma", "")
-            self.vectors = VectorIndex(client, name, embedder)
+            self.vectors = VectorIndex(client, name, embedder, namespace if chroma_url else "")
             self.sqlite = SqliteStore(self.sqlite_path)
         except BaseException:
             self._lock.release()

@@ -1,0 +1,140 @@
+"""Shared fixtures: isolated data dirs, one embedder per session, a real `chroma run` server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pykka
+import pytest
+
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.store.embedder import Embedder
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+
+TOPICS = {
+    "docs/actors.md": (
+        "# Actors\n\nAn actor processes one message at a time from its mailbox. "
+        "Stopping an actor drains the mailbox first.\n\n## Supervision\n\n"
+        "A supervisor restarts a crashed actor with a fresh state."
+    ),
+    "docs/gardening.md": (
+        "# Gardening\n\nTomatoes need six hours of sun and deep watering twice a week. "
+        "Mulch keeps the soil moist.\n\n## Compost\n\nTurn the compost heap every fortnight."
+    ),
+    "docs/espresso.md": (
+        "# Espresso\n\nA ristretto uses less water than a lungo. Grind finer when the shot "
+        "runs fast.\n\nThe purple kangaroo protocol is a phrase that occurs in one file only."
+    ),
+    "src/retry.py": (
+        "import time\n\n\ndef retry(fn, attempts=3):\n    \"\"\"Call fn until it succeeds, "
+        "backing off exponentially.\"\"\"\n    for i in range(attempts):\n        try:\n"
+        "            return fn()\n        except OSError:\n            time.sleep(2 ** i)\n"
+        "    raise RuntimeError('gave up')\n"
+    ),
+    "notes.txt": "Release checklist: bump the version, tag the commit, publish the wheel.",
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def small_tree(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "proj", TOPICS)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads or writes the user's data dir, and no actor outlives its test."""
+    monkeypatch.setenv("IMPRINT_DATA_DIR", str(tmp_path / "data"))
+    for name in list(os.environ):
+        if name.startswith("IMPRINT_") and name != "IMPRINT_DATA_DIR":
+            monkeypatch.delenv(name)
+    yield
+    pykka.ActorRegistry.stop_all()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return Embedder(threads=2)
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `chroma run` on 127.0.0.1, started once, stopped at the end of the session."""
+    binary = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
+    if binary is None:
+        pytest.fail("the chroma CLI (from the chromadb package) is not installed")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder = tmp_path_factory.mktemp("chroma-server")
+    log = (folder / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [binary, "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(folder)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"chroma run did not start: {(folder / 'server.log').read_text()}")
+            time.sleep(0.2)  # polling a starting server; no event to wait on
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(params=["embedded", "http"])
+def store_mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def config(store_mode: str, request: pytest.FixtureRequest) -> Config:
+    config = Config()
+    if store_mode == "http":
+        config.store.chroma_url = request.getfixturevalue("chroma_server")
+    return config
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def runtime(data_dir: Path, config: Config, embedder: Embedder) -> Iterator[Runtime]:
+    rt = Runtime(data_dir, config, embedder=embedder).start()
+    try:
+        yield rt
+    finally:
+        rt.stop()

@@ -1,0 +1,274 @@
+"""The store through the actors, on the embedded Chroma and on a real `chroma run` server."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.messages import Write
+from imprint.config import Config
+from imprint.errors import InputError, StoreBusyError, WorkspaceError
+from imprint.ingest.pipeline import ingest_path
+from imprint.store.embedder import Embedder
+from imprint.store.records import Record, make_id
+from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
+from imprint.store.vectors import VectorIndex
+from imprint.tools._reads import ActorReads
+from imprint.tools.search import search_rows, search_text
+from imprint.tools.status import status_row
+
+
+def _sources(rows: object) -> list[str]:
+    return [h.record.source for h in rows.hits]  # type: ignore[attr-defined]
+
+
+def test_ingest_then_each_mode_finds_an_exact_phrase(runtime: Runtime, small_tree: Path) -> None:
+    """Lexical, semantic and hybrid search each rank the one file holding a phrase first."""
+    report = ingest_path(runtime, small_tree, project="proj")
+    assert report.files == 5 and report.chunks >= 5
+    reads = ActorReads(runtime)
+    for mode in ("lexical", "semantic", "hybrid"):
+        rows = search_rows(reads, "purple kangaroo protocol", mode=mode)  # type: ignore[arg-type]
+        assert _sources(rows)[0] == "docs/espresso.md", (mode, _sources(rows))
+    status = status_row(runtime)
+    assert status.consistent and status.vectors == status.records == report.chunks
+
+
+def test_filters_and_limit_clamp(runtime: Runtime, small_tree: Path) -> None:
+    """Filters narrow by lang and layer; limit is clamped to 1-50."""
+    ingest_path(runtime, small_tree, project="proj")
+    reads = ActorReads(runtime)
+    rows = search_rows(reads, "retry with backoff", lang="python", mode="hybrid")
+    assert _sources(rows) == ["src/retry.py"]
+    rows = search_rows(reads, "actor", layer="docs", limit=0)
+    assert len(rows.hits) == 1
+    rows = search_rows(reads, "actor", limit=500)
+    assert len(rows.hits) == status_row(runtime).records
+    assert search_rows(reads, "actor", project="nope").hits == ()
+
+
+def test_bad_search_arguments_name_the_argument(runtime: Runtime, small_tree: Path) -> None:
+    """Bad mode, type, empty query and unknown workspace give one-line errors naming them."""
+    ingest_path(runtime, small_tree, project="proj")
+    reads = ActorReads(runtime)
+    with pytest.raises(InputError, match=r"^mode: 'fuzzy' is not allowed; one of hybrid"):
+        search_rows(reads, "x", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"^type: 'poem' is not allowed"):
+        search_rows(reads, "x", type="poem")
+    with pytest.raises(InputError, match=r"^query: must be non-empty"):
+        search_rows(reads, "   ")
+    with pytest.raises(WorkspaceError, match=r"^workspace: 'ghost' does not exist"):
+        search_rows(reads, "x", workspace="ghost")
+    with pytest.raises(WorkspaceError, match=r"^workspace: 'Bad!' is not a workspace name"):
+        search_rows(reads, "x", workspace="Bad!")
+
+
+def test_search_output_respects_budget(runtime: Runtime, small_tree: Path) -> None:
+    """The formatted search never exceeds max_chars and counts what it hid."""
+    ingest_path(runtime, small_tree, project="proj")
+    reads = ActorReads(runtime)
+    text = search_text(reads, "actor", max_chars=1200)
+    assert len(text) <= 1200
+    assert text.startswith('search "actor" (hybrid):')
+    assert "[1] " in text
+    shown = text.count("\n[")
+    total = len(search_rows(reads, "actor").hits)
+    if shown < total:
+        assert f"({total - shown} more result" in text
+    assert len(search_text(reads, "actor", max_chars=50)) <= 1200  # clamped up to 1200
+
+
+def test_workspaces_never_see_each_other(runtime: Runtime, small_tree: Path) -> None:
+    """Data ingested into one workspace is invisible from another."""
+    runtime.resolve("alpha", create=True)
+    runtime.resolve("beta", create=True)
+    ingest_path(runtime, small_tree, project="proj", workspace="alpha")
+    reads = ActorReads(runtime)
+    assert search_rows(reads, "espresso ristretto", workspace="alpha").hits
+    for mode in ("hybrid", "semantic", "lexical"):
+        rows = search_rows(reads, "espresso ristretto", workspace="beta", mode=mode)  # type: ignore[arg-type]
+        assert rows.hits == ()
+    assert status_row(runtime, "beta").records == 0
+    assert status_row(runtime, "alpha").records > 0
+
+
+def test_reingest_skips_unchanged_replaces_changed_removes_deleted(
+    runtime: Runtime, small_tree: Path
+) -> None:
+    """Unchanged files are skipped, a changed one replaced, a deleted one removed."""
+    first = ingest_path(runtime, small_tree, project="proj")
+    again = ingest_path(runtime, small_tree, project="proj")
+    assert (again.files, again.unchanged, again.chunks) == (0, first.files, 0)
+
+    (small_tree / "docs/gardening.md").write_text("# Beekeeping\n\nBees swarm in May.\n")
+    (small_tree / "notes.txt").unlink()
+    third = ingest_path(runtime, small_tree, project="proj")
+    assert (third.files, third.removed) == (1, 1)
+    reads = ActorReads(runtime)
+    assert _sources(search_rows(reads, "bees swarm", mode="lexical"))[0] == "docs/gardening.md"
+    assert search_rows(reads, "tomatoes compost", mode="lexical").hits == ()
+    assert search_rows(reads, "release checklist wheel", mode="lexical").hits == ()
+    status = status_row(runtime)
+    assert status.consistent and status.projects["proj"]["sources"] == 4
+
+
+def test_unreadable_and_missing_paths_change_nothing(runtime: Runtime, tmp_path: Path) -> None:
+    """A missing path is refused with a clear error and nothing is written."""
+    with pytest.raises(InputError, match=r"^path: '.*nowhere' does not exist"):
+        ingest_path(runtime, tmp_path / "nowhere")
+    assert status_row(runtime).records == 0
+
+
+def test_binaries_and_oversized_files_are_skipped(runtime: Runtime, tmp_path: Path) -> None:
+    """A binary and a file over ingest.max_file_bytes are skipped, not ingested."""
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "ok.md").write_text("# Fine\n\nA readable note.")
+    (tree / "bin.txt").write_bytes(b"\x00\x01\x02binary")
+    (tree / "big.txt").write_text("x" * (runtime.config.ingest.max_file_bytes + 1))
+    (tree / "image.png").write_bytes(b"\x89PNG")
+    report = ingest_path(runtime, tree, project="t")
+    assert report.files == 1 and report.skipped == 3
+
+
+def test_gitignore_is_respected_in_a_git_checkout(runtime: Runtime, tmp_path: Path) -> None:
+    """Files that .gitignore excludes in a git checkout are never ingested."""
+    import subprocess
+
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    subprocess.run(["git", "init", "-q", str(tree)], check=True)
+    (tree / ".gitignore").write_text("secret/\n*.log.md\n")
+    (tree / "kept.md").write_text("# Kept\n\nvisible text")
+    (tree / "secret").mkdir()
+    (tree / "secret/keys.md").write_text("# Keys\n\nhidden text")
+    (tree / "debug.log.md").write_text("# Log\n\nhidden too")
+    report = ingest_path(runtime, tree, project="repo")
+    assert report.files == 1
+    assert search_rows(ActorReads(runtime), "hidden", mode="lexical").hits == ()
+
+
+def test_a_second_process_cannot_open_an_owned_embedded_store(
+    data_dir: Path, embedder: Embedder
+) -> None:
+    """The embedded Chroma folder has one owner; a second opener gets StoreBusyError."""
+    first = Runtime(data_dir, Config(), embedder=embedder).start()
+    second = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        first.workspace("")
+        with pytest.raises(StoreBusyError, match="is owned by process"):
+            second.workspace("")
+    finally:
+        second.stop()
+        first.stop()
+
+
+def test_writes_are_acknowledged_only_when_both_indexes_hold_them(
+    runtime: Runtime, embedder: Embedder
+) -> None:
+    """After a write returns, Chroma and FTS5 both hold every record it carried."""
+    ws = runtime.resolve("")
+    store = runtime.workspace(ws)
+    records = tuple(
+        Record(id=make_id("m", i), content=f"memory number {i} about lighthouses", project="p")
+        for i in range(7)
+    )
+    ack = runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records))).get(timeout=60)
+    assert ack.upserted == 7
+    ids = {r.id for r in records}
+    assert ids <= store.vectors.ids()
+    reader = store.reader()
+    try:
+        assert ids <= reader.ids()
+        assert len(reader.match("lighthouses", 50, Filters())) == 7
+    finally:
+        reader.close()
+
+
+def test_two_searches_meet_at_a_barrier(
+    runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two searches in the reader pool run at the same time: both reach a 2-party barrier."""
+    ingest_path(runtime, small_tree, project="proj")
+    barrier = threading.Barrier(2, timeout=20)
+    original = SqliteStore.match
+
+    def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        barrier.wait()  # raises BrokenBarrierError if the other search never arrives
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqliteStore, "match", meeting)
+    reads = ActorReads(runtime)
+    results: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def run(query: str) -> None:
+        try:
+            results[query] = search_rows(reads, query, mode="lexical")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(q,)) for q in ("espresso", "tomatoes")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert _sources(results["espresso"])[0] == "docs/espresso.md"
+    assert _sources(results["tomatoes"])[0] == "docs/gardening.md"
+
+
+def test_vector_and_lexical_halves_of_one_search_run_concurrently(
+    runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hybrid search sends both reads before waiting: they meet at a barrier."""
+    ingest_path(runtime, small_tree, project="proj")
+    barrier = threading.Barrier(2, timeout=20)
+    for cls, name in ((SqliteStore, "match"), (VectorIndex, "query")):
+        original = getattr(cls, name)
+
+        def meeting(self, *args, _original=original, **kwargs):  # type: ignore[no-untyped-def]
+            barrier.wait()
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, meeting)
+    rows = search_rows(ActorReads(runtime), "espresso")
+    assert _sources(rows)[0] == "docs/espresso.md"
+
+
+def test_a_pool_of_one_cannot_meet_at_the_barrier(
+    data_dir: Path, embedder: Embedder, small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Control for the barrier test: with readers.pool_size=1 the two searches serialize."""
+    config = Config()
+    config.readers.pool_size = 1
+    rt = Runtime(data_dir, config, embedder=embedder).start()
+    try:
+        ingest_path(rt, small_tree, project="proj")
+        barrier = threading.Barrier(2, timeout=2)
+        original = SqliteStore.match
+
+        def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+            barrier.wait()
+            return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SqliteStore, "match", meeting)
+        errors: list[BaseException] = []
+
+        def run(query: str) -> None:
+            try:
+                search_rows(ActorReads(rt), query, mode="lexical")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(q,)) for q in ("espresso", "tomatoes")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert any(isinstance(e, threading.BrokenBarrierError) for e in errors), errors
+    finally:
+        rt.stop()
