@@ -47,8 +47,6 @@ def _setup() -> tuple[Path, cfg.Config]:
     return root, config
 
 
-
-
 @app.command()
 def ingest(
     path: Annotated[Path, typer.Argument(help="a file or folder to ingest")],
@@ -77,9 +75,7 @@ def ingest(
         def progress(done: int, total: int, source: str) -> None:
             bar.update(task, completed=done, total=total, description=source[-60:])
 
-        report = ingest_path(
-            runtime, path, project=project, workspace=workspace, progress=progress
-        )
+        report = ingest_path(runtime, path, project=project, workspace=workspace, progress=progress)
     typer.echo(report.summary())
 
 
@@ -103,9 +99,16 @@ def search(
     root, config = _setup()
     with running(root, config) as runtime:
         text = search_text(
-            ActorReads(runtime), query, project, type, lang, layer, limit,
+            ActorReads(runtime),
+            query,
+            project,
+            type,
+            lang,
+            layer,
+            limit,
             mode,  # type: ignore[arg-type]
-            max_chars, workspace,
+            max_chars,
+            workspace,
         )
     typer.echo(text)
 
@@ -154,7 +157,7 @@ def workspace_switch(name: str) -> None:
 def config_list() -> None:
     """Every key with its value and what it accepts."""
     config = cfg.load_config()
-    for key in cfg.keys():
+    for key in cfg.all_keys():
         value = cfg.get_value(config, key)
         if key.endswith("api_key") and value:
             value = "***"

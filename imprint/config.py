@@ -22,6 +22,7 @@ from imprint.errors import ConfigError
 
 __all__ = [
     "Config",
+    "all_keys",
     "config_path",
     "data_dir",
     "describe_allowed",
@@ -152,7 +153,7 @@ def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any
             yield f"{prefix}{name}", field
 
 
-def keys() -> list[str]:
+def all_keys() -> list[str]:
     return [key for key, _ in _leaves(Config)]
 
 
@@ -160,7 +161,7 @@ def _field(key: str) -> Any:
     for name, field in _leaves(Config):
         if name == key:
             return field
-    raise ConfigError(f"config: unknown key {key!r}; allowed keys: {', '.join(keys())}")
+    raise ConfigError(f"config: unknown key {key!r}; allowed keys: {', '.join(all_keys())}")
 
 
 def describe_allowed(key: str) -> str:
@@ -226,7 +227,7 @@ def _validate(flat: Mapping[str, Any], origin: str) -> Config:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        if key in keys():
+        if key in all_keys():
             value = flat.get(key, err.get("input"))
             allowed = describe_allowed(key)
             raise ConfigError(
@@ -249,7 +250,7 @@ def _read_file(root: Path) -> dict[str, Any]:
 
 def _read_env(environ: Mapping[str, str]) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for key in keys():
+    for key in all_keys():
         name = ENV_PREFIX + key.replace(".", "_").upper()
         if name in environ:
             found[key] = _parse(key, environ[name])
@@ -287,4 +288,3 @@ def set_value(root: Path, key: str, raw: str) -> Any:
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config_path(root), tomli_w.dumps(_nest(current)))
     return value
-

@@ -36,8 +36,8 @@ TOPICS = {
         "runs fast.\n\nThe purple kangaroo protocol is a phrase that occurs in one file only."
     ),
     "src/retry.py": (
-        "import time\n\n\ndef retry(fn, attempts=3):\n    \"\"\"Call fn until it succeeds, "
-        "backing off exponentially.\"\"\"\n    for i in range(attempts):\n        try:\n"
+        'import time\n\n\ndef retry(fn, attempts=3):\n    """Call fn until it succeeds, '
+        'backing off exponentially."""\n    for i in range(attempts):\n        try:\n'
         "            return fn()\n        except OSError:\n            time.sleep(2 ** i)\n"
         "    raise RuntimeError('gave up')\n"
     ),

@@ -134,8 +134,11 @@ class Runtime:
                 raise
             opened = _Workspace(store, ref)
             self._open[ws] = opened
-            log.info("workspace.opened", workspace=ws,
-                     elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+            log.info(
+                "workspace.opened",
+                workspace=ws,
+                elapsed_ms=round((time.monotonic() - started) * 1000, 1),
+            )
             return opened
 
     def namespace(self) -> str:

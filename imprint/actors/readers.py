@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import pykka
 from pykka.typing import proxy_method
@@ -61,7 +61,9 @@ class _SqliteReading:
 
 
 class VectorReader(pykka.ThreadingActor):
-    def __init__(self, stores: StoreDirectory, embedder: Callable[[], Embedder], index: int) -> None:
+    def __init__(
+        self, stores: StoreDirectory, embedder: Callable[[], Embedder], index: int
+    ) -> None:
         super().__init__()
         self._stores = stores
         self._embedder = embedder
@@ -126,10 +128,10 @@ P = TypeVar("P")
 class ReaderPool(Generic[P]):
     """A fixed set of actors of one kind, handed out round-robin."""
 
-    def __init__(self, refs: list[pykka.ActorRef[pykka.ThreadingActor]]) -> None:
+    def __init__(self, refs: Sequence[pykka.ActorRef[Any]]) -> None:
         if not refs:
             raise StoreError("readers.pool_size: a pool needs at least one actor")
-        self.refs = refs
+        self.refs = list(refs)
         self._proxies: list[P] = [ref.proxy() for ref in refs]  # type: ignore[misc]
         self._next = itertools.count()
         self._lock = threading.Lock()

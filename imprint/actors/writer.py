@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pykka
-from pykka.typing import proxy_method
 from pydantic import BaseModel, ConfigDict
+from pykka.typing import proxy_method
 
 from imprint._faults import failpoint
 from imprint.actors._trace import traced
@@ -51,12 +51,21 @@ class Writer:
         started = time.monotonic()
         pending = self.store.sqlite.journal_pending()
         for seq, batch in pending:
-            log.warning("writer.recover", workspace=self.store.name, seq=seq,
-                        upserts=len(batch.upserts), deletes=len(batch.delete_ids))
+            log.warning(
+                "writer.recover",
+                workspace=self.store.name,
+                seq=seq,
+                upserts=len(batch.upserts),
+                deletes=len(batch.delete_ids),
+            )
             self._apply(batch, seq, None)
         if pending:
-            log.warning("writer.recovered", workspace=self.store.name, writes=len(pending),
-                        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+            log.warning(
+                "writer.recovered",
+                workspace=self.store.name,
+                writes=len(pending),
+                elapsed_ms=round((time.monotonic() - started) * 1000, 1),
+            )
         return len(pending)
 
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
@@ -71,9 +80,7 @@ class Writer:
         stale = list(batch.delete_ids)
         sources = [(e.project, e.source) for e in batch.set_sources] + list(batch.drop_sources)
         for project, source in sources:
-            stale.extend(
-                i for i in self.store.sqlite.source_ids(project, source) if i not in keep
-            )
+            stale.extend(i for i in self.store.sqlite.source_ids(project, source) if i not in keep)
         return batch.model_copy(update={"delete_ids": tuple(dict.fromkeys(stale))})
 
     def _apply(self, batch: WriteBatch, seq: int, embeddings: np.ndarray | None) -> None:

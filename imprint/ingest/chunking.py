@@ -39,9 +39,7 @@ def _split_rst(lines: list[str]) -> list[list[str]]:
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         is_title = (
-            line.strip()
-            and _RST_UNDERLINE.match(nxt)
-            and len(nxt.rstrip()) >= len(line.rstrip())
+            line.strip() and _RST_UNDERLINE.match(nxt) and len(nxt.rstrip()) >= len(line.rstrip())
         )
         if is_title and sections[-1]:
             # An overline belongs with the title it sits above.

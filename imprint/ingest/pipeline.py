@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pathspec
 from pydantic import BaseModel
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.messages import SourceState, Write
+from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
@@ -60,13 +62,16 @@ def _git_files(folder: Path) -> list[str] | None:
         return None
     probe = subprocess.run(
         ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if probe.returncode != 0 or probe.stdout.strip() != "true":
         return None
     listing = subprocess.run(
         ["git", "-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     if listing.returncode != 0:
         return None
@@ -82,9 +87,7 @@ def _walk_files(folder: Path) -> list[str]:
         )
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")
-        )
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for name in filenames:
             rel = Path(dirpath, name).relative_to(folder).as_posix()
             if ignore is None or not ignore.match_file(rel):
@@ -169,7 +172,8 @@ def ingest_path(
     progress: Progress | None = None,
 ) -> IngestReport:
     started = time.monotonic()
-    root, files = walk(path.expanduser())
+    path = path.expanduser()
+    root, files = walk(path)
     root = root.resolve()
     project = project or root.name
     ws = runtime.resolve(workspace, create=True)
@@ -182,13 +186,13 @@ def ingest_path(
     candidates = list(_candidates(root, files))
     report.skipped = len(files) - len(candidates)
     seen: set[str] = set()
-    in_flight: Pending[object] | None = None
+    in_flight: Pending[WriteAck] | None = None
 
-    def submit(batch: WriteBatch, embeddings: object = None) -> None:
+    def submit(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
         nonlocal in_flight
         if in_flight is not None:
             Deadline(WRITE_TIMEOUT_SEC).wait(in_flight, "ingest write")
-        in_flight = writer.write(Write(batch=batch), embeddings)  # type: ignore[arg-type]
+        in_flight = writer.write(Write(batch=batch), embeddings)
 
     for done, rel in enumerate(candidates, start=1):
         file = root / rel
@@ -218,8 +222,13 @@ def ingest_path(
         records = _records(project, rel, text, mtime, cfg.chunk_chars, cfg.chunk_overlap)
         embeddings = runtime.embedder().embed([r.content for r in records])
         source = SourceEntry(
-            project=project, source=rel, source_type="file", mtime=mtime, sha=sha,
-            chunk_count=len(records), root=str(root),
+            project=project,
+            source=rel,
+            source_type="file",
+            mtime=mtime,
+            sha=sha,
+            chunk_count=len(records),
+            root=str(root),
         )
         submit(WriteBatch(upserts=tuple(records), set_sources=(source,)), embeddings)
         report.files += 1

@@ -9,33 +9,70 @@ from pathlib import PurePosixPath
 __all__ = ["LANGS", "file_kind", "lang_of", "layer_of", "rule_tags", "supported"]
 
 LANGS: dict[str, str] = {
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
-    ".txt": "text", ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript",
-    ".cjs": "javascript", ".jsx": "javascript", ".ts": "typescript", ".tsx": "typescript",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".swift": "swift",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp",
-    ".rb": "ruby", ".php": "php", ".sh": "shell", ".bash": "shell", ".sql": "sql",
-    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json", ".ini": "ini",
-    ".cfg": "ini", ".html": "html", ".css": "css", ".scala": "scala", ".lua": "lua",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".swift": "swift",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".sql": "sql",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".html": "html",
+    ".css": "css",
+    ".scala": "scala",
+    ".lua": "lua",
 }
-_NAMES = {"dockerfile": "docker", "makefile": "make", "readme": "text", "license": "text"}
+_NAMES = {"dockerfile": "docker", "makefile": "make"}
 _PROSE = {"markdown", "rst", "text"}
 _CONFIG = {"toml", "yaml", "json", "ini"}
-_STOP = set(
-    "the a an and or of to in is are be for on with as by this that it its from at not can "
-    "you your we our use used using if when then will was were has have which all any may "
-    "also more see one two these those how what into than other each but only same such "
-    "should must do does out up so no yes new set get".split()
+_STOP = frozenset(
+    (  # noqa: SIM905
+        "the a an and or of to in is are be for on with as by this that it its from at "
+        "not can you your we our use used using if when then will was were has have "
+        "which all any may also more see one two these those how what into than other "
+        "each but only same such should must do does out up so no yes new set get"
+    ).split()
 )
 
 
 def lang_of(path: str) -> str:
+    """The language a path's suffix names; files without a suffix (LICENSE-MIT) are text."""
     p = PurePosixPath(path)
-    return LANGS.get(p.suffix.lower()) or _NAMES.get(p.stem.lower(), "")
+    if not p.suffix:
+        return _NAMES.get(p.name.lower(), "text")
+    return LANGS.get(p.suffix.lower(), "")
 
 
 def supported(path: str) -> bool:
-    return bool(lang_of(path))
+    """Dotfiles (.gitignore, .env) are configuration of tools, never memory."""
+    return not PurePosixPath(path).name.startswith(".") and bool(lang_of(path))
 
 
 def file_kind(lang: str) -> str:

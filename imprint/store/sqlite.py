@@ -235,9 +235,7 @@ class SqliteStore:
                 out[rec.id] = rec
         return out
 
-    def facts(
-        self, subject: str, predicate: str, include_ended: bool, limit: int
-    ) -> list[Fact]:
+    def facts(self, subject: str, predicate: str, include_ended: bool, limit: int) -> list[Fact]:
         clauses, params = [], []
         if subject:
             clauses.append("subject = ? COLLATE NOCASE")
@@ -347,8 +345,16 @@ class SqliteStore:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (e.project, e.source, e.source_type, e.mtime, e.sha, e.chunk_count, e.root,
-                     time.time())
+                    (
+                        e.project,
+                        e.source,
+                        e.source_type,
+                        e.mtime,
+                        e.sha,
+                        e.chunk_count,
+                        e.root,
+                        time.time(),
+                    )
                     for e in batch.set_sources
                 ],
             )

@@ -148,8 +148,6 @@ class VectorIndex:
         self, embedding: np.ndarray, limit: int, filters: Filters
     ) -> list[tuple[MemoryId, float]]:
         """Nearest records by cosine similarity (1 - distance), best first."""
-        if self.collection.count() == 0:
-            return []
         result = self.collection.query(
             query_embeddings=[embedding],
             n_results=limit,
@@ -158,9 +156,7 @@ class VectorIndex:
         )
         ids = result["ids"][0]
         distances = (result.get("distances") or [[]])[0]
-        return [
-            (MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)
-        ]
+        return [(MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
     def ids(self) -> set[str]:
         out: set[str] = set()

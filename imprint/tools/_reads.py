@@ -26,7 +26,7 @@ Hits = list[tuple[MemoryId, float]]
 
 
 class Pending(Protocol[T_co]):
-    def get(self, timeout: float | None = None) -> T_co: ...
+    def get(self, *, timeout: float | None = None) -> T_co: ...
 
 
 class Deadline:
@@ -50,7 +50,7 @@ class _Done(Generic[T]):
     def __init__(self, value: T) -> None:
         self.value = value
 
-    def get(self, timeout: float | None = None) -> T:
+    def get(self, *, timeout: float | None = None) -> T:
         return self.value
 
 

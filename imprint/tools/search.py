@@ -17,6 +17,7 @@ from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters
 from imprint.tools._evidence import Block, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
+from imprint.types import MemoryId
 
 __all__ = [
     "MAX_CHARS_RANGE",
@@ -70,9 +71,11 @@ def _check(query: str, mode: str, type: str) -> str:
     return text
 
 
-def fuse(rankings: list[list[tuple[str, float]]], k: int = RRF_K) -> list[tuple[str, float]]:
+def fuse(
+    rankings: list[list[tuple[MemoryId, float]]], k: int = RRF_K
+) -> list[tuple[MemoryId, float]]:
     """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an id's score."""
-    scores: dict[str, float] = {}
+    scores: dict[MemoryId, float] = {}
     for ranking in rankings:
         for rank, (rid, _) in enumerate(ranking, start=1):
             scores[rid] = scores.get(rid, 0.0) + 1.0 / (k + rank)
@@ -102,10 +105,8 @@ def search_rows(
     if mode in ("hybrid", "semantic"):
         vector = reads.vector(VectorQuery(workspace=ws, text=text, limit=pool, filters=filters))
     if mode in ("hybrid", "lexical"):
-        lexical = reads.lexical(
-            LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters)
-        )
-    rankings: list[list[tuple[str, float]]] = []
+        lexical = reads.lexical(LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters))
+    rankings: list[list[tuple[MemoryId, float]]] = []
     if vector is not None:
         rankings.append(list(deadline.wait(vector, "search (vector)")))
     if lexical is not None:

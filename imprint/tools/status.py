@@ -48,8 +48,9 @@ def format_status(row: StatusRow) -> str:
     lines = [f"workspace {row.workspace} (chroma: {row.store})"]
     if row.projects:
         for project, c in sorted(row.projects.items()):
-            lines.append(f"  project {project or '-'}: {c['records']} records, "
-                         f"{c['sources']} sources")
+            lines.append(
+                f"  project {project or '-'}: {c['records']} records, {c['sources']} sources"
+            )
     else:
         lines.append("  no records yet")
     lines.append(f"  facts: {row.facts} ({row.facts_current} current)")
