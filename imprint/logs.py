@@ -93,3 +93,12 @@ def configure_logging(
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     return structlog.stdlib.get_logger(name)
+
+
+# Until the entry point configures logging, structlog would print to stdout, which the stdio
+# transport owns: route it through the stdlib (whose last resort is stderr) from the start.
+structlog.configure(
+    processors=[*_shared_processors(), structlog.stdlib.render_to_log_kwargs],
+    logger_factory=structlog.stdlib.LoggerFactory(),
+    wrapper_class=structlog.stdlib.BoundLogger,
+)

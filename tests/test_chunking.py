@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -97,7 +99,10 @@ def test_rst_overline_stays_with_its_title() -> None:
 def test_rst_document_starting_with_an_overlined_title_is_one_section() -> None:
     """An overlined title on the first line does not leave an empty or split section behind."""
     text = "=====\nTitle\n=====\n\nbody\n\nNext\n~~~~\n\nmore\n"
-    assert split_sections(text, "rst") == ["=====\nTitle\n=====\n\nbody\n\n", "Next\n~~~~\n\nmore\n"]
+    assert split_sections(text, "rst") == [
+        "=====\nTitle\n=====\n\nbody\n\n",
+        "Next\n~~~~\n\nmore\n",
+    ]
 
 
 def test_rst_underline_shorter_than_title_is_not_a_heading() -> None:
@@ -131,7 +136,8 @@ def test_code_splits_at_top_level_definitions_with_decorators_attached() -> None
     )
     assert split_sections(text, "code") == [
         "import os\n\n",
-        "@cache\n@retry(times=3)\ndef load():\n    def inner():\n        pass\n    return inner\n\n",
+        "@cache\n@retry(times=3)\ndef load():\n"
+        "    def inner():\n        pass\n    return inner\n\n",
         "class Store:\n    @property\n    def size(self):\n        return 1\n\n",
         "async def main():\n    pass\n",
     ]
@@ -182,7 +188,7 @@ def test_long_section_chunks_repeat_the_tail_of_the_previous_chunk() -> None:
     chunks = chunk_text(text, "text", target=300, overlap=overlap)
     assert len(chunks) > 5
     whole_words = set(text.split())
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         # at least half the overlap is repeated, cut at a word start
         assert nxt[: overlap // 2] in prev[-overlap:]
         assert nxt.split()[0] in whole_words

@@ -45,21 +45,32 @@ def test_lang_of_ignores_suffix_case() -> None:
         ("Dockerfile", "docker"),
         ("deploy/dockerfile", "docker"),
         ("Makefile", "make"),
-        ("README", "text"),
-        ("LICENSE", "text"),
     ],
 )
-def test_lang_of_knows_suffixless_names(path: str, lang: str) -> None:
-    """Well-known file names without a suffix get a language from the name."""
+def test_lang_of_knows_build_file_names(path: str, lang: str) -> None:
+    """Dockerfile and Makefile get a language from their name, in any case."""
     assert lang_of(path) == lang
 
 
-@pytest.mark.parametrize(
-    "path", ["image.png", "archive.tar.gz", "data.bin", "Procfile", ".bashrc", "noext", ""]
-)
-def test_unknown_files_have_no_language_and_are_unsupported(path: str) -> None:
-    """Files with no known suffix or name get lang '' and supported() is False."""
+@pytest.mark.parametrize("path", ["README", "LICENSE", "LICENSE-MIT", "docs/CHANGES", "Procfile"])
+def test_files_without_a_suffix_are_supported_text(path: str) -> None:
+    """Other suffixless files are plain text and supported."""
+    assert lang_of(path) == "text"
+    assert supported(path) is True
+
+
+@pytest.mark.parametrize("path", ["image.png", "archive.tar.gz", "data.bin", "font.woff2"])
+def test_unknown_suffixes_have_no_language_and_are_unsupported(path: str) -> None:
+    """Files with an unknown suffix get lang '' and supported() is False."""
     assert lang_of(path) == ""
+    assert supported(path) is False
+
+
+@pytest.mark.parametrize(
+    "path", [".gitignore", ".env", "proj/.bashrc", "web/.eslintrc.json", ".github.md"]
+)
+def test_dotfiles_are_never_supported(path: str) -> None:
+    """Dotfiles are tool configuration, never memory, whatever their suffix."""
     assert supported(path) is False
 
 

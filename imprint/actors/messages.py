@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+from pydantic import Field
+
 from imprint.actors._trace import Message
 from imprint.store.sqlite import Filters, WriteBatch
 from imprint.types import MemoryId, WorkspaceName
@@ -11,7 +15,9 @@ __all__ = [
     "FactQuery",
     "FetchRecords",
     "LexicalQuery",
+    "Neighbors",
     "SourceState",
+    "SqlRead",
     "VectorQuery",
     "Write",
 ]
@@ -34,6 +40,32 @@ class LexicalQuery(Message):
 class FetchRecords(Message):
     workspace: WorkspaceName
     ids: tuple[MemoryId, ...]
+
+
+class Neighbors(Message):
+    workspace: WorkspaceName
+    id: MemoryId
+    k: int
+
+
+SqlOp = Literal[
+    "source_chunks",
+    "source_entry",
+    "source_root",
+    "list_sources",
+    "projects",
+    "topics",
+    "with_topic",
+    "fact",
+]
+
+
+class SqlRead(Message):
+    """One of the lexical reader's registry queries, by name, with keyword arguments."""
+
+    workspace: WorkspaceName
+    op: SqlOp
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class FactQuery(Message):

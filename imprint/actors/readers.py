@@ -15,11 +15,18 @@ import pykka
 from pykka.typing import proxy_method
 
 from imprint.actors._trace import traced
-from imprint.actors.messages import FactQuery, FetchRecords, LexicalQuery, VectorQuery
+from imprint.actors.messages import (
+    FactQuery,
+    FetchRecords,
+    LexicalQuery,
+    Neighbors,
+    SqlRead,
+    VectorQuery,
+)
 from imprint.errors import StoreError
 from imprint.store.embedder import Embedder
 from imprint.store.records import Fact, Record
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite import Filters, SqliteStore
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
 
@@ -74,6 +81,16 @@ class VectorReader(pykka.ThreadingActor):
         vector = self._embedder().embed([msg.text])[0]
         return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
 
+    @traced("neighbors")
+    def neighbors(self, msg: Neighbors) -> Hits:
+        """The k records nearest to one record, itself excluded; empty for an unknown id."""
+        vectors = self._stores.opened(msg.workspace).vectors
+        vector = vectors.embedding_of(msg.id)
+        if vector is None:
+            return []
+        hits = vectors.query(vector, msg.k + 1, Filters())
+        return [(rid, score) for rid, score in hits if rid != msg.id][: msg.k]
+
 
 class LexicalReader(pykka.ThreadingActor):
     def __init__(self, stores: StoreDirectory, index: int) -> None:
@@ -91,6 +108,17 @@ class LexicalReader(pykka.ThreadingActor):
     @traced("fetch_records")
     def fetch(self, msg: FetchRecords) -> dict[MemoryId, Record]:
         return self._sql.conn(msg.workspace).fetch(msg.ids)
+
+    def read(self, msg: SqlRead) -> Any:
+        return _traced_sql(msg.op)(self, msg)
+
+
+def _traced_sql(op: str) -> Callable[[LexicalReader, SqlRead], Any]:
+    @traced(op)
+    def run(self: LexicalReader, msg: SqlRead) -> Any:
+        return getattr(self._sql.conn(msg.workspace), msg.op)(**msg.args)
+
+    return run
 
 
 class FactReader(pykka.ThreadingActor):
@@ -111,11 +139,13 @@ class FactReader(pykka.ThreadingActor):
 
 class VectorReaderProxy:
     query = proxy_method(VectorReader.query)
+    neighbors = proxy_method(VectorReader.neighbors)
 
 
 class LexicalReaderProxy:
     query = proxy_method(LexicalReader.query)
     fetch = proxy_method(LexicalReader.fetch)
+    read = proxy_method(LexicalReader.read)
 
 
 class FactReaderProxy:

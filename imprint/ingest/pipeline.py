@@ -23,11 +23,11 @@ from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
-from imprint.store.records import Record, content_sha, make_id
+from imprint.store.records import Record, SourceType, content_sha, make_id
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tools._reads import Deadline, Pending
 
-__all__ = ["IngestReport", "Progress", "ingest_path", "walk"]
+__all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "walk"]
 
 Progress = Callable[[int, int, str], None]
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
@@ -125,10 +125,19 @@ def _read_text(file: Path, max_bytes: int) -> str | None:
         return None
 
 
-def _records(
-    project: str, source: str, text: str, mtime: float, target: int, overlap: int
+def build_records(
+    project: str,
+    source: str,
+    text: str,
+    *,
+    source_type: SourceType = "file",
+    lang: str = "",
+    mtime: float = 0.0,
+    target: int = 1200,
+    overlap: int = 150,
 ) -> list[Record]:
-    lang = lang_of(source)
+    """Chunk a text and tag each chunk; ids are stable for the same place and content."""
+    lang = lang or lang_of(source)
     pieces = chunk_text(text, file_kind(lang), target, overlap)
     now = time.time()
     records = []
@@ -137,15 +146,15 @@ def _records(
         sha = content_sha(piece)
         records.append(
             Record(
-                id=make_id("file", project, source, index, sha),
+                id=make_id(source_type, project, source, index, sha),
                 content=piece,
                 project=project,
                 source=source,
-                source_type="file",
+                source_type=source_type,
                 chunk_index=index,
                 chunk_count=len(pieces),
                 type=str(tags["type"]),
-                lang=str(tags["lang"]),
+                lang=lang,
                 layer=str(tags["layer"]),
                 kind=str(tags["kind"]),
                 topics=tuple(tags["topics"]),  # type: ignore[arg-type]
@@ -219,7 +228,9 @@ def ingest_path(
             submit(WriteBatch(set_sources=(entry.model_copy(update={"mtime": mtime}),)))
             report.unchanged += 1
             continue
-        records = _records(project, rel, text, mtime, cfg.chunk_chars, cfg.chunk_overlap)
+        records = build_records(
+            project, rel, text, mtime=mtime, target=cfg.chunk_chars, overlap=cfg.chunk_overlap
+        )
         embeddings = runtime.embedder().embed([r.content for r in records])
         source = SourceEntry(
             project=project,

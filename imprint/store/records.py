@@ -10,7 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from imprint.types import MemoryId
 
-__all__ = ["RECORD_TYPES", "SOURCE_TYPES", "Record", "content_sha", "make_id"]
+__all__ = [
+    "RECORD_TYPES",
+    "SOURCE_TYPES",
+    "Fact",
+    "Record",
+    "SourceType",
+    "content_sha",
+    "make_id",
+]
 
 SourceType = Literal["memory", "file", "url", "content"]
 SOURCE_TYPES: tuple[str, ...] = ("memory", "file", "url", "content")

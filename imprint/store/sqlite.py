@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS sources (
     sha TEXT NOT NULL,
     chunk_count INTEGER NOT NULL,
     root TEXT NOT NULL DEFAULT '',
+    validators TEXT NOT NULL DEFAULT '',
     updated_at REAL NOT NULL,
     PRIMARY KEY (project, source)
 );
@@ -132,6 +133,7 @@ class SourceEntry(BaseModel):
     sha: str
     chunk_count: int
     root: str = ""
+    validators: str = ""
 
 
 class WriteBatch(BaseModel):
@@ -147,6 +149,8 @@ class WriteBatch(BaseModel):
     delete_ids: tuple[MemoryId, ...] = ()
     set_sources: tuple[SourceEntry, ...] = ()
     drop_sources: tuple[tuple[str, str], ...] = ()
+    add_facts: tuple[Fact, ...] = ()
+    end_facts: tuple[tuple[str, float], ...] = ()
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -254,18 +258,99 @@ class SqliteStore:
         keys = ("id", "subject", "predicate", "object", "valid_from", "ended", "source")
         return [Fact.model_validate(dict(zip(keys, row, strict=True))) for row in rows]
 
+    def source_chunks(
+        self, project: str, source: str, start: int, end: int
+    ) -> tuple[list[Record], int]:
+        """Chunks `start`..`end` (inclusive) of one source, and how many it has in all."""
+        where = "r.source = ?" + (" AND r.project = ?" if project else "")
+        params: list[Any] = [source, *([project] if project else [])]
+        total = self.conn.execute(
+            f"SELECT COUNT(*) FROM records r WHERE {where}", params
+        ).fetchone()[0]
+        rows = self.conn.execute(
+            f"{_SELECT} WHERE {where} AND r.chunk_index BETWEEN ? AND ? "
+            "ORDER BY r.project, r.chunk_index",
+            [*params, start, end],
+        )
+        return [_row_to_record(row) for row in rows], int(total)
+
+    def list_sources(
+        self, project: str, lang: str, layer: str, limit: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        where, params = _where(Filters(project=project, lang=lang, layer=layer))
+        clause = f" WHERE {where}" if where else ""
+        grouped = (
+            "SELECT r.project, r.source, r.source_type, MAX(r.lang), MAX(r.layer), COUNT(*), "
+            f"MAX(r.source_mtime) FROM records r{clause} GROUP BY r.project, r.source"
+        )
+        total = self.conn.execute(f"SELECT COUNT(*) FROM ({grouped})", params).fetchone()[0]
+        keys = ("project", "source", "source_type", "lang", "layer", "chunks", "mtime")
+        rows = self.conn.execute(
+            f"{grouped} ORDER BY r.project, r.source LIMIT ?", [*params, limit]
+        )
+        return [dict(zip(keys, row, strict=True)) for row in rows], int(total)
+
+    def source_root(self, project: str, source: str) -> str:
+        row = self.conn.execute(
+            "SELECT root FROM sources WHERE project = ? AND source = ?", (project, source)
+        ).fetchone()
+        return str(row[0]) if row else ""
+
+    def projects(self) -> list[tuple[str, int]]:
+        rows = self.conn.execute(
+            "SELECT project, COUNT(*) FROM records GROUP BY project ORDER BY project"
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def topics(self, project: str, limit: int) -> list[tuple[str, int]]:
+        where = " WHERE project = ?" if project else ""
+        counts: dict[str, int] = {}
+        for (raw,) in self.conn.execute(
+            f"SELECT topics FROM records{where}", [project] * bool(project)
+        ):
+            for topic in json.loads(raw):
+                counts[topic] = counts.get(topic, 0) + 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def with_topic(self, topic: str, limit: int) -> list[Record]:
+        rows = self.conn.execute(
+            f"{_SELECT} WHERE EXISTS (SELECT 1 FROM json_each(r.topics) WHERE value = ?) "
+            "ORDER BY r.project, r.source, r.chunk_index LIMIT ?",
+            (topic, limit),
+        )
+        return [_row_to_record(row) for row in rows]
+
+    def fact(self, fact_id: str) -> Fact | None:
+        row = self.conn.execute(
+            "SELECT id, subject, predicate, object, valid_from, ended, source FROM facts "
+            "WHERE id = ?",
+            (fact_id,),
+        ).fetchone()
+        keys = ("id", "subject", "predicate", "object", "valid_from", "ended", "source")
+        return None if row is None else Fact.model_validate(dict(zip(keys, row, strict=True)))
+
     def ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM records")}
 
     def source_entry(self, project: str, source: str) -> SourceEntry | None:
         row = self.conn.execute(
-            "SELECT project, source, source_type, mtime, sha, chunk_count, root FROM sources "
+            "SELECT project, source, source_type, mtime, sha, chunk_count, root, validators "
+            "FROM sources "
             "WHERE project = ? AND source = ?",
             (project, source),
         ).fetchone()
         if row is None:
             return None
-        keys = ("project", "source", "source_type", "mtime", "sha", "chunk_count", "root")
+        keys = (
+            "project",
+            "source",
+            "source_type",
+            "mtime",
+            "sha",
+            "chunk_count",
+            "root",
+            "validators",
+        )
         return SourceEntry.model_validate(dict(zip(keys, row, strict=True)))
 
     def source_ids(self, project: str, source: str) -> list[MemoryId]:
@@ -343,7 +428,7 @@ class SqliteStore:
                     "DELETE FROM sources WHERE project = ? AND source = ?", (project, source)
                 )
             self.conn.executemany(
-                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         e.project,
@@ -353,10 +438,22 @@ class SqliteStore:
                         e.sha,
                         e.chunk_count,
                         e.root,
+                        e.validators,
                         time.time(),
                     )
                     for e in batch.set_sources
                 ],
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (f.id, f.subject, f.predicate, f.object, f.valid_from, f.ended, f.source)
+                    for f in batch.add_facts
+                ],
+            )
+            self.conn.executemany(
+                "UPDATE facts SET ended = ? WHERE id = ? AND ended IS NULL",
+                [(ended, fid) for fid, ended in batch.end_facts],
             )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))

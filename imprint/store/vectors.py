@@ -158,6 +158,13 @@ class VectorIndex:
         distances = (result.get("distances") or [[]])[0]
         return [(MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
+    def embedding_of(self, record_id: str) -> np.ndarray | None:
+        got = self.collection.get(ids=[record_id], include=["embeddings"])
+        embeddings = got.get("embeddings")
+        if embeddings is None or len(embeddings) == 0:
+            return None
+        return np.asarray(embeddings[0], dtype=np.float32)
+
     def ids(self) -> set[str]:
         out: set[str] = set()
         offset = 0

@@ -12,10 +12,17 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import pykka
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import FactQuery, FetchRecords, LexicalQuery, VectorQuery
+from imprint.actors.messages import (
+    FactQuery,
+    FetchRecords,
+    LexicalQuery,
+    Neighbors,
+    SqlRead,
+    VectorQuery,
+)
 from imprint.errors import StoreError
 from imprint.store.records import Fact, Record
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite import Filters, SqliteStore
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = ["ActorReads", "Deadline", "DirectReads", "Pending", "Reads"]
@@ -62,6 +69,8 @@ class Reads(Protocol):
     def lexical(self, q: LexicalQuery) -> Pending[Hits]: ...
     def fetch(self, q: FetchRecords) -> Pending[dict[MemoryId, Record]]: ...
     def facts(self, q: FactQuery) -> Pending[list[Fact]]: ...
+    def neighbors(self, q: Neighbors) -> Pending[Hits]: ...
+    def sql(self, q: SqlRead) -> Pending[Any]: ...
 
 
 class ActorReads:
@@ -90,6 +99,12 @@ class ActorReads:
 
     def facts(self, q: FactQuery) -> Pending[list[Fact]]:
         return cast(Pending[list[Fact]], self._pools()[2].pick().query(q))
+
+    def neighbors(self, q: Neighbors) -> Pending[Hits]:
+        return cast(Pending[Hits], self._pools()[0].pick().neighbors(q))
+
+    def sql(self, q: SqlRead) -> Pending[Any]:
+        return cast(Pending[Any], self._pools()[1].pick().read(q))
 
 
 class DirectReads:
@@ -120,6 +135,17 @@ class DirectReads:
     def facts(self, q: FactQuery) -> Pending[list[Fact]]:
         conn = self._conns[q.workspace]
         return _Done(conn.facts(q.subject, q.predicate, q.include_ended, q.limit))
+
+    def neighbors(self, q: Neighbors) -> Pending[Hits]:
+        vectors = self.runtime.opened(q.workspace).vectors
+        vector = vectors.embedding_of(q.id)
+        if vector is None:
+            return _Done([])
+        hits = vectors.query(vector, q.k + 1, Filters())
+        return _Done([(rid, s) for rid, s in hits if rid != q.id][: q.k])
+
+    def sql(self, q: SqlRead) -> Pending[Any]:
+        return _Done(getattr(self._conns[q.workspace], q.op)(**q.args))
 
     def close(self) -> None:
         for conn in self._conns.values():

@@ -7,14 +7,16 @@ steps all call `search_rows`, so clamps and filters live here only.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, ConfigDict, Field
 
 from imprint.actors.messages import FetchRecords, LexicalQuery, VectorQuery
 from imprint.errors import InputError
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters
+from imprint.tools._app import READ, App, run_tool
 from imprint.tools._evidence import Block, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
 from imprint.types import MemoryId
@@ -25,6 +27,7 @@ __all__ = [
     "SearchRows",
     "format_search",
     "normalize_max_chars",
+    "register",
     "search_rows",
     "search_text",
 ]
@@ -159,3 +162,64 @@ def search_text(
     """What the MCP tool and `imprint search` both print."""
     rows = search_rows(reads, query, project, type, lang, layer, limit, mode, workspace)
     return format_search(rows, max_chars)
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="search", annotations=READ)
+    async def search(
+        query: Annotated[str, Field(description="what to look for, in words")],
+        project: Annotated[str, Field(description="only this project")] = "",
+        type: Annotated[str, Field(description="only this record type (decision, note, ...)")] = "",
+        lang: Annotated[str, Field(description="only this language (python, markdown, ...)")] = "",
+        layer: Annotated[
+            str, Field(description="only this layer: docs, source, test, config")
+        ] = "",
+        limit: Annotated[int, Field(description="results to rank, 1-50")] = 10,
+        mode: Annotated[
+            Mode, Field(description="hybrid (default), semantic or lexical")
+        ] = "hybrid",
+        detail: Annotated[
+            Literal["compact", "full"], Field(description="compact excerpts or full records")
+        ] = "compact",
+        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Search stored memories, ingested files and content; the first tool to reach for.
+
+        Hybrid mode fuses meaning (vector) and exact words (BM25). Returns numbered blocks:
+        `[n] id | project | source#chunk | type | score` then an excerpt; all within
+        max_chars, with a last line counting results the budget hid. Use get_memory or
+        file_chunks with an id or source from a block to read more.
+        """
+        rows = await run_tool(
+            search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
+        )
+        if detail == "full":
+            return format_full(rows, max_chars)
+        return format_search(rows, max_chars)
+
+
+def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
+    """Whole records one after another while they fit; the rest counted."""
+    max_chars = normalize_max_chars(max_chars)
+    if not rows.hits:
+        return format_search(rows, max_chars)
+    head = f'search "{one_line(rows.query)[:200]}" ({rows.mode}, full): {len(rows.hits)} results'
+    parts = [head]
+    used = len(head)
+    shown = 0
+    for i, hit in enumerate(rows.hits, start=1):
+        block = f"[{i}] {meta_line(hit.record, hit.score)}\n{hit.record.content.strip()}"
+        footer = len(rows.hits) - i
+        reserve = 120 if footer else 0
+        if used + 2 + len(block) + reserve > max_chars:
+            break
+        parts.append(block)
+        used += 2 + len(block)
+        shown = i
+    if shown == 0:
+        return format_search(rows, max_chars)
+    hidden = len(rows.hits) - shown
+    if hidden:
+        parts.append(f"({hidden} more results hidden by max_chars={max_chars}; {HINT})")
+    return "\n\n".join(parts)[:max_chars]

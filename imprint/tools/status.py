@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel, Field
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.messages import Check
+from imprint.tools._app import READ, App, run_tool
 from imprint.tools._reads import Deadline
 
-__all__ = ["StatusRow", "format_status", "status_row"]
+__all__ = ["StatusRow", "format_status", "register", "status_row"]
 
 STATUS_TIMEOUT_SEC = 120.0
 
@@ -61,3 +65,14 @@ def format_status(row: StatusRow) -> str:
         f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
     )
     return "\n".join(lines)
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="status", annotations=READ)
+    async def status(
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Health of a workspace: records and sources per project, facts, and whether the
+        vector and lexical indexes agree (with counts when they do not)."""
+        row = await run_tool(status_row, app.runtime, workspace)
+        return format_status(row)

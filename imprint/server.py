@@ -1,0 +1,92 @@
+"""The MCP server: 16 tools over one Runtime, for stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+from imprint import __version__
+from imprint.actors.lifecycle import Runtime
+from imprint.tools import (
+    delete,
+    device_context,
+    file_chunks,
+    file_summary,
+    get_memory,
+    graph_scope,
+    ingest_content,
+    ingest_path,
+    ingest_url,
+    kg_edit,
+    kg_query,
+    list_sources,
+    neighbors,
+    search,
+    status,
+    store,
+)
+from imprint.tools._app import App
+
+__all__ = ["INSTRUCTIONS", "TOOL_MODULES", "build_server"]
+
+TOOL_MODULES = (
+    search,
+    get_memory,
+    neighbors,
+    file_chunks,
+    file_summary,
+    list_sources,
+    kg_query,
+    graph_scope,
+    status,
+    device_context,
+    store,
+    delete,
+    ingest_content,
+    ingest_url,
+    ingest_path,
+    kg_edit,
+)
+
+INSTRUCTIONS = (
+    "Imprint is this user's local memory. Search it before answering questions about "
+    "their projects; store decisions, findings and fixes worth keeping. Results are "
+    "numbered blocks with ids and sources you can expand with get_memory or file_chunks."
+)
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first argument error as `name: given value is not allowed; what is`."""
+    err = exc.errors()[0]
+    name = ".".join(str(p) for p in err["loc"]) or "arguments"
+    if err["type"] == "missing":
+        return f"{name}: required"
+    given = err.get("input")
+    return f"{name}: {given!r} is not allowed; {err['msg'].rstrip('.')}"
+
+
+class ImprintServer(MCPServer):
+    """MCPServer whose argument-validation errors are one line naming the argument."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_one_line(exc.__cause__)) from exc
+            raise
+
+
+def build_server(runtime: Runtime, cwd: Path | None = None) -> MCPServer:
+    """A fresh server with every tool registered against one started runtime."""
+    server: MCPServer = ImprintServer(
+        name="imprint", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    app = App(runtime, cwd)
+    for module in TOOL_MODULES:
+        module.register(server, app)
+    return server

@@ -1,0 +1,60 @@
+"""What every tool module shares: the runtime, the read gateway, and error translation."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+import anyio
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.messages import Write
+from imprint.actors.writer import WriteAck
+from imprint.errors import ImprintError
+from imprint.store.sqlite import WriteBatch
+from imprint.tools._reads import ActorReads, Deadline
+
+__all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+WRITE_TIMEOUT_SEC = 120.0
+
+
+class App:
+    """The server's view of one data dir: runtime, reads through the pools, its cwd."""
+
+    def __init__(self, runtime: Runtime, cwd: Path | None = None) -> None:
+        self.runtime = runtime
+        self.reads = ActorReads(runtime)
+        self.cwd = (cwd or Path(os.getcwd())).resolve()
+
+    def write(self, workspace: str, batch: WriteBatch, *, create: bool = True) -> WriteAck:
+        ws = self.runtime.resolve(workspace, create=create)
+        self.runtime.workspace(ws)
+        future = self.runtime.writer(ws).write(Write(batch=batch))
+        return Deadline(WRITE_TIMEOUT_SEC).wait(future, "write")
+
+
+async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run a blocking row function in a worker thread; Imprint errors become tool errors.
+
+    Waiting on pykka futures blocks, so it never happens on the event loop.
+    """
+    try:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    except ImprintError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, int(value)))

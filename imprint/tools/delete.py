@@ -1,0 +1,84 @@
+"""delete: remove one memory by id, or every chunk of one source."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from imprint.actors.messages import FetchRecords, SqlRead
+from imprint.errors import InputError
+from imprint.store.sqlite import WriteBatch
+from imprint.tools._app import REPLACE, App, run_tool
+from imprint.tools._reads import Deadline
+from imprint.tools.get_memory import check_id
+
+__all__ = ["delete_records", "register"]
+
+
+def delete_records(
+    app: App, id: str = "", source: str = "", project: str = "", workspace: str = ""
+) -> str:
+    if bool(id) == bool(source):
+        raise InputError("id, source: give exactly one (an id from search, or a source path)")
+    ws = app.reads.open(workspace)
+    deadline = Deadline(60.0)
+    if id:
+        rid = check_id(id)
+        found = deadline.wait(app.reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "delete")
+        if rid not in found:
+            raise InputError(f"id: no record {rid!r} in workspace {ws!r}")
+        record = found[rid]
+        if record.source_type != "memory" and record.chunk_count > 1:
+            raise InputError(
+                f"id: {rid!r} is chunk {record.chunk_index} of source {record.source!r}; "
+                "delete the whole source with source= instead"
+            )
+        if record.source_type == "memory":
+            app.write(ws, WriteBatch(delete_ids=(rid,)), create=False)
+        else:
+            app.write(ws, WriteBatch(drop_sources=((record.project, record.source),)), create=False)
+        return f"deleted {rid}"
+    _, total = deadline.wait(
+        app.reads.sql(
+            SqlRead(
+                workspace=ws,
+                op="source_chunks",
+                args={"project": project, "source": source, "start": 0, "end": 0},
+            )
+        ),
+        "delete",
+    )
+    if total == 0:
+        raise InputError(f"source: no source {source!r}; list_sources shows what exists")
+    records, _ = deadline.wait(
+        app.reads.sql(
+            SqlRead(
+                workspace=ws,
+                op="source_chunks",
+                args={"project": project, "source": source, "start": 0, "end": 1_000_000},
+            )
+        ),
+        "delete",
+    )
+    projects = sorted({r.project for r in records})
+    if len(projects) > 1:
+        raise InputError(
+            f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
+        )
+    app.write(ws, WriteBatch(drop_sources=((projects[0], source),)), create=False)
+    return f"deleted source {source} ({total} chunks)"
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="delete", annotations=REPLACE)
+    async def delete(
+        id: Annotated[str, Field(description="a memory id to delete")] = "",
+        source: Annotated[str, Field(description="or a source to delete with its chunks")] = "",
+        project: Annotated[str, Field(description="project of the source, if ambiguous")] = "",
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Permanently delete one memory (id) or one ingested source with all its chunks
+        (source). Give exactly one. Cannot be undone."""
+        return await run_tool(delete_records, app, id, source, project, workspace)

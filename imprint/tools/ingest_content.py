@@ -1,0 +1,91 @@
+"""ingest_content: index a named piece of text; the same name replaces what it held."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from imprint.errors import InputError
+from imprint.ingest.pipeline import build_records
+from imprint.store.records import SourceType, content_sha
+from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.tools._app import REPLACE, App, run_tool
+
+__all__ = ["MAX_CONTENT_CHARS", "index_text", "ingest_text", "register"]
+
+MAX_CONTENT_CHARS = 2_000_000
+
+
+def index_text(
+    app: App,
+    name: str,
+    text: str,
+    project: str,
+    workspace: str,
+    *,
+    source_type: SourceType,
+    lang: str = "",
+    validators: str = "",
+) -> tuple[int, bool]:
+    """Replace the source `name` with the chunks of `text`; (chunks, changed)."""
+    ws = app.runtime.resolve(workspace, create=True)
+    cfg = app.runtime.config.ingest
+    sha = content_sha(text)
+    records = build_records(
+        project,
+        name,
+        text,
+        source_type=source_type,
+        lang=lang or "text",
+        mtime=time.time(),
+        target=cfg.chunk_chars,
+        overlap=cfg.chunk_overlap,
+    )
+    entry = SourceEntry(
+        project=project,
+        source=name,
+        source_type=source_type,
+        mtime=time.time(),
+        sha=sha,
+        chunk_count=len(records),
+        validators=validators,
+    )
+    app.write(ws, WriteBatch(upserts=tuple(records), set_sources=(entry,)))
+    return len(records), True
+
+
+def ingest_text(app: App, name: str, content: str, project: str = "", workspace: str = "") -> str:
+    label = name.strip() if isinstance(name, str) else ""
+    if not label or len(label) > 200 or "\n" in label:
+        raise InputError("name: must be 1-200 characters on one line (it becomes the source)")
+    if not isinstance(content, str) or not content.strip():
+        raise InputError("content: must be non-empty text")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InputError(f"content: {len(content)} characters; at most {MAX_CONTENT_CHARS}")
+    lang = "markdown" if label.endswith((".md", ".markdown")) else ""
+    chunks, _ = index_text(
+        app,
+        label,
+        content,
+        project,
+        workspace,
+        source_type="content",
+        lang=lang or ("markdown" if content.lstrip().startswith("#") else ""),
+    )
+    return f"ingested {label!r}: {chunks} chunks (replacing any earlier content of that name)"
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="ingest_content", annotations=REPLACE)
+    async def ingest_content(
+        name: Annotated[str, Field(description="a name for the text; it becomes its source")],
+        content: Annotated[str, Field(description="the text (Markdown is split at headings)")],
+        project: Annotated[str, Field(description="project it belongs to")] = "",
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Index a document given inline (notes, a spec, a pasted page) so search and
+        file_chunks can find it by name. Ingesting the same name again replaces it."""
+        return await run_tool(ingest_text, app, name, content, project, workspace)

@@ -1,0 +1,69 @@
+"""ingest_path: index a file or folder under the allowed roots, reporting progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import anyio.from_thread
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
+
+from imprint.errors import InputError
+from imprint.ingest.pipeline import IngestReport, Progress, ingest_path
+from imprint.tools._app import REPLACE, App, run_tool
+
+__all__ = ["allowed_roots", "checked_path", "register"]
+
+
+def allowed_roots(app: App) -> list[Path]:
+    roots = app.runtime.config.ingest.allowed_roots
+    return [Path(r).expanduser().resolve() for r in roots] if roots else [app.cwd]
+
+
+def checked_path(app: App, path: str) -> Path:
+    if not isinstance(path, str) or not path.strip():
+        raise InputError("path: must be a file or folder path")
+    candidate = Path(path).expanduser()
+    target = (candidate if candidate.is_absolute() else app.cwd / candidate).resolve()
+    roots = allowed_roots(app)
+    if not any(target == r or target.is_relative_to(r) for r in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise InputError(
+            f"path: {path!r} is outside the allowed roots ({allowed}); "
+            "set ingest.allowed_roots to allow more"
+        )
+    return target
+
+
+def ingest_checked(
+    app: App, path: str, project: str, workspace: str, progress: Progress | None
+) -> IngestReport:
+    return ingest_path(
+        app.runtime,
+        checked_path(app, path),
+        project=project,
+        workspace=workspace,
+        progress=progress,
+    )
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="ingest_path", annotations=REPLACE)
+    async def ingest_path_tool(
+        ctx: Context,
+        path: Annotated[str, Field(description="file or folder, relative to the server's cwd")],
+        project: Annotated[str, Field(description="project name; default: folder name")] = "",
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Index a file or folder of docs and code (Markdown, reST, text, source files;
+        .gitignore respected). Unchanged files are skipped, changed ones replaced, deleted
+        ones removed. Only paths under ingest.allowed_roots (default: the server's working
+        directory). Reports progress; returns counts and throughput."""
+
+        def progress(done: int, total: int, source: str) -> None:
+            anyio.from_thread.run(ctx.report_progress, done, total, source)
+
+        report = await run_tool(ingest_checked, app, path, project, workspace, progress)
+        return report.summary()

@@ -1,0 +1,94 @@
+"""store: keep a decision, finding or note as a memory."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from imprint.errors import InputError
+from imprint.ingest.tags import rule_tags
+from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
+from imprint.store.sqlite import WriteBatch
+from imprint.tools._app import WRITE, App, run_tool
+from imprint.types import MemoryId
+
+__all__ = ["MAX_MEMORY_CHARS", "register", "store_memory"]
+
+MAX_MEMORY_CHARS = 20_000
+
+
+def _words(values: list[str], argument: str) -> tuple[str, ...]:
+    out = []
+    for v in values:
+        v = v.strip().lower()
+        if not v or len(v) > 40:
+            raise InputError(f"{argument}: {v!r} is not allowed; 1-40 characters each")
+        out.append(v)
+    if len(out) > 10:
+        raise InputError(f"{argument}: {len(out)} given; at most 10")
+    return tuple(dict.fromkeys(out))
+
+
+def store_memory(
+    app: App,
+    content: str,
+    project: str = "",
+    type: str = "note",
+    domains: list[str] | None = None,
+    topics: list[str] | None = None,
+    workspace: str = "",
+) -> MemoryId:
+    """Store one memory; the same content in the same project is stored once."""
+    text = content.strip() if isinstance(content, str) else ""
+    if not text:
+        raise InputError("content: must be non-empty text")
+    if len(text) > MAX_MEMORY_CHARS:
+        raise InputError(
+            f"content: {len(text)} characters; at most {MAX_MEMORY_CHARS} "
+            "(use ingest_content for documents)"
+        )
+    if type not in RECORD_TYPES:
+        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    tags = rule_tags("memory.txt", text)
+    given_topics = _words(topics or [], "topics")
+    record = Record(
+        id=make_id("memory", project, content_sha(text)),
+        content=text,
+        project=project,
+        source="",
+        source_type="memory",
+        type=type,
+        lang="",
+        layer="",
+        kind="memory",
+        domains=_words(domains or [], "domains"),
+        topics=given_topics or tuple(tags["topics"]),  # type: ignore[arg-type]
+        content_sha=content_sha(text),
+    )
+    app.write(workspace, WriteBatch(upserts=(record,)))
+    return record.id
+
+
+def register(server: MCPServer, app: App) -> None:
+    @server.tool(name="store", annotations=WRITE)
+    async def store(
+        content: Annotated[str, Field(description="the memory, self-contained, up to 20000 chars")],
+        project: Annotated[str, Field(description="project it belongs to")] = "",
+        type: Annotated[
+            str,
+            Field(
+                description="decision, pattern, finding, bug, preference, architecture, "
+                "milestone or note"
+            ),
+        ] = "note",
+        domains: Annotated[list[str] | None, Field(description="broad areas, <=10")] = None,
+        topics: Annotated[list[str] | None, Field(description="specific topics, <=10")] = None,
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
+        """Remember something for later sessions: a decision and its reason, a finding, a
+        bug and its fix, a preference. Write it so it makes sense alone. Returns the id;
+        storing the same content in the same project again changes nothing."""
+        rid = await run_tool(store_memory, app, content, project, type, domains, topics, workspace)
+        return f"stored {rid}"
