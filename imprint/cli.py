@@ -127,6 +127,49 @@ def status(workspace: WorkspaceOpt = "") -> None:
         raise typer.Exit(1)
 
 
+@app.command()
+def serve(
+    http: Annotated[bool, typer.Option("--http", help="streamable HTTP on 127.0.0.1")] = False,
+    port: Annotated[int, typer.Option(help="HTTP port; default server.http_port")] = 0,
+) -> None:
+    """Serve MCP. Over stdio (the default) it bridges to the data dir's shared daemon,
+    starting it if needed; with --http this process owns the data dir and serves both."""
+    from imprint.daemon import Daemon, bridge_stdio
+
+    root, config = _setup()
+    if not http:
+        raise typer.Exit(bridge_stdio(root))
+    import threading
+
+    from imprint.server import build_server
+
+    daemon = Daemon(root, config, idle_exit_sec=None)
+    if not daemon.acquire():
+        raise ImprintError(
+            f"serve: another imprint process owns {root}; stop it first "
+            "(stdio servers share it through its daemon)"
+        )
+    try:
+        daemon.start()
+        threading.Thread(target=daemon.serve_forever, daemon=True).start()
+        assert daemon.runtime is not None
+        server = build_server(daemon.runtime)
+        port = port or config.server.http_port
+        err.print(f"imprint: MCP over streamable HTTP at http://127.0.0.1:{port}/mcp")
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    finally:
+        daemon.close()
+
+
+@app.command(hidden=True)
+def daemon() -> None:
+    """Run the data dir's shared owner process (started on demand by `serve`)."""
+    from imprint.daemon import run_daemon
+
+    root, config = _setup()
+    raise typer.Exit(run_daemon(root, config, idle_exit_sec=config.server.idle_exit_sec))
+
+
 @workspace_app.command("list")
 def workspace_list() -> None:
     """List workspaces; the active one is marked with *."""

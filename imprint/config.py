@@ -114,6 +114,13 @@ class RecallConfig(_Group):
     step_timeout_sec: float = Field(default=10.0, gt=0, le=300)
 
 
+class ServerConfig(_Group):
+    idle_exit_sec: float = Field(
+        default=600.0, ge=1, le=86400, description="the shared daemon exits after this idle"
+    )
+    http_port: int = Field(default=8765, ge=1024, le=65535, description="serve --http port")
+
+
 class LogConfig(_Group):
     level: Literal["debug", "info", "warning", "error"] = Field(
         default="warning", description="stderr level; the JSON file always gets info and up"
@@ -131,6 +138,7 @@ class Config(BaseModel):
     search: SearchConfig = Field(default_factory=SearchConfig)
     tagger: TaggerConfig = Field(default_factory=TaggerConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
 
 

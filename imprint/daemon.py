@@ -1,0 +1,271 @@
+"""One owner process per data dir, shared by every `imprint serve`.
+
+Every assistant session starts its own `imprint serve`, but Chroma's embedded store allows
+one writing process. So the first `imprint serve` starts a daemon that owns the data dir (its
+store, its actors, later its one model copy) and listens on a Unix socket; each `imprint
+serve` then bridges its stdin and stdout to one socket connection. The daemon serves each
+connection as its own MCP session over the shared runtime and exits after
+`server.idle_exit_sec` without connections.
+
+Wire format on the socket: one JSON line `{"cwd": ..., "pid": ...}` from the bridge (tools
+such as ingest_path resolve paths against the client's working directory), then MCP's
+newline-delimited JSON-RPC, byte for byte as on stdio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+from filelock import FileLock, Timeout
+from mcp.server.stdio import stdio_server
+
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.errors import StoreError
+from imprint.logs import get_logger
+from imprint.server import build_server
+
+__all__ = ["Daemon", "bridge_stdio", "connect", "run_daemon", "socket_path"]
+
+log = get_logger("imprint.daemon")
+CONNECT_WAIT_SEC = 90.0
+
+
+def socket_path(data_dir: Path) -> Path:
+    """Short and per data dir: Unix socket paths are limited to about 100 bytes."""
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"imprint-{uid}-{digest}.sock"
+
+
+def _run_dir(data_dir: Path) -> Path:
+    path = data_dir / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Daemon:
+    """Owns the runtime; serves MCP sessions on a Unix socket (and optionally HTTP)."""
+
+    def __init__(self, data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> None:
+        self.data_dir = data_dir
+        self.config = config
+        self.idle_exit_sec = idle_exit_sec
+        self.path = socket_path(data_dir)
+        self._lock = FileLock(_run_dir(data_dir) / "daemon.lock", thread_local=False)
+        self._active = 0
+        self._last_change = time.monotonic()
+        self._state = threading.Condition()
+        self._stopping = threading.Event()
+        self.runtime: Runtime | None = None
+        self._listener: socket.socket | None = None
+
+    def acquire(self) -> bool:
+        """False when another daemon already owns this data dir."""
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            return False
+        info = {"pid": os.getpid(), "socket": str(self.path)}
+        (_run_dir(self.data_dir) / "daemon.json").write_text(json.dumps(info), encoding="utf-8")
+        return True
+
+    def start(self) -> None:
+        self.runtime = Runtime(self.data_dir, self.config).start()
+        self.path.unlink(missing_ok=True)  # a stale socket of a daemon that was killed
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.path))
+        os.chmod(self.path, 0o600)
+        listener.listen(64)
+        self._listener = listener
+        log.info("daemon.listening", socket=str(self.path), pid=os.getpid())
+
+    def serve_forever(self) -> None:
+        assert self._listener is not None
+        threading.Thread(target=self._watch_idle, name="imprint-idle", daemon=True).start()
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                break
+            with self._state:
+                self._active += 1
+                self._last_change = time.monotonic()
+            threading.Thread(
+                target=self._serve_connection, args=(conn,), name="imprint-session", daemon=True
+            ).start()
+
+    def _watch_idle(self) -> None:
+        if self.idle_exit_sec is None:
+            return
+        with self._state:
+            while not self._stopping.is_set():
+                idle_for = time.monotonic() - self._last_change
+                if self._active == 0 and idle_for >= self.idle_exit_sec:
+                    log.info("daemon.idle_exit", idle_sec=round(idle_for, 1))
+                    self.shutdown()
+                    return
+                self._state.wait(timeout=max(0.5, self.idle_exit_sec - idle_for))
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        try:
+            reader = conn.makefile("r", encoding="utf-8", newline="\n")
+            writer = conn.makefile("w", encoding="utf-8", newline="\n")
+            hello = json.loads(reader.readline() or "{}")
+            cwd = Path(hello.get("cwd") or os.getcwd())
+            log.info("daemon.session.start", client_pid=hello.get("pid"), cwd=str(cwd))
+            anyio.run(self._session, reader, writer, cwd)
+        except Exception:
+            log.exception("daemon.session.failed")
+        finally:
+            with contextlib.suppress(OSError):
+                conn.close()
+            with self._state:
+                self._active -= 1
+                self._last_change = time.monotonic()
+                self._state.notify_all()
+            log.info("daemon.session.end")
+
+    async def _session(self, reader: IO[str], writer: IO[str], cwd: Path) -> None:
+        assert self.runtime is not None
+        server = build_server(self.runtime, cwd)
+        async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (
+            read_stream,
+            write_stream,
+        ):
+            # MCPServer.run_stdio_async does exactly this over the process's own stdio.
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                self._listener.close()
+
+    def close(self) -> None:
+        """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
+        self.shutdown()
+        try:
+            if self.runtime is not None:
+                self.runtime.stop()
+        finally:
+            self.path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                (_run_dir(self.data_dir) / "daemon.json").unlink()
+            self._lock.release()
+
+
+def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> int:
+    daemon = Daemon(data_dir, config, idle_exit_sec=idle_exit_sec)
+    if not daemon.acquire():
+        log.info("daemon.already_running")
+        return 0
+    try:
+        daemon.start()
+        daemon.serve_forever()
+    finally:
+        daemon.close()
+    return 0
+
+
+def _try_connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _spawn_daemon(data_dir: Path) -> None:
+    log_file = _run_dir(data_dir) / "daemon.stderr.log"
+    with log_file.open("ab") as err:
+        subprocess.Popen(
+            [sys.executable, "-m", "imprint.cli", "daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env={**os.environ, "IMPRINT_DATA_DIR": str(data_dir)},
+            cwd=str(data_dir),
+        )
+
+
+def connect(data_dir: Path) -> socket.socket:
+    """A connection to the data dir's daemon, starting one if none answers."""
+    path = socket_path(data_dir)
+    sock = _try_connect(path)
+    if sock is not None:
+        return sock
+    # One starter at a time: the others wait here, then find the daemon it started.
+    with FileLock(_run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC):
+        sock = _try_connect(path)
+        if sock is not None:
+            return sock
+        _spawn_daemon(data_dir)
+        deadline = time.monotonic() + CONNECT_WAIT_SEC
+        while time.monotonic() < deadline:
+            sock = _try_connect(path)
+            if sock is not None:
+                return sock
+            time.sleep(0.05)  # waiting for another process to bind; nothing to wait on
+    raise StoreError(
+        f"daemon: none answered on {path} within {CONNECT_WAIT_SEC:g} s; "
+        f"see {_run_dir(data_dir) / 'daemon.stderr.log'}"
+    )
+
+
+def _pump(src: Any, dst: Any, on_eof: Any) -> None:
+    try:
+        while True:
+            chunk = src(65536)
+            if not chunk:
+                break
+            dst(chunk)
+    except OSError:
+        pass
+    finally:
+        on_eof()
+
+
+def bridge_stdio(data_dir: Path) -> int:
+    """Copy stdin to the daemon and the daemon to stdout until either side closes."""
+    sock = connect(data_dir)
+    hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid()}) + "\n"
+    sock.sendall(hello.encode("utf-8"))
+    stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
+
+    def write_out(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(stdout_fd, view) :]
+
+    def half_close() -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+
+    upstream = threading.Thread(
+        target=_pump,
+        args=(lambda n: os.read(stdin_fd, n), sock.sendall, half_close),
+        daemon=True,
+    )
+    upstream.start()
+    _pump(sock.recv, write_out, lambda: None)
+    sock.close()
+    return 0
