@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
 from imprint import __version__
@@ -75,9 +75,15 @@ class ImprintServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
         except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(_one_line(exc.__cause__)) from exc
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(_one_line(cause)) from exc
+            if isinstance(cause, ToolError):
+                # Our own one-line message, without the SDK's "Error executing tool" prefix.
+                raise ToolError(str(cause)) from exc
             raise
 
 

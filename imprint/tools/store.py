@@ -7,11 +7,13 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.actors.messages import FetchRecords
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
 from imprint.tools._app import WRITE, App, run_tool
+from imprint.tools._reads import Deadline
 from imprint.types import MemoryId
 
 __all__ = ["MAX_MEMORY_CHARS", "register", "store_memory"]
@@ -51,10 +53,16 @@ def store_memory(
         )
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    rid = make_id("memory", project, content_sha(text))
+    ws = app.runtime.resolve(workspace, create=True)
+    app.runtime.workspace(ws)
+    existing = Deadline(30).wait(app.reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "store")
+    if rid in existing:
+        return rid
     tags = rule_tags("memory.txt", text)
     given_topics = _words(topics or [], "topics")
     record = Record(
-        id=make_id("memory", project, content_sha(text)),
+        id=rid,
         content=text,
         project=project,
         source="",
@@ -67,7 +75,7 @@ def store_memory(
         topics=given_topics or tuple(tags["topics"]),  # type: ignore[arg-type]
         content_sha=content_sha(text),
     )
-    app.write(workspace, WriteBatch(upserts=(record,)))
+    app.write(ws, WriteBatch(upserts=(record,)))
     return record.id
 
 
