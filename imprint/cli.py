@@ -139,6 +139,7 @@ def serve(
     root, config = _setup()
     if not http:
         raise typer.Exit(bridge_stdio(root))
+    import signal
     import threading
 
     from imprint.server import build_server
@@ -155,6 +156,8 @@ def serve(
         assert daemon.runtime is not None
         server = build_server(daemon.runtime)
         port = port or config.server.http_port
+        # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         err.print(f"imprint: MCP over streamable HTTP at http://127.0.0.1:{port}/mcp")
         server.run("streamable-http", host="127.0.0.1", port=port)
     finally:

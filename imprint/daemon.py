@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -175,6 +176,8 @@ def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -
     if not daemon.acquire():
         log.info("daemon.already_running")
         return 0
+    # SIGTERM (a service manager, a test teardown) closes the daemon in order.
+    signal.signal(signal.SIGTERM, lambda *_: daemon.shutdown())
     try:
         daemon.start()
         daemon.serve_forever()

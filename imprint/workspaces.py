@@ -26,7 +26,7 @@ DEFAULT_WORKSPACE = WorkspaceName("default")
 
 
 def validate_name(name: str, argument: str = "workspace") -> WorkspaceName:
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise WorkspaceError(f"{argument}: {name!r} is not a workspace name; allowed: {NAME_RULE}")
     return WorkspaceName(name)
 
@@ -44,7 +44,7 @@ def list_workspaces(data_dir: Path) -> list[WorkspaceName]:
     if not root.is_dir():
         return []
     return sorted(
-        WorkspaceName(p.name) for p in root.iterdir() if p.is_dir() and NAME_RE.match(p.name)
+        WorkspaceName(p.name) for p in root.iterdir() if p.is_dir() and NAME_RE.fullmatch(p.name)
     )
 
 
@@ -62,7 +62,7 @@ def active_workspace(data_dir: Path) -> WorkspaceName:
     path = _active_file(data_dir)
     if path.exists():
         name = path.read_text(encoding="utf-8").strip()
-        if NAME_RE.match(name):
+        if NAME_RE.fullmatch(name):
             return WorkspaceName(name)
     return DEFAULT_WORKSPACE
 

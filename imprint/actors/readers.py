@@ -26,7 +26,7 @@ from imprint.actors.messages import (
 from imprint.errors import StoreError
 from imprint.store.embedder import Embedder
 from imprint.store.records import Fact, Record
-from imprint.store.sqlite import Filters, SqliteStore
+from imprint.store.sqlite import SqliteStore
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
 
@@ -84,12 +84,7 @@ class VectorReader(pykka.ThreadingActor):
     @traced("neighbors")
     def neighbors(self, msg: Neighbors) -> Hits:
         """The k records nearest to one record, itself excluded; empty for an unknown id."""
-        vectors = self._stores.opened(msg.workspace).vectors
-        vector = vectors.embedding_of(msg.id)
-        if vector is None:
-            return []
-        hits = vectors.query(vector, msg.k + 1, Filters())
-        return [(rid, score) for rid, score in hits if rid != msg.id][: msg.k]
+        return self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k)
 
 
 class LexicalReader(pykka.ThreadingActor):

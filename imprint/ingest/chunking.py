@@ -13,7 +13,7 @@ import re
 __all__ = ["chunk_text", "split_sections"]
 
 _MD_HEADING = re.compile(r"^#{1,6}\s")
-_FENCE = re.compile(r"^(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}\s*$")
 _CODE_DEF = re.compile(
     r"^(def |async def |class |function |export |func |fn |pub fn |pub struct |struct |impl |"
@@ -24,11 +24,17 @@ _DECORATOR = re.compile(r"^@\w")
 
 def _split_markdown(lines: list[str]) -> list[list[str]]:
     sections: list[list[str]] = [[]]
-    fenced = False
+    fence = ""  # the opening fence while inside a code block
     for line in lines:
-        if _FENCE.match(line):
-            fenced = not fenced
-        if not fenced and _MD_HEADING.match(line) and sections[-1]:
+        found = _FENCE.match(line)
+        if found:
+            mark = found.group(1)
+            if not fence:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence) and not line.strip()[len(mark) :]:
+                # CommonMark: only a bare fence of the same character, as long or longer, closes.
+                fence = ""
+        elif not fence and _MD_HEADING.match(line) and sections[-1]:
             sections.append([])
         sections[-1].append(line)
     return sections

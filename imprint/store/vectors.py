@@ -165,6 +165,18 @@ class VectorIndex:
             return None
         return np.asarray(embeddings[0], dtype=np.float32)
 
+    def neighbors(self, record_id: str, k: int) -> list[tuple[MemoryId, float]]:
+        """The k records nearest to one record, itself excluded; empty for an unknown id.
+
+        HNSW search is approximate: asking for a margin beyond k keeps small collections
+        from coming back short.
+        """
+        vector = self.embedding_of(record_id)
+        if vector is None:
+            return []
+        hits = self.query(vector, k + 1 + 10, Filters())
+        return [(rid, score) for rid, score in hits if rid != record_id][:k]
+
     def ids(self) -> set[str]:
         out: set[str] = set()
         offset = 0

@@ -36,7 +36,7 @@ def clip(text: str, width: int) -> str:
         return text
     if width <= 1:
         return text[:width]
-    return text[: width - 1].rstrip() + "…"
+    return text[: width - 1] + "…"
 
 
 def _footer(hidden: int, max_chars: int, hint: str) -> str:

@@ -22,7 +22,7 @@ from imprint.actors.messages import (
 )
 from imprint.errors import StoreError
 from imprint.store.records import Fact, Record
-from imprint.store.sqlite import Filters, SqliteStore
+from imprint.store.sqlite import SqliteStore
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = ["ActorReads", "Deadline", "DirectReads", "Pending", "Reads"]
@@ -137,12 +137,7 @@ class DirectReads:
         return _Done(conn.facts(q.subject, q.predicate, q.include_ended, q.limit))
 
     def neighbors(self, q: Neighbors) -> Pending[Hits]:
-        vectors = self.runtime.opened(q.workspace).vectors
-        vector = vectors.embedding_of(q.id)
-        if vector is None:
-            return _Done([])
-        hits = vectors.query(vector, q.k + 1, Filters())
-        return _Done([(rid, s) for rid, s in hits if rid != q.id][: q.k])
+        return _Done(self.runtime.opened(q.workspace).vectors.neighbors(q.id, q.k))
 
     def sql(self, q: SqlRead) -> Pending[Any]:
         return _Done(getattr(self._conns[q.workspace], q.op)(**q.args))
