@@ -3,6 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# A client nobody here wrote, for tests/integration/test_inspector.py.
+if command -v npm >/dev/null 2>&1; then
+  npm install --prefix .ci/node --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/inspector@0.15.0 >/dev/null
+fi
 .venv/bin/ruff check imprint tests benchmark
 .venv/bin/ruff format --check imprint tests benchmark
 .venv/bin/mypy

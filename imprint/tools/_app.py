@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import anyio
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -19,7 +21,7 @@ from imprint.errors import ImprintError
 from imprint.store.sqlite import WriteBatch
 from imprint.tools._reads import ActorReads, Deadline
 
-__all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool"]
+__all__ = ["READ", "REPLACE", "WRITE", "App", "clamp", "run_tool", "tool"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,6 +56,25 @@ async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
     except ImprintError as exc:
         raise ToolError(str(exc)) from exc
+
+
+def tool(
+    server: MCPServer, name: str, annotations: ToolAnnotations
+) -> Callable[[Callable[P, Awaitable[str]]], Callable[P, Awaitable[str]]]:
+    """Register a tool: text output only (no structured copy doubling the tokens) and a
+    description without the docstring's indentation."""
+
+    def register(fn: Callable[P, Awaitable[str]]) -> Callable[P, Awaitable[str]]:
+        server.add_tool(
+            fn,
+            name=name,
+            description=inspect.cleandoc(fn.__doc__ or ""),
+            annotations=annotations,
+            structured_output=False,
+        )
+        return fn
+
+    return register
 
 
 def clamp(value: int, low: int, high: int) -> int:

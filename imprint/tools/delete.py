@@ -10,7 +10,7 @@ from pydantic import Field
 from imprint.actors.messages import FetchRecords, SqlRead
 from imprint.errors import InputError
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._app import REPLACE, App, run_tool
+from imprint.tools._app import REPLACE, App, run_tool, tool
 from imprint.tools._reads import Deadline
 from imprint.tools.get_memory import check_id
 
@@ -72,7 +72,7 @@ def delete_records(
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="delete", annotations=REPLACE)
+    @tool(server, "delete", REPLACE)
     async def delete(
         id: Annotated[str, Field(description="a memory id to delete")] = "",
         source: Annotated[str, Field(description="or a source to delete with its chunks")] = "",

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 
-from imprint.tools._app import READ, App, run_tool
+from imprint.tools._app import READ, App, run_tool, tool
 from imprint.workspaces import active_workspace, list_workspaces
 
 __all__ = ["device_row", "format_device", "inference_is_local", "register"]
@@ -84,7 +84,7 @@ def format_device(row: dict[str, Any]) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="device_context", annotations=READ)
+    @tool(server, "device_context", READ)
     async def device_context() -> str:
         """This computer and this server: OS, cores, memory, GPU, data dir, workspaces,
         store, embedder, the inference provider and whether it runs on this computer

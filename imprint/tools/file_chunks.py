@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
 from imprint.store.records import Record
-from imprint.tools._app import READ, App, clamp, run_tool
+from imprint.tools._app import READ, App, clamp, run_tool, tool
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["ChunkRows", "chunk_rows", "format_chunks", "register"]
@@ -89,7 +89,7 @@ def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="file_chunks", annotations=READ)
+    @tool(server, "file_chunks", READ)
     async def file_chunks(
         source: Annotated[str, Field(description="source path as search shows it")],
         start: Annotated[int, Field(description="first chunk index, >= 0")] = 0,

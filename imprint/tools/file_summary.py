@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
-from imprint.tools._app import READ, App, run_tool
+from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._evidence import clip, one_line
 from imprint.tools._reads import Deadline, Reads
 
@@ -91,7 +91,7 @@ def format_summary(row: SummaryRow) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="file_summary", annotations=READ)
+    @tool(server, "file_summary", READ)
     async def file_summary(
         source: Annotated[str, Field(description="source path as search shows it")],
         project: Annotated[str, Field(description="project, where two share a source")] = "",

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from imprint.actors.messages import FetchRecords, SqlRead
 from imprint.errors import InputError
 from imprint.store.records import Record
-from imprint.tools._app import READ, App, run_tool
+from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._reads import Deadline, Reads
 from imprint.types import MemoryId
 
@@ -85,7 +85,7 @@ def format_memory(row: MemoryRow) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="get_memory", annotations=READ)
+    @tool(server, "get_memory", READ)
     async def get_memory(
         id: Annotated[str, Field(description="a record id from search or another tool")],
         workspace: Annotated[str, Field(description="workspace; empty = active")] = "",

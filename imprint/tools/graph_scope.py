@@ -12,7 +12,7 @@ from pydantic import Field
 
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
-from imprint.tools._app import READ, App, clamp, run_tool
+from imprint.tools._app import READ, App, clamp, run_tool, tool
 from imprint.tools._evidence import clip, one_line
 from imprint.tools._reads import Deadline, Reads
 from imprint.tools.get_memory import check_id
@@ -109,7 +109,7 @@ def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="graph_scope", annotations=READ)
+    @tool(server, "graph_scope", READ)
     async def graph_scope(
         scope: Annotated[
             str, Field(description="root, project:X, topic:X, source:X or chunk:ID")

@@ -12,7 +12,7 @@ from imprint.errors import InputError
 from imprint.ingest.pipeline import build_records
 from imprint.store.records import SourceType, content_sha
 from imprint.store.sqlite import SourceEntry, WriteBatch
-from imprint.tools._app import REPLACE, App, run_tool
+from imprint.tools._app import REPLACE, App, run_tool, tool
 
 __all__ = ["MAX_CONTENT_CHARS", "index_text", "ingest_text", "register"]
 
@@ -79,7 +79,7 @@ def ingest_text(app: App, name: str, content: str, project: str = "", workspace:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="ingest_content", annotations=REPLACE)
+    @tool(server, "ingest_content", REPLACE)
     async def ingest_content(
         name: Annotated[str, Field(description="a name for the text; it becomes its source")],
         content: Annotated[str, Field(description="the text (Markdown is split at headings)")],

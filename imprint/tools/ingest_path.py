@@ -12,7 +12,7 @@ from pydantic import Field
 
 from imprint.errors import InputError
 from imprint.ingest.pipeline import IngestReport, Progress, ingest_path
-from imprint.tools._app import REPLACE, App, run_tool
+from imprint.tools._app import REPLACE, App, run_tool, tool
 
 __all__ = ["allowed_roots", "checked_path", "register"]
 
@@ -50,7 +50,7 @@ def ingest_checked(
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="ingest_path", annotations=REPLACE)
+    @tool(server, "ingest_path", REPLACE)
     async def ingest_path_tool(
         ctx: Context,
         path: Annotated[str, Field(description="file or folder, relative to the server's cwd")],

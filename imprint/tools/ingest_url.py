@@ -18,7 +18,7 @@ from pydantic import Field
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
 from imprint.store.records import content_sha
-from imprint.tools._app import REPLACE, App, run_tool
+from imprint.tools._app import REPLACE, App, run_tool, tool
 from imprint.tools._reads import Deadline
 from imprint.tools.ingest_content import index_text
 
@@ -123,10 +123,7 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(
-        name="ingest_url",
-        annotations=REPLACE.model_copy(update={"open_world_hint": True}),
-    )
+    @tool(server, "ingest_url", REPLACE.model_copy(update={"open_world_hint": True}))
     async def ingest_url(
         url: Annotated[str, Field(description="an http:// or https:// page")],
         project: Annotated[str, Field(description="project it belongs to")] = "",

@@ -12,7 +12,7 @@ from imprint.actors.messages import FactQuery, SqlRead
 from imprint.errors import InputError
 from imprint.store.records import Fact, make_id
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._app import WRITE, App, run_tool
+from imprint.tools._app import WRITE, App, run_tool, tool
 from imprint.tools._reads import Deadline
 
 __all__ = ["edit_facts", "register"]
@@ -74,7 +74,7 @@ def edit_facts(
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="kg_edit", annotations=WRITE)
+    @tool(server, "kg_edit", WRITE)
     async def kg_edit(
         action: Annotated[Literal["add", "end"], Field(description="add a fact or end one")],
         subject: Annotated[str, Field(description="add: what the fact is about")] = "",

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from imprint.actors.messages import FactQuery
 from imprint.store.records import Fact
-from imprint.tools._app import READ, App, clamp, run_tool
+from imprint.tools._app import READ, App, clamp, run_tool, tool
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["fact_rows", "format_facts", "register"]
@@ -55,7 +55,7 @@ def format_facts(facts: list[Fact]) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="kg_query", annotations=READ)
+    @tool(server, "kg_query", READ)
     async def kg_query(
         subject: Annotated[str, Field(description="only facts about this subject")] = "",
         predicate: Annotated[str, Field(description="only this relation")] = "",

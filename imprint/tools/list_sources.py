@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.actors.messages import SqlRead
-from imprint.tools._app import READ, App, clamp, run_tool
+from imprint.tools._app import READ, App, clamp, run_tool, tool
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["format_sources", "register", "source_rows"]
@@ -60,7 +60,7 @@ def format_sources(rows: list[dict[str, Any]], total: int) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="list_sources", annotations=READ)
+    @tool(server, "list_sources", READ)
     async def list_sources(
         project: Annotated[str, Field(description="only this project")] = "",
         lang: Annotated[str, Field(description="only this language")] = "",

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from imprint.actors.messages import FetchRecords, Neighbors
 from imprint.errors import InputError
-from imprint.tools._app import READ, App, clamp, run_tool
+from imprint.tools._app import READ, App, clamp, run_tool, tool
 from imprint.tools._evidence import Block, render_blocks
 from imprint.tools._reads import Deadline, Reads
 from imprint.tools.get_memory import check_id
@@ -49,7 +49,7 @@ def format_neighbors(id: str, hits: list[SearchHit], max_chars: int = 4000) -> s
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="neighbors", annotations=READ)
+    @tool(server, "neighbors", READ)
     async def neighbors(
         id: Annotated[str, Field(description="a record id from search or another tool")],
         k: Annotated[int, Field(description="how many neighbours, 1-30")] = 10,

@@ -16,7 +16,7 @@ from imprint.actors.messages import FetchRecords, LexicalQuery, VectorQuery
 from imprint.errors import InputError
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters
-from imprint.tools._app import READ, App, run_tool
+from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._evidence import Block, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
 from imprint.types import MemoryId
@@ -165,7 +165,7 @@ def search_text(
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="search", annotations=READ)
+    @tool(server, "search", READ)
     async def search(
         query: Annotated[str, Field(description="what to look for, in words")],
         project: Annotated[str, Field(description="only this project")] = "",

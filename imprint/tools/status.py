@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.messages import Check
-from imprint.tools._app import READ, App, run_tool
+from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._reads import Deadline
 
 __all__ = ["StatusRow", "format_status", "register", "status_row"]
@@ -68,7 +68,7 @@ def format_status(row: StatusRow) -> str:
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="status", annotations=READ)
+    @tool(server, "status", READ)
     async def status(
         workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
     ) -> str:

@@ -12,7 +12,7 @@ from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._app import WRITE, App, run_tool
+from imprint.tools._app import WRITE, App, run_tool, tool
 from imprint.tools._reads import Deadline
 from imprint.types import MemoryId
 
@@ -80,7 +80,7 @@ def store_memory(
 
 
 def register(server: MCPServer, app: App) -> None:
-    @server.tool(name="store", annotations=WRITE)
+    @tool(server, "store", WRITE)
     async def store(
         content: Annotated[str, Field(description="the memory, self-contained, up to 20000 chars")],
         project: Annotated[str, Field(description="project it belongs to")] = "",

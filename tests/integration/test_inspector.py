@@ -1,0 +1,98 @@
+"""A client nobody here wrote: the MCP Inspector's CLI mode against `imprint serve`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _inspector() -> str:
+    found = os.environ.get("IMPRINT_INSPECTOR") or (str(LOCAL) if LOCAL.exists() else None)
+    found = found or shutil.which("mcp-inspector")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("the MCP Inspector is not installed; scripts/test.sh installs it with npm")
+        pytest.skip(
+            "the MCP Inspector is not installed (npm install @modelcontextprotocol/inspector)"
+        )
+    return found
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "data"
+    yield path
+    info = path / "run" / "daemon.json"
+    if info.exists():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(json.loads(info.read_text())["pid"]), signal.SIGTERM)
+
+
+def _run(data_dir: Path, *method: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [
+            _inspector(),
+            "--cli",
+            "-e",
+            f"IMPRINT_DATA_DIR={data_dir}",
+            "-e",
+            "IMPRINT_SERVER_IDLE_EXIT_SEC=60",
+            sys.executable,
+            "-m",
+            "imprint.cli",
+            "serve",
+            *method,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=data_dir.parent,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_inspector_lists_sixteen_tools_and_calls_search(data_dir: Path) -> None:
+    """The Inspector lists the 16 tools and gets a search answer from a real stdio server."""
+    listed = _run(data_dir, "--method", "tools/list")
+    names = sorted(t["name"] for t in listed["tools"])  # type: ignore[union-attr, index]
+    assert len(names) == 16 and "search" in names and "ingest_path" in names
+    stored = _run(
+        data_dir,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "store",
+        "--tool-arg",
+        "content=the inspector saw a bittern",
+    )
+    assert stored["isError"] is False
+    found = _run(
+        data_dir,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "search",
+        "--tool-arg",
+        "query=bittern",
+        "--tool-arg",
+        "max_chars=1200",
+    )
+    text = found["content"][0]["text"]  # type: ignore[index]
+    assert found["isError"] is False and "the inspector saw a bittern" in text
+    assert "structuredContent" not in found  # text only: no second copy of the answer
