@@ -275,3 +275,30 @@ def test_workspace_isolation_through_tools(session: Session) -> None:
     rid = _ids(session.ok("search", query="zebra", workspace="alpha"))[0]
     assert session.error("get_memory", id=rid, workspace="beta").startswith("id: no record")
     assert session.error("neighbors", id=rid, workspace="beta").startswith("id: no record")
+
+
+def test_ingest_path_reports_progress_notifications(session: Session) -> None:
+    """ingest_path sends one MCP progress notification per file, ending at the total."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async def go() -> str:
+        async with Client(session.server) as client:
+            result = await client.call_tool(
+                "ingest_path", {"path": "proj", "project": "proj"}, progress_callback=on_progress
+            )
+            return str(result.content[0].text)  # type: ignore[union-attr]
+
+    summary = anyio.run(go)
+    assert summary.startswith("ingested 5 files")
+    assert [p for p, _, _ in seen] == [1, 2, 3, 4, 5]
+    assert {t for _, t, _ in seen} == {5}
+    assert {m for _, _, m in seen} == {
+        "docs/actors.md",
+        "docs/espresso.md",
+        "docs/gardening.md",
+        "notes.txt",
+        "src/retry.py",
+    }

@@ -18,7 +18,7 @@ from imprint.types import MemoryId
 
 __all__ = ["MAX_MEMORY_CHARS", "register", "store_memory"]
 
-MAX_MEMORY_CHARS = 20_000
+MAX_MEMORY_CHARS = 8_000
 
 
 def _words(values: list[str], argument: str) -> tuple[str, ...]:
@@ -82,7 +82,7 @@ def store_memory(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "store", WRITE)
     async def store(
-        content: Annotated[str, Field(description="the memory, self-contained, up to 20000 chars")],
+        content: Annotated[str, Field(description="the memory, self-contained, up to 8000 chars")],
         project: Annotated[str, Field(description="project it belongs to")] = "",
         type: Annotated[
             str,
