@@ -1,4 +1,4 @@
-"""The MCP server: 16 tools over one Runtime, for stdio and streamable HTTP."""
+"""The MCP server: 17 tools over one Runtime, for stdio and streamable HTTP."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from imprint.tools import (
     kg_query,
     list_sources,
     neighbors,
+    recall,
     search,
     status,
     store,
@@ -50,6 +51,7 @@ TOOL_MODULES = (
     ingest_url,
     ingest_path,
     kg_edit,
+    recall,
 )
 
 INSTRUCTIONS = (

@@ -28,6 +28,7 @@ READS = {
     "graph_scope",
     "status",
     "device_context",
+    "recall",
 }
 DESTRUCTIVE = {"delete", "ingest_content", "ingest_url", "ingest_path"}
 
@@ -85,9 +86,9 @@ def ingest(session: Session) -> str:
 
 
 def test_sixteen_tools_with_annotations_and_short_descriptions(session: Session) -> None:
-    """16 tools; reads are read-only, deleting/replacing writes destructive; descriptions fit."""
+    """17 tools; reads are read-only, deleting/replacing writes destructive; descriptions fit."""
     tools = {t.name: t for t in session.tools()}
-    assert len(tools) == 16
+    assert len(tools) == 17
     for name, tool in tools.items():
         assert tool.description and len(tool.description) < 2048, name
         hints = tool.annotations

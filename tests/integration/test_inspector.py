@@ -68,10 +68,10 @@ def _run(data_dir: Path, *method: str) -> dict[str, object]:
 
 
 def test_inspector_lists_sixteen_tools_and_calls_search(data_dir: Path) -> None:
-    """The Inspector lists the 16 tools and gets a search answer from a real stdio server."""
+    """The Inspector lists the 17 tools and gets a search answer from a real stdio server."""
     listed = _run(data_dir, "--method", "tools/list")
     names = sorted(t["name"] for t in listed["tools"])  # type: ignore[union-attr, index]
-    assert len(names) == 16 and "search" in names and "ingest_path" in names
+    assert len(names) == 17 and "search" in names and "ingest_path" in names
     stored = _run(
         data_dir,
         "--method",

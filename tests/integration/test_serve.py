@@ -91,7 +91,7 @@ def _status(data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_stdio_subprocess_serves_the_sixteen_tools(data_dir: Path, tmp_path: Path) -> None:
-    """A real `imprint serve` subprocess: 16 tools, store then search, logs off stdout."""
+    """A real `imprint serve` subprocess: 17 tools, store then search, logs off stdout."""
 
     async def go() -> tuple[int, str, str]:
         async with Client(_stdio(data_dir, tmp_path)) as client:
@@ -101,7 +101,7 @@ def test_stdio_subprocess_serves_the_sixteen_tools(data_dir: Path, tmp_path: Pat
             return len(tools), stored, found
 
     count, stored, found = anyio.run(go)
-    assert count == 16
+    assert count == 17
     assert stored.startswith("stored ") and stored.removeprefix("stored ") in found
     assert _daemon_pid(data_dir) is not None
     assert (data_dir / "logs" / "imprint.jsonl").stat().st_size > 0
@@ -271,7 +271,7 @@ def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
                 return len(tools), _text(await client.call_tool("search", {"query": "osprey"}))
 
         count, found = anyio.run(go)
-        assert count == 16 and "the osprey dives" in found
+        assert count == 17 and "the osprey dives" in found
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)

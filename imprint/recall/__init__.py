@@ -1,0 +1,1 @@
+"""recall: plans, evidence merging and budgets."""

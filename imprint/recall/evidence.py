@@ -1,0 +1,110 @@
+"""What each step returns, as evidence items; merged by key, round-robin by rank."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from imprint.store.records import Fact, Record
+from imprint.tools.file_chunks import ChunkRows
+from imprint.tools.file_summary import SummaryRow, format_summary
+from imprint.tools.get_memory import MemoryRow
+from imprint.tools.search import SearchHit, SearchRows, meta_line
+
+__all__ = ["Item", "StepResult", "merge", "to_items"]
+
+
+class Item(BaseModel):
+    """One piece of evidence: its merge key, its provenance line, its text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    meta: str
+    content: str
+
+
+class StepResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    label: str
+    outcome: str  # ok, error, timeout
+    detail: str  # "10 results", or the one-line error
+    items: tuple[Item, ...] = ()
+    run_ms: float = 0.0
+
+
+def _record(record: Record, score: float | None = None) -> Item:
+    return Item(key=record.id, meta=meta_line(record, score), content=record.content)
+
+
+def _fact(fact: Fact) -> Item:
+    since = time.strftime("%Y-%m-%d", time.gmtime(fact.valid_from))
+    ended = f", ended {time.strftime('%Y-%m-%d', time.gmtime(fact.ended))}" if fact.ended else ""
+    return Item(
+        key=f"fact:{fact.id}",
+        meta=f"fact:{fact.id} | {fact.source or '-'} | fact",
+        content=f"{fact.subject} | {fact.predicate} | {fact.object} (since {since}{ended})",
+    )
+
+
+def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
+    """Evidence items of one step's rows, best first, and a short count for its line."""
+    if tool == "search":
+        assert isinstance(rows, SearchRows)
+        items = [_record(h.record, h.score) for h in rows.hits]
+        return items, f"{len(items)} results"
+    if tool == "neighbors":
+        hits: list[SearchHit] = rows
+        return [_record(h.record, h.score) for h in hits], f"{len(hits)} neighbours"
+    if tool == "get_memory":
+        assert isinstance(rows, MemoryRow)
+        return [_record(rows.record)], "1 record"
+    if tool == "file_chunks":
+        assert isinstance(rows, ChunkRows)
+        items = [_record(r) for r in rows.records]
+        return items, f"{len(items)} of {rows.total} chunks"
+    if tool == "file_summary":
+        assert isinstance(rows, SummaryRow)
+        item = Item(
+            key=f"file:{rows.source}",
+            meta=f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary",
+            content="\n".join(format_summary(rows).splitlines()[1:]),
+        )
+        return [item], "summary"
+    if tool == "list_sources":
+        listed, total = rows
+        items = [
+            Item(
+                key=f"file:{r['source']}",
+                meta=f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source",
+                content=f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}",
+            )
+            for r in listed
+        ]
+        return items, f"{len(items)} of {total} sources"
+    if tool == "kg_query":
+        facts: list[Fact] = rows
+        return [_fact(f) for f in facts], f"{len(facts)} facts"
+    raise ValueError(f"no evidence conversion for {tool!r}")
+
+
+def merge(results: list[StepResult]) -> list[Item]:
+    """Round-robin by rank across steps in order; a repeated key keeps the longer content."""
+    merged: dict[str, Item] = {}
+    depth = max((len(r.items) for r in results), default=0)
+    for rank in range(depth):
+        for result in results:
+            if rank >= len(result.items):
+                continue
+            item = result.items[rank]
+            kept = merged.get(item.key)
+            if kept is None:
+                merged[item.key] = item
+            elif len(item.content) > len(kept.content):
+                # Same place in the order, fuller text.
+                merged[item.key] = kept.model_copy(update={"content": item.content})
+    return list(merged.values())

@@ -1,0 +1,396 @@
+"""recall: plan validation, concurrent steps under one deadline, merging and budgets."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.errors import InputError
+from imprint.ingest.pipeline import ingest_path
+from imprint.recall import plan as plan_module
+from imprint.recall.evidence import Item, StepResult, merge
+from imprint.recall.plan import parse_plan
+from imprint.server import build_server
+from imprint.store.embedder import Embedder
+from imprint.store.sqlite import SqliteStore
+from imprint.store.vectors import VectorIndex
+from imprint.tools._app import App
+from imprint.tools._evidence import MIN_EXCERPT
+from imprint.tools._reads import ActorReads
+from imprint.tools.recall import recall_text
+from imprint.tools.search import search_text
+from imprint.tools.store import store_memory
+from tests.conftest import TOPICS, write_tree
+
+
+@pytest.fixture
+def rt(tmp_path: Path, embedder: Embedder) -> Iterator[Runtime]:
+    runtime = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
+        yield runtime
+    finally:
+        runtime.stop()
+
+
+def recall(rt: Runtime, question: str, plan: Any = None, **kw: Any) -> str:
+    return recall_text(ActorReads(rt), question, plan, **kw)
+
+
+def ids_in(text: str) -> list[str]:
+    return re.findall(r"^\[\d+\] (\S+) \|", text, re.M)
+
+
+# -- plan validation ----------------------------------------------------------------------
+
+BAD_PLANS = [
+    ([{"tool": "grep", "args": {}}], r"^plan: step 1: unknown tool 'grep'; allowed: search"),
+    ([{"tool": "store", "args": {"content": "x"}}], r"^plan: step 1: 'store' is a write"),
+    ([{"tool": "delete", "args": {"id": "x"}}], r"^plan: step 1: 'delete' is a write"),
+    (
+        [{"tool": "search", "args": {"query": "x", "colour": "red"}}],
+        r"^plan: step 1 \(search\): unknown argument 'colour'; allowed: query, project",
+    ),
+    (
+        [{"tool": "search", "args": {"query": "x", "limit": "5"}}],
+        r"^plan: step 1 \(search\): limit: '5' is not allowed",
+    ),
+    (
+        [{"tool": "kg_query", "args": {"include_ended": "yes"}}],
+        r"^plan: step 1 \(kg_query\): include_ended: 'yes' is not allowed",
+    ),
+    ([{"tool": "search", "args": {}}], r"^plan: step 1 \(search\): query: required"),
+    (
+        [{"tool": "search", "args": {"query": "x", "workspace": "other"}}],
+        r"^plan: step 1 \(search\): 'workspace' is not allowed",
+    ),
+    (
+        [{"tool": "search", "args": {"query": "x", "max_chars": 9000}}],
+        r"^plan: step 1 \(search\): unknown argument 'max_chars'",
+    ),
+    (
+        [
+            {"tool": "search", "args": {"query": "x"}},
+            {"tool": "search", "args": {"query": "x", "limit": 10}},
+        ],
+        r"^plan: step 2 repeats step 1",
+    ),
+    (
+        [{"tool": "search", "args": {"query": f"q{i}"}} for i in range(9)],
+        r"^plan: 9 steps; at most 8",
+    ),
+    ('[{"tool": "search"', r"^plan: not valid JSON"),
+    ({"tool": "search"}, r"^plan: must be a list of steps"),
+    ([{"tool": "search", "args": {"query": "x"}, "then": 2}], r"^plan: step 1: must be an object"),
+    ([{"tool": "search", "args": ["x"]}], r"^plan: step 1 \(search\): args must be an object"),
+]
+
+
+@pytest.mark.parametrize(("plan", "message"), BAD_PLANS)
+def test_invalid_plans_are_rejected_before_anything_runs(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch, plan: Any, message: str
+) -> None:
+    """Each kind of invalid plan is one clear error, and no read reaches a store."""
+    touched: list[str] = []
+    for cls, name in ((SqliteStore, "match"), (SqliteStore, "fetch"), (VectorIndex, "query")):
+        original = getattr(cls, name)
+
+        def spy(
+            self: Any, *a: Any, _n: str = name, _o: Callable[..., Any] = original, **k: Any
+        ) -> Any:
+            touched.append(_n)
+            return _o(self, *a, **k)
+
+        monkeypatch.setattr(cls, name, spy)
+    with pytest.raises(InputError, match=message) as caught:
+        recall(rt, "question", plan)
+    assert "\n" not in str(caught.value)
+    assert touched == []
+
+
+def test_a_plan_sent_as_a_json_string_is_accepted(rt: Runtime) -> None:
+    """Some clients send the plan as a JSON string; it means the same as the list."""
+    plan = [{"tool": "search", "args": {"query": "espresso", "limit": 2}}]
+    assert recall(rt, "q", json.dumps(plan)) == recall(rt, "q", plan)
+
+
+def test_step_models_follow_the_row_functions() -> None:
+    """A step's arguments are its row function's parameters, minus workspace and sizes."""
+    fields = {t: set(plan_module.arg_model(t).model_fields) for t in plan_module.STEP_FUNCTIONS}
+    assert fields["search"] == {"query", "project", "type", "lang", "layer", "limit", "mode"}
+    assert fields["get_memory"] == {"id"}
+    assert fields["neighbors"] == {"id", "k"}
+    assert fields["file_chunks"] == {"source", "start", "end", "project"}
+    assert fields["kg_query"] == {"subject", "predicate", "include_ended", "limit"}
+    steps = parse_plan([{"tool": "neighbors", "args": {"id": "abc", "k": 3}}])
+    assert steps[0].label() == "neighbors(id='abc', k=3)"
+
+
+# -- running ---------------------------------------------------------------------------
+
+
+def test_without_a_plan_recall_is_search_byte_for_byte(rt: Runtime) -> None:
+    """No plan: exactly the compact search response for the question, at any budget."""
+    reads = ActorReads(rt)
+    for question, budget in (("espresso shot", 4000), ("actor mailbox", 1200), ("zzz", 12000)):
+        assert recall(rt, question, None, max_chars=budget) == search_text(
+            reads, question, max_chars=budget
+        )
+    assert recall(rt, "espresso", []) == search_text(reads, "espresso")
+
+
+def test_two_steps_meet_at_a_barrier(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two lexical steps run at the same time: both reach a 2-party barrier."""
+    barrier = threading.Barrier(2, timeout=20)
+    original = SqliteStore.match
+
+    def meeting(self: SqliteStore, *a: Any, **k: Any) -> Any:
+        barrier.wait()
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(SqliteStore, "match", meeting)
+    text = recall(
+        rt,
+        "two parts",
+        [
+            {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+            {"tool": "search", "args": {"query": "tomatoes", "mode": "lexical"}},
+        ],
+    )
+    lines = text.splitlines()
+    assert lines[1].startswith("step 1 search(") and lines[1].endswith(": 1 results")
+    assert lines[2].startswith("step 2 search(") and lines[2].endswith(": 1 results")
+
+
+def _blocking(
+    monkeypatch: pytest.MonkeyPatch, tool: str
+) -> tuple[threading.Event, threading.Event]:
+    """Make one step tool block until released; tells when it has started."""
+    started, release = threading.Event(), threading.Event()
+    original = plan_module.STEP_FUNCTIONS[tool]
+
+    def slow(*a: Any, **k: Any) -> Any:
+        started.set()
+        release.wait(timeout=60)
+        return original(*a, **k)
+
+    monkeypatch.setitem(plan_module.STEP_FUNCTIONS, tool, slow)
+    return started, release
+
+
+def test_a_step_missing_the_deadline_beside_steps_that_do_not(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step past the one deadline reports a timeout; the others return their evidence."""
+    started, release = _blocking(monkeypatch, "kg_query")
+    try:
+        text = recall(
+            rt,
+            "q",
+            [
+                {"tool": "search", "args": {"query": "espresso"}},
+                {"tool": "kg_query", "args": {"subject": "x"}},
+                {"tool": "file_summary", "args": {"source": "notes.txt"}},
+            ],
+            timeout_sec=1.0,
+        )
+    finally:
+        release.set()
+    assert started.is_set()
+    lines = text.splitlines()
+    assert lines[2] == (
+        "step 2 kg_query(subject='x'): timeout: no answer within the recall's 1 s deadline"
+    )
+    assert lines[1].endswith("results") and lines[3].endswith(": summary")
+    assert "docs/espresso.md#0" in text and "file:notes.txt" in text
+
+
+def test_concurrent_recalls_do_not_queue_behind_each_other(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall whose step is stuck does not hold up another recall started after it."""
+    started, release = _blocking(monkeypatch, "kg_query")
+    slow_result: list[str] = []
+    slow = threading.Thread(
+        target=lambda: slow_result.append(
+            recall(rt, "slow", [{"tool": "kg_query", "args": {"subject": "x"}}], timeout_sec=60)
+        )
+    )
+    slow.start()
+    try:
+        assert started.wait(timeout=30)
+        fast = recall(rt, "fast", [{"tool": "search", "args": {"query": "espresso"}}])
+        assert "docs/espresso.md#0" in fast and not slow_result  # the slow one is still waiting
+    finally:
+        release.set()
+        slow.join(timeout=60)
+    assert slow_result and "step 1 kg_query(subject='x'): 0 facts" in slow_result[0]
+
+
+def test_a_failing_step_beside_working_ones(rt: Runtime) -> None:
+    """A step that errors reports its one-line error in its line; the others return."""
+    text = recall(
+        rt,
+        "q",
+        [
+            {"tool": "get_memory", "args": {"id": "0000000000000000"}},
+            {"tool": "file_chunks", "args": {"source": "missing.md"}},
+            {"tool": "search", "args": {"query": "retry backoff"}},
+        ],
+    )
+    lines = text.splitlines()
+    assert lines[1].startswith("step 1 get_memory(id='0000000000000000'): error: id: no record")
+    assert lines[2].startswith("step 2 file_chunks(source='missing.md'): error: source: no source")
+    assert lines[3].startswith("step 3 search(query='retry backoff'): ")
+    assert "src/retry.py#0" in text
+
+
+def test_merge_round_robin_keeps_first_place_and_fullest_content() -> None:
+    """Items enter by rank across steps in turn; a repeated key keeps the longer text."""
+
+    def result(index: int, *items: tuple[str, str]) -> StepResult:
+        return StepResult(
+            index=index,
+            label=f"s{index}",
+            outcome="ok",
+            detail="",
+            items=tuple(Item(key=k, meta=k, content=c) for k, c in items),
+        )
+
+    merged = merge(
+        [
+            result(1, ("a", "short a"), ("b", "b"), ("c", "c")),
+            result(2, ("d", "d"), ("a", "a much longer text for a"), ("e", "e")),
+            result(3, ("fact:1", "f")),
+        ]
+    )
+    assert [i.key for i in merged] == ["a", "d", "fact:1", "b", "c", "e"]
+    assert merged[0].content == "a much longer text for a"
+
+
+def test_merging_across_search_memory_chunks_and_neighbors(rt: Runtime) -> None:
+    """The same record from search, get_memory, file_chunks and neighbors appears once."""
+    reads = ActorReads(rt)
+    espresso = ids_in(search_text(reads, "purple kangaroo protocol"))[0]
+    text = recall(
+        rt,
+        "espresso",
+        [
+            {"tool": "search", "args": {"query": "purple kangaroo protocol", "limit": 3}},
+            {"tool": "get_memory", "args": {"id": espresso}},
+            {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
+            {"tool": "neighbors", "args": {"id": espresso, "k": 2}},
+        ],
+        max_chars=12000,
+    )
+    shown = ids_in(text)
+    assert shown.count(espresso) == 1 and shown[0] == espresso
+    assert len(shown) == len(set(shown))
+    # Round-robin: rank 1 of search (espresso), then neighbours' rank 1 before search's rank 2.
+    assert text.splitlines()[0].startswith('recall "espresso": 4 steps')
+
+
+@pytest.mark.parametrize("budget", [1200, 2000, 4000, 8000, 12000])
+def test_hard_budgets_count_hidden_results_and_keep_the_minimum_width(
+    rt: Runtime, budget: int
+) -> None:
+    """The response never exceeds max_chars; hidden results are counted; excerpts >= 300."""
+    app = App(rt)
+    for i in range(30):
+        store_memory(app, f"Memory {i} about heron migration. " + "The herons fly south. " * 40)
+    text = recall(
+        rt,
+        "herons",
+        [
+            {"tool": "search", "args": {"query": "heron migration", "limit": 50}},
+            {
+                "tool": "search",
+                "args": {"query": "herons fly south", "limit": 50, "mode": "lexical"},
+            },
+        ],
+        max_chars=budget,
+    )
+    assert len(text) <= budget
+    total = int(re.search(r"steps, (\d+) records", text).group(1))  # type: ignore[union-attr]
+    shown = ids_in(text)
+    assert shown
+    hidden = total - len(shown)
+    if hidden:
+        assert text.splitlines()[-1].startswith(f"({hidden} more result")
+    else:
+        assert not text.splitlines()[-1].startswith("(")
+    excerpts = [b.split("\n", 1)[1] for b in text.split("\n\n")[1:] if b.startswith("[")]
+    clipped = {len(e) for e in excerpts if e.endswith("…")}
+    assert len(clipped) <= 1  # one common width
+    assert all(width >= MIN_EXCERPT for width in clipped)
+    assert all(len(e) <= max(clipped, default=len(e)) for e in excerpts)
+
+
+def test_every_step_stays_in_the_recall_workspace(tmp_path: Path, embedder: Embedder) -> None:
+    """Steps read only the recall's workspace, whatever ids or sources they name."""
+    runtime = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        runtime.resolve("alpha", create=True)
+        runtime.resolve("beta", create=True)
+        ingest_path(runtime, write_tree(tmp_path / "p", TOPICS), project="proj", workspace="alpha")
+        app = App(runtime)
+        from imprint.tools.kg_edit import edit_facts
+
+        edit_facts(app, "add", "imprint", "uses", "pykka", workspace="alpha")
+        alpha_id = ids_in(search_text(ActorReads(runtime), "espresso", workspace="alpha"))[0]
+        plan = [
+            {"tool": "search", "args": {"query": "espresso"}},
+            {"tool": "get_memory", "args": {"id": alpha_id}},
+            {"tool": "neighbors", "args": {"id": alpha_id}},
+            {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
+            {"tool": "file_summary", "args": {"source": "docs/espresso.md"}},
+            {"tool": "list_sources", "args": {}},
+            {"tool": "kg_query", "args": {"subject": "imprint"}},
+        ]
+        beta = recall(runtime, "q", plan, workspace="beta")
+        assert ids_in(beta) == []
+        assert "0 records" in beta.splitlines()[0]
+        alpha = recall(runtime, "q", plan, workspace="alpha")
+        assert alpha_id in ids_in(alpha) and "fact:" in alpha
+    finally:
+        runtime.stop()
+
+
+def test_recall_is_registered_as_the_seventeenth_read_only_tool(rt: Runtime) -> None:
+    """MCP lists 17 tools; recall is read-only with its parameters and a short description."""
+
+    async def go() -> Any:
+        async with Client(build_server(rt)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            result = await client.call_tool(
+                "recall",
+                {"question": "q", "plan": [{"tool": "search", "args": {"query": "espresso"}}]},
+            )
+            bad = await client.call_tool("recall", {"question": "q", "plan": [{"tool": "store"}]})
+            return tools, result, bad
+
+    tools, result, bad = anyio.run(go)
+    assert len(tools) == 17
+    spec = tools["recall"]
+    assert spec.annotations.read_only_hint is True
+    assert set(spec.input_schema["properties"]) == {
+        "question",
+        "plan",
+        "max_chars",
+        "condense",
+        "workspace",
+    }
+    assert spec.input_schema["required"] == ["question"]
+    assert len(spec.description) < 2048 and '"tool": "kg_query"' in spec.description
+    assert not result.is_error and "docs/espresso.md#0" in result.content[0].text
+    assert bad.is_error and bad.content[0].text.startswith("plan: step 1: 'store' is a write")
