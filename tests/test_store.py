@@ -272,3 +272,30 @@ def test_a_pool_of_one_cannot_meet_at_the_barrier(
         assert any(isinstance(e, threading.BrokenBarrierError) for e in errors), errors
     finally:
         rt.stop()
+
+
+def test_embedded_stores_in_one_process_never_share_vectors(
+    tmp_path: Path, embedder: Embedder, small_tree: Path
+) -> None:
+    """Two data dirs and two workspaces in one process: each Chroma folder holds its own."""
+    import chromadb
+
+    first = Runtime(tmp_path / "one", Config(), embedder=embedder).start()
+    try:
+        ingest_path(first, small_tree, project="proj")
+        first.resolve("other", create=True)
+        ingest_path(first, small_tree / "docs", project="docs", workspace="other")
+    finally:
+        first.stop()
+    second = Runtime(tmp_path / "two", Config(), embedder=embedder).start()
+    try:
+        second.workspace("")
+        assert second.workspace("").vectors.count() == 0
+    finally:
+        second.stop()
+    for ws, expected in (("default", 5), ("other", 3)):
+        folder = tmp_path / "one" / "workspaces" / ws / "chroma"
+        client = chromadb.PersistentClient(path=str(folder))
+        names = [c.name for c in client.list_collections()]
+        assert names == [f"imprint.{ws}.v1"]
+        assert client.get_collection(names[0]).count() == expected

@@ -35,6 +35,7 @@ class LexicalQuery(Message):
     text: str
     limit: int
     filters: Filters = Filters()
+    phrase_only: bool = False
 
 
 class FetchRecords(Message):

@@ -98,7 +98,9 @@ class LexicalReader(pykka.ThreadingActor):
 
     @traced("lexical_query")
     def query(self, msg: LexicalQuery) -> Hits:
-        return self._sql.conn(msg.workspace).match(msg.text, msg.limit, msg.filters)
+        return self._sql.conn(msg.workspace).match(
+            msg.text, msg.limit, msg.filters, phrase_only=msg.phrase_only
+        )
 
     @traced("fetch_records")
     def fetch(self, msg: FetchRecords) -> dict[MemoryId, Record]:

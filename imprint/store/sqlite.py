@@ -210,7 +210,9 @@ class SqliteStore:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def match(self, query: str, limit: int, filters: Filters) -> list[tuple[MemoryId, float]]:
+    def match(
+        self, query: str, limit: int, filters: Filters, *, phrase_only: bool = False
+    ) -> list[tuple[MemoryId, float]]:
         """BM25 ranking: records holding the exact phrase first, then any of the words."""
         where, params = _where(filters)
         extra = f" AND {where}" if where else ""
@@ -220,7 +222,8 @@ class SqliteStore:
             f"{extra} ORDER BY bm25(records_fts) LIMIT ?"
         )
         seen: dict[MemoryId, float] = {}
-        for expr in (fts_phrase(query), fts_terms(query)):
+        exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), fts_terms(query))
+        for expr in exprs:
             if not expr or len(seen) >= limit:
                 continue
             for rid, rank in self.conn.execute(sql, [expr, *params, limit]):

@@ -30,7 +30,12 @@ from imprint.types import MemoryId, WorkspaceName
 
 __all__ = ["ImprintEmbeddingFunction", "StoreLock", "VectorIndex", "collection_name", "open_client"]
 
-_SETTINGS = Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _settings() -> Settings:
+    # A fresh object per client: chromadb's client constructors write the path, host and
+    # port into the Settings they are given, so a shared one would cross two clients.
+    return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
 class ImprintEmbeddingFunction(EmbeddingFunction[Documents]):
@@ -103,10 +108,10 @@ def open_client(chroma_dir: Path, chroma_url: str) -> Any:
             host=parts.hostname or "127.0.0.1",
             port=parts.port or (443 if parts.scheme == "https" else 8000),
             ssl=parts.scheme == "https",
-            settings=_SETTINGS,
+            settings=_settings(),
         )
     chroma_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(chroma_dir), settings=_SETTINGS)
+    return chromadb.PersistentClient(path=str(chroma_dir), settings=_settings())
 
 
 def _where(filters: Filters) -> dict[str, Any] | None:

@@ -127,7 +127,8 @@ class DirectReads:
         return _Done(store.vectors.query(vector, q.limit, q.filters))
 
     def lexical(self, q: LexicalQuery) -> Pending[Hits]:
-        return _Done(self._conns[q.workspace].match(q.text, q.limit, q.filters))
+        conn = self._conns[q.workspace]
+        return _Done(conn.match(q.text, q.limit, q.filters, phrase_only=q.phrase_only))
 
     def fetch(self, q: FetchRecords) -> Pending[dict[MemoryId, Record]]:
         return _Done(self._conns[q.workspace].fetch(q.ids))

@@ -109,11 +109,19 @@ def search_rows(
         vector = reads.vector(VectorQuery(workspace=ws, text=text, limit=pool, filters=filters))
     if mode in ("hybrid", "lexical"):
         lexical = reads.lexical(LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters))
+    phrase = None
+    if mode == "hybrid" and len(text.split()) > 1:
+        # Exact-phrase matches are a third ranking, so a quoted line from a file wins.
+        phrase = reads.lexical(
+            LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
+        )
     rankings: list[list[tuple[MemoryId, float]]] = []
     if vector is not None:
         rankings.append(list(deadline.wait(vector, "search (vector)")))
     if lexical is not None:
         rankings.append(list(deadline.wait(lexical, "search (lexical)")))
+    if phrase is not None:
+        rankings.append(list(deadline.wait(phrase, "search (phrase)")))
     ranked = fuse(rankings, RRF_K) if mode == "hybrid" else rankings[0]
     ranked = ranked[:limit]
     records = deadline.wait(
