@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -17,6 +17,7 @@ from typing import Any, cast
 import pykka
 
 from imprint._fs import atomic_write_text
+from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.readers import (
     FactReader,
     FactReaderProxy,
@@ -30,6 +31,7 @@ from imprint.actors.writer import Writer, WriterActor, WriterProxy
 from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
+from imprint.providers import Provider, make_provider
 from imprint.store.embedder import Embedder
 from imprint.store.vectors import open_client
 from imprint.store.workspace import WorkspaceStore
@@ -51,7 +53,13 @@ class _Workspace:
 class Runtime:
     """One per process and data dir: the embedder, the reader pools and the open workspaces."""
 
-    def __init__(self, data_dir: Path, config: Config, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        config: Config,
+        embedder: Embedder | None = None,
+        provider_factory: Callable[[], Provider] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.config = config
         self._embedder = embedder
@@ -59,6 +67,9 @@ class Runtime:
         self._open: dict[WorkspaceName, _Workspace] = {}
         self._open_lock = threading.Lock()
         self._http_client: Any = None
+        self._inference_ref: pykka.ActorRef[Any] | None = None
+        self._inference_lock = threading.Lock()
+        self._provider_factory = provider_factory
         self.vector_pool: ReaderPool[VectorReaderProxy] | None = None
         self.lexical_pool: ReaderPool[LexicalReaderProxy] | None = None
         self.fact_pool: ReaderPool[FactReaderProxy] | None = None
@@ -148,6 +159,23 @@ class Runtime:
             atomic_write_text(path, uuid.uuid4().hex[:8] + "\n")
         return path.read_text(encoding="utf-8").strip()
 
+    def inference(self) -> InferenceProxy:
+        """The process's one InferenceActor, started on first use; the model loads later still,
+        on its first request."""
+        with self._inference_lock:
+            if self._inference_ref is None or not self._inference_ref.is_alive():
+                factory = self._provider_factory or (lambda: make_provider(self.config.tagger))
+                self._inference_ref = InferenceActor.start(Inference(factory))
+            return cast(InferenceProxy, self._inference_ref.proxy())
+
+    def inference_state(self) -> dict[str, Any]:
+        """Provider and load state, without starting anything."""
+        ref = self._inference_ref
+        if ref is None or not ref.is_alive():
+            return {"provider": "not started", "loaded": False, "load_seconds": None}
+        proxy: Any = ref.proxy()
+        return cast(dict[str, Any], proxy.state().get(timeout=5))
+
     def opened(self, workspace: WorkspaceName) -> WorkspaceStore:
         """For readers: a workspace the caller opened before sending them a message."""
         opened = self._open.get(workspace)
@@ -166,6 +194,10 @@ class Runtime:
             for opened in reversed(workspaces):
                 # block=True: queued writes are handled before the actor stops.
                 opened.writer_ref.stop(block=True)
+            if self._inference_ref is not None:
+                # The model is below every reader and writer: nothing waits on it here.
+                self._inference_ref.stop(block=True, timeout=60)
+                self._inference_ref = None
             for pool in (self.fact_pool, self.lexical_pool, self.vector_pool):
                 if pool is not None:
                     pool.stop()

@@ -25,6 +25,7 @@ from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.store.records import Record, SourceType, content_sha, make_id
 from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.tagging import model_tags
 from imprint.tools._reads import Deadline, Pending
 
 __all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "walk"]
@@ -231,6 +232,19 @@ def ingest_path(
         records = build_records(
             project, rel, text, mtime=mtime, target=cfg.chunk_chars, overlap=cfg.chunk_overlap
         )
+        tags = model_tags(runtime, text, rel)  # one request per file, when tagger.llm is on
+        if tags is not None:
+            records = [
+                r.model_copy(
+                    update={
+                        "domains": tags.domains,
+                        "topics": tags.topics or r.topics,
+                        "type": tags.type,
+                        "tagged_by": "model",
+                    }
+                )
+                for r in records
+            ]
         embeddings = runtime.embedder().embed([r.content for r in records])
         source = SourceEntry(
             project=project,

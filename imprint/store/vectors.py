@@ -31,7 +31,6 @@ from imprint.types import MemoryId, WorkspaceName
 __all__ = ["ImprintEmbeddingFunction", "StoreLock", "VectorIndex", "collection_name", "open_client"]
 
 
-
 def _settings() -> Settings:
     # A fresh object per client: chromadb's client constructors write the path, host and
     # port into the Settings they are given, so a shared one would cross two clients.

@@ -7,35 +7,15 @@ import platform
 import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 
+from imprint.providers import is_local
+from imprint.providers.local import bundled_gguf
 from imprint.tools._app import READ, App, run_tool, tool
 from imprint.workspaces import active_workspace, list_workspaces
 
-__all__ = ["device_row", "format_device", "inference_is_local", "register"]
-
-
-def _loopback(host: str) -> bool:
-    from ipaddress import ip_address
-
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def inference_is_local(provider: str, base_url: str) -> bool:
-    """`local`, or ollama/vllm at a loopback base URL; remote APIs and LAN hosts never are."""
-    if provider == "local":
-        return True
-    if provider in ("ollama", "vllm") and base_url:
-        return _loopback(urlsplit(base_url).hostname or "")
-    return False
+__all__ = ["device_row", "format_device", "register"]
 
 
 def _memory_bytes() -> int:
@@ -56,8 +36,11 @@ def _gpu() -> str:
 def device_row(app: App) -> dict[str, Any]:
     rt = app.runtime
     tagger = rt.config.tagger
-    local = inference_is_local(tagger.provider, tagger.base_url)
+    local = is_local(tagger.provider, tagger.base_url)
     model_path = tagger.local.model_path
+    if tagger.provider == "local" and not model_path:
+        model_path = str(bundled_gguf() or "")
+    state = rt.inference_state()
     return {
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "python": platform.python_version(),
@@ -74,7 +57,8 @@ def device_row(app: App) -> dict[str, Any]:
         "recall_model_path": "on" if (rt.config.recall.llm and local) else "off",
         "model_file": model_path or "(none set)",
         "model_file_exists": bool(model_path) and Path(model_path).expanduser().is_file(),
-        "model_loaded": False,
+        "model_loaded": state["loaded"],
+        "model_load_seconds": state["load_seconds"],
         "working_directory": str(app.cwd),
     }
 

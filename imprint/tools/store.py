@@ -12,6 +12,7 @@ from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
+from imprint.tagging import model_tags
 from imprint.tools._app import WRITE, App, run_tool, tool
 from imprint.tools._reads import Deadline
 from imprint.types import MemoryId
@@ -59,21 +60,25 @@ def store_memory(
     existing = Deadline(30).wait(app.reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "store")
     if rid in existing:
         return rid
-    tags = rule_tags("memory.txt", text)
+    given_domains = _words(domains or [], "domains")
     given_topics = _words(topics or [], "topics")
+    rules = rule_tags("memory.txt", text)
+    model = model_tags(app.runtime, text)
     record = Record(
         id=rid,
         content=text,
         project=project,
         source="",
         source_type="memory",
-        type=type,
+        # What the caller said wins; the model fills what it left open; rules last.
+        type=type if type != "note" or model is None else model.type,
         lang="",
         layer="",
         kind="memory",
-        domains=_words(domains or [], "domains"),
-        topics=given_topics or tuple(tags["topics"]),  # type: ignore[arg-type]
+        domains=given_domains or (model.domains if model else ()),
+        topics=given_topics or (model.topics if model else tuple(rules["topics"])),  # type: ignore[arg-type]
         content_sha=content_sha(text),
+        tagged_by="model" if model is not None else "rules",
     )
     app.write(ws, WriteBatch(upserts=(record,)))
     return record.id

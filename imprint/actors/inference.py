@@ -1,0 +1,224 @@
+"""InferenceActor: the one owner of the provider (and, for `local`, the one model).
+
+Its mailbox is the process's inference lock: tagging, summaries and recall all send it
+messages, so no two calls ever reach the model at once. `complete`:
+
+- does not start when its deadline has passed, including after waiting in the mailbox;
+- stops at the first piece past the deadline and closes the provider's stream;
+- runs to that first piece even if the caller stopped waiting: prompt processing cannot be
+  interrupted, so a timed-out prompt finishes in the background and its result is dropped.
+
+The InferenceActor never waits on another actor.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import jsonschema
+import pykka
+from pydantic import BaseModel, ConfigDict, Field
+from pykka.typing import proxy_method
+
+from imprint.actors._trace import Message, traced
+from imprint.errors import ImprintError
+from imprint.logs import get_logger
+from imprint.providers import ChatMessage, Provider, ProviderError
+
+__all__ = [
+    "CompleteRequest",
+    "Completion",
+    "Inference",
+    "InferenceActor",
+    "InferenceProxy",
+    "ask_model",
+]
+
+log = get_logger("imprint.inference")
+
+# ok; skipped-late (never started); stopped (at the deadline, mid-stream); timeout (the
+# caller stopped waiting); error (provider); invalid (output breaks the schema)
+Outcome = Literal["ok", "skipped-late", "stopped", "timeout", "error", "invalid"]
+
+
+class CompleteRequest(Message):
+    """A chat to complete by `deadline` (a time.monotonic() instant)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[dict[str, str], ...]
+    deadline: float
+    json_schema: dict[str, Any] | None = Field(default=None)
+    max_tokens: int = 256
+    purpose: str = "complete"
+    fresh: bool = False  # reset the model's cached prompt first (deterministic output)
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str = ""
+    outcome: Outcome
+    detail: str = ""
+    pieces: int = 0
+    first_piece_ms: float | None = None
+    run_ms: float = 0.0
+    data: Any = None  # the parsed JSON, when a schema was given and the output conforms
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+class Inference:
+    """The logic, testable without threads; the provider is made on first use."""
+
+    def __init__(self, make: Callable[[], Provider]) -> None:
+        self._make = make
+        self._provider: Provider | None = None
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = self._make()
+        return self._provider
+
+    @property
+    def loaded(self) -> bool:
+        return self._provider is not None and bool(getattr(self._provider, "loaded", True))
+
+    def complete(self, req: CompleteRequest) -> Completion:
+        started = time.monotonic()
+        if started >= req.deadline:
+            return Completion(
+                outcome="skipped-late", detail="the deadline passed before it started"
+            )
+        try:
+            provider = self.provider
+            if req.fresh and hasattr(provider, "reset"):
+                provider.reset()
+            messages = [ChatMessage(role=m["role"], content=m["content"]) for m in req.messages]
+            stream = provider.stream(
+                messages, deadline=req.deadline, schema=req.json_schema, max_tokens=req.max_tokens
+            )
+        except ImprintError as exc:
+            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started))
+        pieces: list[str] = []
+        first: float | None = None
+        outcome: Outcome = "ok"
+        try:
+            for piece in stream:
+                if first is None:
+                    first = _ms(started)
+                pieces.append(piece)
+                if time.monotonic() >= req.deadline:
+                    outcome = "stopped"
+                    break
+        except ImprintError as exc:
+            return Completion(
+                text="".join(pieces),
+                outcome="error",
+                detail=str(exc),
+                pieces=len(pieces),
+                first_piece_ms=first,
+                run_ms=_ms(started),
+            )
+        except Exception as exc:  # a provider bug must not kill the one inference actor
+            log.exception("inference.provider_failed")
+            return Completion(
+                text="".join(pieces),
+                outcome="error",
+                detail=f"provider failed ({type(exc).__name__})",
+                pieces=len(pieces),
+                first_piece_ms=first,
+                run_ms=_ms(started),
+            )
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        text = "".join(pieces)
+        base: dict[str, Any] = {
+            "text": text,
+            "pieces": len(pieces),
+            "first_piece_ms": first,
+            "run_ms": _ms(started),
+        }
+        if outcome == "stopped":
+            return Completion(outcome="stopped", detail="stopped at the deadline", **base)
+        if req.json_schema is None:
+            return Completion(outcome="ok", **base)
+        try:
+            data = json.loads(text)
+            jsonschema.validate(data, req.json_schema)
+        except (ValueError, jsonschema.ValidationError) as exc:
+            reason = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
+            return Completion(
+                outcome="invalid", detail=f"output breaks the schema: {reason}", **base
+            )
+        return Completion(outcome="ok", data=data, **base)
+
+    def close(self) -> None:
+        if self._provider is not None:
+            self._provider.close()
+            self._provider = None
+
+
+def _ms(since: float) -> float:
+    return round((time.monotonic() - since) * 1000, 3)
+
+
+class InferenceActor(pykka.ThreadingActor):
+    def __init__(self, logic: Inference) -> None:
+        super().__init__()
+        self.logic = logic
+        self.actor_name = "InferenceActor"
+
+    def on_stop(self) -> None:
+        self.logic.close()
+
+    @traced("inference.complete")
+    def complete(self, msg: CompleteRequest) -> Completion:
+        result = self.logic.complete(msg)
+        log.info(
+            "inference.done",
+            purpose=msg.purpose,
+            outcome=result.outcome,
+            pieces=result.pieces,
+            first_piece_ms=result.first_piece_ms,
+            run_ms=result.run_ms,
+            late_by_ms=round(max(0.0, time.monotonic() - msg.deadline) * 1000, 1),
+        )
+        return result
+
+    def state(self) -> dict[str, Any]:
+        provider = self.logic._provider
+        return {
+            "provider": getattr(provider, "name", "not created"),
+            "loaded": self.logic.loaded,
+            "load_seconds": getattr(provider, "load_seconds", None),
+        }
+
+
+class InferenceProxy:
+    complete = proxy_method(InferenceActor.complete)
+    state = proxy_method(InferenceActor.state)
+
+
+def ask_model(proxy: InferenceProxy, req: CompleteRequest, *, margin: float = 0.0) -> Completion:
+    """Wait for a completion no longer than its deadline (plus `margin`).
+
+    When the wait times out the request stays with the actor: it is skipped if it never
+    started, or stopped at its first piece past the deadline; either way its result is
+    dropped here.
+    """
+    left = max(0.0, req.deadline - time.monotonic()) + margin
+    try:
+        return proxy.complete(req).get(timeout=left)
+    except pykka.Timeout:
+        return Completion(outcome="timeout", detail="no answer by the deadline")
+    except pykka.ActorDeadError as exc:
+        raise ProviderError("inference: the inference actor is not running") from exc

@@ -1,0 +1,114 @@
+"""The one small Protocol every provider implements, and what they share."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from ipaddress import ip_address
+from typing import Any, Protocol, TypedDict
+from urllib.parse import urlsplit
+
+import httpx
+
+from imprint.errors import ImprintError
+
+__all__ = [
+    "ChatMessage",
+    "Provider",
+    "ProviderError",
+    "is_local",
+    "is_loopback_host",
+    "remaining",
+    "sse_data",
+]
+
+
+class ProviderError(ImprintError):
+    """A provider could not do what was asked (unreachable, refused, bad output)."""
+
+
+class ChatMessage(TypedDict):
+    role: str  # system, user or assistant
+    content: str
+
+
+class Provider(Protocol):
+    """Streams text pieces for a chat; JSON under `schema` when one is given.
+
+    `deadline` is a `time.monotonic()` instant. A provider uses it to bound its own waits
+    (an HTTP client's timeout); the InferenceActor stops reading at the first piece past it.
+    """
+
+    name: str
+
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        deadline: float,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+    ) -> Iterator[str]: ...
+
+    def close(self) -> None: ...
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 in any spelling (also IPv4-mapped), or localhost."""
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        addr = ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return bool(addr.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def is_local(provider: str, base_url: str) -> bool:
+    """Whether inference runs on this computer: `local`, or ollama/vllm on a loopback host.
+
+    Remote APIs (openai, anthropic, gemini) are never local, wherever their base URL points:
+    they are other people's computers by design. LAN hosts are never local.
+    """
+    if provider == "local":
+        return True
+    if provider in ("ollama", "vllm") and base_url:
+        return is_loopback_host(urlsplit(base_url).hostname or "")
+    return False
+
+
+def remaining(deadline: float, what: str) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ProviderError(f"{what}: the deadline passed before the request was sent")
+    return left
+
+
+def api_key(configured: str, env_names: tuple[str, ...], setting: str = "tagger.api_key") -> str:
+    key = configured or next((os.environ[n] for n in env_names if os.environ.get(n)), "")
+    if not key:
+        raise ProviderError(f"{setting}: empty; set it or the environment variable {env_names[0]}")
+    return key
+
+
+def sse_data(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    """The JSON payloads of a server-sent-events stream, ending at `[DONE]`."""
+    for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        if data:
+            yield json.loads(data)
+
+
+def check_status(response: httpx.Response, what: str) -> None:
+    if response.status_code >= 400:
+        response.read()
+        detail = response.text[:200].replace("\n", " ")
+        raise ProviderError(f"{what}: HTTP {response.status_code}: {detail}")

@@ -1,0 +1,89 @@
+"""Fakes in one place: a provider whose prompt and token timing the test controls, and a clock."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from imprint.providers import ChatMessage, ProviderError
+
+
+class FakeClock:
+    """A monotonic clock that moves only when the test says so."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+class FakeProvider:
+    """Streams `tokens`. `prompt_gate` holds prompt processing; `token_gates[i]` holds token i.
+
+    Records every call, whether its stream was closed, and the most calls ever inside
+    `stream` at once (the real model crashes at two).
+    """
+
+    name = "fake"
+
+    def __init__(
+        self,
+        tokens: list[str] | None = None,
+        *,
+        prompt_gate: threading.Event | None = None,
+        token_gates: list[threading.Event] | None = None,
+        fail: str = "",
+    ) -> None:
+        self.tokens = tokens if tokens is not None else ["fake ", "answer"]
+        self.prompt_gate = prompt_gate
+        self.token_gates = token_gates or []
+        self.fail = fail
+        self.calls: list[dict[str, Any]] = []
+        self.prompt_started = threading.Event()
+        self.prompt_finished = threading.Event()
+        self.closed: list[bool] = []
+        self.loaded = True
+        self._inside = 0
+        self.max_inside = 0
+        self._lock = threading.Lock()
+
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        deadline: float,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+    ) -> Iterator[str]:
+        with self._lock:
+            self._inside += 1
+            self.max_inside = max(self.max_inside, self._inside)
+            self.calls.append({"messages": messages, "schema": schema, "deadline": deadline})
+        finished = False
+        try:
+            self.prompt_started.set()
+            if self.prompt_gate is not None:
+                assert self.prompt_gate.wait(timeout=30), "prompt gate never opened"
+            self.prompt_finished.set()
+            if self.fail:
+                raise ProviderError(self.fail)
+            for i, token in enumerate(self.tokens):
+                if i < len(self.token_gates):
+                    assert self.token_gates[i].wait(timeout=30), f"token gate {i} never opened"
+                yield token
+            finished = True
+        finally:
+            with self._lock:
+                self._inside -= 1
+                self.closed.append(not finished)
+
+    def close(self) -> None:
+        self.loaded = False

