@@ -41,8 +41,12 @@ class FakeProvider:
         prompt_gate: threading.Event | None = None,
         token_gates: list[threading.Event] | None = None,
         fail: str = "",
+        responses: list[list[str]] | None = None,
+        call_gates: list[threading.Event | None] | None = None,
     ) -> None:
         self.tokens = tokens if tokens is not None else ["fake ", "answer"]
+        self.responses = list(responses or [])  # per call, in order; then `tokens`
+        self.call_gates = list(call_gates or [])  # per call, in order: holds that prompt
         self.prompt_gate = prompt_gate
         self.token_gates = token_gates or []
         self.fail = fail
@@ -70,12 +74,16 @@ class FakeProvider:
         finished = False
         try:
             self.prompt_started.set()
-            if self.prompt_gate is not None:
-                assert self.prompt_gate.wait(timeout=30), "prompt gate never opened"
+            with self._lock:
+                held = self.call_gates.pop(0) if self.call_gates else self.prompt_gate
+            if held is not None:
+                assert held.wait(timeout=30), "prompt gate never opened"
             self.prompt_finished.set()
             if self.fail:
                 raise ProviderError(self.fail)
-            for i, token in enumerate(self.tokens):
+            with self._lock:
+                tokens = self.responses.pop(0) if self.responses else self.tokens
+            for i, token in enumerate(tokens):
                 if i < len(self.token_gates):
                     assert self.token_gates[i].wait(timeout=30), f"token gate {i} never opened"
                 yield token

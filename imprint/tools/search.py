@@ -143,8 +143,9 @@ def meta_line(record: Record, score: float | None = None) -> str:
     return " | ".join(parts)
 
 
-def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
-    max_chars = normalize_max_chars(max_chars)
+def format_search(rows: SearchRows, max_chars: int = 4000, *, clamp: bool = True) -> str:
+    """`clamp=False` lets recall fit a note line in front within the caller's budget."""
+    max_chars = normalize_max_chars(max_chars) if clamp else max_chars
     shown_query = one_line(rows.query)
     if len(shown_query) > 200:
         shown_query = shown_query[:199] + "…"
