@@ -164,6 +164,21 @@ def serve(
         daemon.close()
 
 
+@app.command()
+def trace(
+    log: Annotated[Path | None, typer.Argument(help="JSON log; default: the data dir's")] = None,
+    recall: Annotated[str, typer.Option("--recall", help="only this recall id (prefix)")] = "",
+) -> None:
+    """Per-recall timings from the JSON log: each step and model phase, the slowest marked."""
+    from imprint.logs import log_path
+    from imprint.trace import render_trace
+
+    path = log or log_path(cfg.data_dir())
+    if not path.is_file():
+        raise ImprintError(f"log: {str(path)!r} is not a file")
+    raise typer.Exit(render_trace(path, recall))
+
+
 @app.command(hidden=True)
 def daemon() -> None:
     """Run the data dir's shared owner process (started on demand by `serve`)."""

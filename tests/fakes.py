@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,7 +71,14 @@ class FakeProvider:
         with self._lock:
             self._inside += 1
             self.max_inside = max(self.max_inside, self._inside)
-            self.calls.append({"messages": messages, "schema": schema, "deadline": deadline})
+            self.calls.append(
+                {
+                    "messages": messages,
+                    "schema": schema,
+                    "deadline": deadline,
+                    "started": time.monotonic(),
+                }
+            )
         finished = False
         try:
             self.prompt_started.set()

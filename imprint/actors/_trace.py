@@ -31,14 +31,24 @@ def new_request_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+def _bound(key: str, default: Any) -> Callable[[], Any]:
+    # A message sent while handling another inherits its ids, so a recall's step shows up
+    # on the reader messages it causes too.
+    return lambda: structlog.contextvars.get_contextvars().get(key, default)
+
+
+def _request_id() -> str:
+    return str(structlog.contextvars.get_contextvars().get("request_id") or new_request_id())
+
+
 class Message(BaseModel):
     """Base of every actor message: who asked, and when it entered the mailbox."""
 
     model_config = ConfigDict(frozen=True)
 
-    request_id: str = Field(default_factory=new_request_id)
-    recall_id: str = ""
-    step: int = -1
+    request_id: str = Field(default_factory=_request_id)
+    recall_id: str = Field(default_factory=_bound("recall_id", ""))
+    step: int = Field(default_factory=_bound("step", -1))
     sent_at: float = Field(default_factory=time.monotonic)
 
 

@@ -1,0 +1,137 @@
+"""16 recalls fired at once behind a busy model (fake provider): bounded in count and time."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from imprint.actors.inference import CompleteRequest, ask_model
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging, log_path
+from imprint.store.embedder import Embedder
+from imprint.tools._reads import ActorReads
+from imprint.tools.recall import recall_text
+from imprint.trace import load_recalls, render_trace
+from tests.conftest import TOPICS, write_tree
+from tests.fakes import FakeProvider
+
+pytestmark = pytest.mark.timeout(300)
+
+RECALLS = 16
+DEADLINE = 2.0
+MARGIN = 5.0  # generous: a shared 2-core machine; the point is "by its deadline", not speed
+
+
+def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder) -> None:
+    """Each recall returns by its deadline with the deterministic evidence; none starts model
+    work late; the busy prompt still finishes; the trace shows every recall's steps."""
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    busy = threading.Event()
+    provider = FakeProvider(tokens=[json.dumps({"steps": []})], call_gates=[busy])
+    config = Config()
+    config.recall.llm = True
+    config.recall.llm_timeout_sec = DEADLINE
+    config.tagger.provider = "local"
+    rt = Runtime(data, config, embedder=embedder, provider_factory=lambda: provider).start()
+    try:
+        ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+        # The model is busy: a long request holds it (a tagging job, say).
+        blocker = rt.inference().complete(
+            CompleteRequest(
+                messages=({"role": "user", "content": "busy"},),
+                deadline=time.monotonic() + 120,
+                purpose="tag",
+            )
+        )
+        assert provider.prompt_started.wait(timeout=30)
+
+        results: dict[int, tuple[str, float]] = {}
+        start = threading.Barrier(RECALLS, timeout=60)
+
+        def one(i: int) -> None:
+            start.wait()
+            t0 = time.monotonic()
+            text = recall_text(ActorReads(rt), f"espresso question {i}", plan=None)
+            results[i] = (text, time.monotonic() - t0)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(RECALLS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert len(results) == RECALLS
+        for text, took in results.values():
+            assert took <= DEADLINE + MARGIN, took
+            assert text.startswith('note: planning timed out\nsearch "espresso question')
+            assert "docs/espresso.md#0" in text  # the deterministic evidence came back
+
+        busy.set()  # the busy prompt finishes in the background...
+        assert blocker.get(timeout=60).outcome == "ok"
+        assert provider.prompt_finished.is_set()
+        # ...and no queued recall starts model work after its deadline.
+        follow = ask_model(
+            rt.inference(),
+            CompleteRequest(
+                messages=({"role": "user", "content": "after"},), deadline=time.monotonic() + 30
+            ),
+        )
+        assert follow.outcome == "ok"
+        for call in provider.calls:
+            assert call["started"] < call["deadline"], call
+        assert len(provider.calls) == 2  # the blocker and the follow-up; 16 skipped late
+    finally:
+        rt.stop()
+
+    logged = log_path(data).read_text().splitlines()
+    recalls = load_recalls(logged)
+    model_waits = [
+        e for events in recalls.values() for e in events if e["message"] == "inference.complete"
+    ]
+    assert len(model_waits) == RECALLS
+    for event in model_waits:
+        assert event["outcome"] == "ok" and event["queue_ms"] >= DEADLINE * 1000
+    skipped = [json.loads(line) for line in logged if '"inference.done"' in line]
+    assert sum(1 for e in skipped if e["outcome"] == "skipped-late") == RECALLS
+    assert render_trace(log_path(data), console=None) == 0
+
+
+def test_trace_renders_steps_with_queue_and_run_times(
+    tmp_path: Path, embedder: Embedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """imprint trace: a table per recall with each step, reader reads, and the slowest."""
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    rt = Runtime(data, Config(), embedder=embedder).start()
+    try:
+        ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+        recall_text(
+            ActorReads(rt),
+            "q",
+            [
+                {"tool": "search", "args": {"query": "espresso"}},
+                {"tool": "kg_query", "args": {"subject": "x"}},
+            ],
+        )
+    finally:
+        rt.stop()
+    recalls = load_recalls(log_path(data).read_text().splitlines())
+    assert len(recalls) == 1
+    (events,) = recalls.values()
+    kinds = [(e["message"], e.get("step")) for e in events]
+    assert ("recall.step", 1) in kinds and ("recall.step", 2) in kinds
+    assert ("vector_query", 1) in kinds and ("fact_query", 2) in kinds  # reads carry the step
+    assert ("recall.gather", -1) in kinds
+    from rich.console import Console
+
+    console = Console(width=160, record=True)
+    assert render_trace(log_path(data), console=console) == 0
+    out = console.export_text()
+    assert "step 1" in out and "step 2" in out and "<- slowest" in out
+    assert "StepRunner-1" in out and "queue ms" in out
