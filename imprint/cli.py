@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -40,6 +41,42 @@ WorkspaceOpt = Annotated[
 ]
 
 
+def _via_daemon(
+    root: Path,
+    tool: str,
+    args: dict[str, object],
+    *,
+    allow: list[str] | None = None,
+    progress: object = None,
+) -> str | None:
+    """When a daemon owns the data dir (an assistant is connected), ask it through MCP:
+    the same tool, the same text. None when no daemon runs: the caller works in-process."""
+    from imprint.daemon import daemon_alive
+
+    if not daemon_alive(root):
+        return None
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    command = [sys.executable, "-m", "imprint.cli", "serve"]
+    for path in allow or []:
+        command += ["--allow", path]
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], env={**os.environ, "IMPRINT_DATA_DIR": str(root)}
+    )
+
+    async def go() -> tuple[bool, str]:
+        async with Client(params) as client:
+            result = await client.call_tool(tool, args, progress_callback=progress)  # type: ignore[arg-type]
+            return bool(result.is_error), str(result.content[0].text)  # type: ignore[union-attr]
+
+    is_error, text = anyio.run(go)
+    if is_error:
+        raise ImprintError(text)
+    return text
+
+
 def _setup() -> tuple[Path, cfg.Config]:
     root = cfg.data_dir()
     config = cfg.load_config(root)
@@ -58,6 +95,16 @@ def ingest(
     from imprint.ingest.pipeline import ingest_path
 
     root, config = _setup()
+    target = str(path.expanduser().resolve())
+
+    async def shown(done: float, total: float | None, source: str | None) -> None:
+        err.print(f"ingest {int(done)}/{int(total or 0)} {source or ''}", end="\r")
+
+    args: dict[str, object] = {"path": target, "project": project, "workspace": workspace}
+    text = _via_daemon(root, "ingest_path", args, allow=[target], progress=shown)
+    if text is not None:
+        typer.echo(text)
+        return
     with (
         running(root, config) as runtime,
         Progress(
@@ -97,6 +144,21 @@ def search(
     from imprint.tools.search import search_text
 
     root, config = _setup()
+    args = {
+        "query": query,
+        "project": project,
+        "type": type,
+        "lang": lang,
+        "layer": layer,
+        "limit": limit,
+        "mode": mode,
+        "max_chars": max_chars,
+        "workspace": workspace,
+    }
+    via = _via_daemon(root, "search", args)
+    if via is not None:
+        typer.echo(via)
+        return
     with running(root, config) as runtime:
         text = search_text(
             ActorReads(runtime),
@@ -120,6 +182,12 @@ def status(workspace: WorkspaceOpt = "") -> None:
     from imprint.tools.status import format_status, status_row
 
     root, config = _setup()
+    via = _via_daemon(root, "status", {"workspace": workspace})
+    if via is not None:
+        typer.echo(via)
+        if "indexes: INCONSISTENT" in via:
+            raise typer.Exit(1)
+        return
     with running(root, config) as runtime:
         row = status_row(runtime, workspace)
     typer.echo(format_status(row))
@@ -128,9 +196,53 @@ def status(workspace: WorkspaceOpt = "") -> None:
 
 
 @app.command()
+def recall(
+    question: Annotated[str, typer.Argument(help="the whole question")],
+    plan: Annotated[str, typer.Option("--plan", help="JSON list of read steps")] = "",
+    max_chars: Annotated[int, typer.Option("--max-chars", help="budget, 1200-12000")] = 4000,
+    no_condense: Annotated[bool, typer.Option("--no-condense", help="evidence, no answer")] = False,
+    workspace: WorkspaceOpt = "",
+) -> None:
+    """Print exactly what the MCP recall tool returns."""
+    from imprint.actors.lifecycle import running
+    from imprint.tools._reads import ActorReads
+    from imprint.tools.recall import recall_text
+
+    root, config = _setup()
+    args: dict[str, object] = {
+        "question": question,
+        "max_chars": max_chars,
+        "condense": not no_condense,
+        "workspace": workspace,
+    }
+    if plan:
+        args["plan"] = plan
+    via = _via_daemon(root, "recall", args)
+    if via is not None:
+        typer.echo(via)
+        return
+    with running(root, config) as runtime:
+        text = recall_text(
+            ActorReads(runtime),
+            question,
+            plan or None,
+            max_chars,
+            not no_condense,
+            workspace,
+            timeout_sec=config.recall.step_timeout_sec,
+            cwd=Path.cwd(),
+        )
+    typer.echo(text)
+
+
+@app.command()
 def serve(
     http: Annotated[bool, typer.Option("--http", help="streamable HTTP on 127.0.0.1")] = False,
     port: Annotated[int, typer.Option(help="HTTP port; default server.http_port")] = 0,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option("--allow", help="also let this session ingest under PATH (repeatable)"),
+    ] = None,
 ) -> None:
     """Serve MCP. Over stdio (the default) it bridges to the data dir's shared daemon,
     starting it if needed; with --http this process owns the data dir and serves both."""
@@ -138,7 +250,7 @@ def serve(
 
     root, config = _setup()
     if not http:
-        raise typer.Exit(bridge_stdio(root))
+        raise typer.Exit(bridge_stdio(root, allow))
     import signal
     import threading
 

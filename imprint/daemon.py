@@ -38,7 +38,7 @@ from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.server import build_server
 
-__all__ = ["Daemon", "bridge_stdio", "connect", "run_daemon", "socket_path"]
+__all__ = ["Daemon", "bridge_stdio", "connect", "daemon_alive", "run_daemon", "socket_path"]
 
 log = get_logger("imprint.daemon")
 CONNECT_WAIT_SEC = 90.0
@@ -126,8 +126,14 @@ class Daemon:
             writer = conn.makefile("w", encoding="utf-8", newline="\n")
             hello = json.loads(reader.readline() or "{}")
             cwd = Path(hello.get("cwd") or os.getcwd())
-            log.info("daemon.session.start", client_pid=hello.get("pid"), cwd=str(cwd))
-            anyio.run(self._session, reader, writer, cwd)
+            roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
+            log.info(
+                "daemon.session.start",
+                client_pid=hello.get("pid"),
+                cwd=str(cwd),
+                roots=[str(r) for r in roots],
+            )
+            anyio.run(self._session, reader, writer, cwd, roots)
         except Exception:
             log.exception("daemon.session.failed")
         finally:
@@ -139,9 +145,11 @@ class Daemon:
                 self._state.notify_all()
             log.info("daemon.session.end")
 
-    async def _session(self, reader: IO[str], writer: IO[str], cwd: Path) -> None:
+    async def _session(
+        self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
+    ) -> None:
         assert self.runtime is not None
-        server = build_server(self.runtime, cwd)
+        server = build_server(self.runtime, cwd, roots)
         async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (
             read_stream,
             write_stream,
@@ -247,10 +255,20 @@ def _pump(src: Any, dst: Any, on_eof: Any) -> None:
         on_eof()
 
 
-def bridge_stdio(data_dir: Path) -> int:
+def daemon_alive(data_dir: Path) -> bool:
+    """Whether a daemon answers for this data dir (nothing is started)."""
+    sock = _try_connect(socket_path(data_dir))
+    if sock is None:
+        return False
+    sock.close()
+    return True
+
+
+def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     """Copy stdin to the daemon and the daemon to stdout until either side closes."""
     sock = connect(data_dir)
-    hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid()}) + "\n"
+    roots = [str(Path(p).expanduser().resolve()) for p in allow or []]
+    hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots}) + "\n"
     sock.sendall(hello.encode("utf-8"))
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
 

@@ -89,12 +89,14 @@ class ImprintServer(MCPServer):
             raise
 
 
-def build_server(runtime: Runtime, cwd: Path | None = None) -> MCPServer:
+def build_server(
+    runtime: Runtime, cwd: Path | None = None, extra_roots: list[Path] | None = None
+) -> MCPServer:
     """A fresh server with every tool registered against one started runtime."""
     server: MCPServer = ImprintServer(
         name="imprint", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    app = App(runtime, cwd)
+    app = App(runtime, cwd, extra_roots)
     for module in TOOL_MODULES:
         module.register(server, app)
     return server

@@ -35,10 +35,14 @@ WRITE_TIMEOUT_SEC = 120.0
 class App:
     """The server's view of one data dir: runtime, reads through the pools, its cwd."""
 
-    def __init__(self, runtime: Runtime, cwd: Path | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, cwd: Path | None = None, extra_roots: list[Path] | None = None
+    ) -> None:
         self.runtime = runtime
         self.reads = ActorReads(runtime)
         self.cwd = (cwd or Path(os.getcwd())).resolve()
+        # Folders this session may also ingest (`imprint serve --allow`, the CLI's own path).
+        self.extra_roots = [r.expanduser().resolve() for r in extra_roots or []]
 
     def write(self, workspace: str, batch: WriteBatch, *, create: bool = True) -> WriteAck:
         ws = self.runtime.resolve(workspace, create=create)

@@ -19,7 +19,8 @@ __all__ = ["allowed_roots", "checked_path", "register"]
 
 def allowed_roots(app: App) -> list[Path]:
     roots = app.runtime.config.ingest.allowed_roots
-    return [Path(r).expanduser().resolve() for r in roots] if roots else [app.cwd]
+    base = [Path(r).expanduser().resolve() for r in roots] if roots else [app.cwd]
+    return base + app.extra_roots
 
 
 def checked_path(app: App, path: str) -> Path:

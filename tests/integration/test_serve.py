@@ -277,3 +277,42 @@ def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert out == b""  # nothing but MCP (here: nothing) on stdout
+
+
+def test_cli_commands_go_through_a_running_daemon(data_dir: Path, tmp_path: Path) -> None:
+    """With an assistant's daemon holding the store, `imprint ingest/search/status/recall`
+    still work: they ask the daemon instead of failing on the store lock."""
+
+    async def store() -> None:
+        async with Client(_stdio(data_dir, tmp_path)) as client:
+            _text(await client.call_tool("store", {"content": "the daemon keeps the wren"}))
+
+    anyio.run(store)
+    assert _daemon_pid(data_dir) is not None  # idle, but alive for server.idle_exit_sec
+    folder = tmp_path / "elsewhere"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "owl.md").write_text("# Owls\n\nThe barn owl hunts at dusk.\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "imprint.cli", *args],
+            env=_env(data_dir),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+
+    ingested = cli("ingest", str(folder), "--project", "birds")
+    assert ingested.returncode == 0, ingested.stderr
+    assert ingested.stdout.startswith("ingested 1 files (1 chunks) into project 'birds'")
+    found = cli("search", "barn owl dusk", "--max-chars", "1200")
+    assert found.returncode == 0 and "| birds | docs/owl.md#0 |" in found.stdout
+    wren = cli("recall", "wren", "--plan", '[{"tool": "search", "args": {"query": "wren"}}]')
+    assert wren.returncode == 0 and "the daemon keeps the wren" in wren.stdout
+    status = cli("status")
+    assert status.returncode == 0 and "indexes: consistent" in status.stdout
+    bad = cli("search", "x", "--mode", "fuzzy")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: mode: 'fuzzy' is not allowed; ")
