@@ -6,6 +6,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from ipaddress import ip_address
 from typing import Any, Protocol, TypedDict
 from urllib.parse import urlsplit
@@ -105,6 +106,37 @@ def sse_data(response: httpx.Response) -> Iterator[dict[str, Any]]:
             return
         if data:
             yield json.loads(data)
+
+
+@contextmanager
+def post_stream(
+    client: httpx.Client,
+    name: str,
+    url: str,
+    *,
+    deadline: float,
+    body: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
+) -> Iterator[httpx.Response]:
+    """POST and stream the answer, with what is left until the deadline as the timeout;
+    transport failures become one-line ProviderErrors naming the provider."""
+    timeout = remaining(deadline, name)
+    try:
+        with client.stream(
+            "POST",
+            url,
+            json=body,
+            headers=headers or {},
+            params=params,
+            timeout=httpx.Timeout(timeout),
+        ) as response:
+            check_status(response, name)
+            yield response
+    except httpx.TimeoutException as exc:
+        raise ProviderError(f"{name}: no answer within {timeout:.1f} s") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderError(f"{name}: {url} unreachable ({type(exc).__name__})") from exc
 
 
 def check_status(response: httpx.Response, what: str) -> None:

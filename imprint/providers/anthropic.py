@@ -11,8 +11,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
-    check_status,
-    remaining,
+    post_stream,
     sse_data,
 )
 
@@ -56,29 +55,23 @@ class AnthropicProvider:
             ]
             body["tool_choice"] = {"type": "tool", "name": "answer"}
         headers = {"x-api-key": self.key, "anthropic-version": API_VERSION}
-        timeout = remaining(deadline, self.name)
-        try:
-            with self._client.stream(
-                "POST",
-                f"{self.base_url}/v1/messages",
-                json=body,
-                headers=headers,
-                timeout=httpx.Timeout(timeout),
-            ) as response:
-                check_status(response, self.name)
-                for event in sse_data(response):
-                    if event.get("type") == "error":
-                        raise ProviderError(f"anthropic: {event.get('error')}")
-                    delta = event.get("delta") or {}
-                    if event.get("type") != "content_block_delta":
-                        continue
-                    piece = delta.get("text") or delta.get("partial_json")
-                    if piece:
-                        yield piece
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"anthropic: no answer within {timeout:.1f} s") from exc
-        except httpx.HTTPError as exc:
-            raise ProviderError(f"anthropic: {self.base_url} unreachable ({exc})") from exc
+        with post_stream(
+            self._client,
+            self.name,
+            f"{self.base_url}/v1/messages",
+            deadline=deadline,
+            body=body,
+            headers=headers,
+        ) as response:
+            for event in sse_data(response):
+                if event.get("type") == "error":
+                    raise ProviderError(f"anthropic: {event.get('error')}")
+                if event.get("type") != "content_block_delta":
+                    continue
+                delta = event.get("delta") or {}
+                piece = delta.get("text") or delta.get("partial_json")
+                if piece:
+                    yield piece
 
     def close(self) -> None:
         self._client.close()

@@ -11,8 +11,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
-    check_status,
-    remaining,
+    post_stream,
     sse_data,
 )
 
@@ -56,26 +55,20 @@ class GeminiProvider:
             body["generationConfig"]["responseMimeType"] = "application/json"
             body["generationConfig"]["responseJsonSchema"] = schema
         url = f"{self.base_url}/v1beta/models/{self.model}:streamGenerateContent"
-        timeout = remaining(deadline, self.name)
-        try:
-            with self._client.stream(
-                "POST",
-                url,
-                params={"alt": "sse"},
-                json=body,
-                headers={"x-goog-api-key": self.key},
-                timeout=httpx.Timeout(timeout),
-            ) as response:
-                check_status(response, self.name)
-                for event in sse_data(response):
-                    for candidate in event.get("candidates", []):
-                        for part in (candidate.get("content") or {}).get("parts", []):
-                            if part.get("text"):
-                                yield part["text"]
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"gemini: no answer within {timeout:.1f} s") from exc
-        except httpx.HTTPError as exc:
-            raise ProviderError(f"gemini: {self.base_url} unreachable ({exc})") from exc
+        with post_stream(
+            self._client,
+            self.name,
+            url,
+            deadline=deadline,
+            body=body,
+            headers={"x-goog-api-key": self.key},
+            params={"alt": "sse"},
+        ) as response:
+            for event in sse_data(response):
+                for candidate in event.get("candidates", []):
+                    for part in (candidate.get("content") or {}).get("parts", []):
+                        if part.get("text"):
+                            yield part["text"]
 
     def close(self) -> None:
         self._client.close()

@@ -15,8 +15,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
-    check_status,
-    remaining,
+    post_stream,
     sse_data,
 )
 
@@ -68,26 +67,19 @@ class _ChatCompletions:
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
     ) -> Iterator[str]:
-        url = f"{self.base_url}/v1/chat/completions"
-        timeout = remaining(deadline, self.name)
-        try:
-            with self._client.stream(
-                "POST",
-                url,
-                json=self._body(messages, schema, max_tokens),
-                headers=self._headers(),
-                timeout=httpx.Timeout(timeout),
-            ) as response:
-                check_status(response, self.name)
-                for event in sse_data(response):
-                    for choice in event.get("choices", []):
-                        piece = (choice.get("delta") or {}).get("content")
-                        if piece:
-                            yield piece
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"{self.name}: no answer within {timeout:.1f} s") from exc
-        except httpx.HTTPError as exc:
-            raise ProviderError(f"{self.name}: {self.base_url} unreachable ({exc})") from exc
+        with post_stream(
+            self._client,
+            self.name,
+            f"{self.base_url}/v1/chat/completions",
+            deadline=deadline,
+            body=self._body(messages, schema, max_tokens),
+            headers=self._headers(),
+        ) as response:
+            for event in sse_data(response):
+                for choice in event.get("choices", []):
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        yield piece
 
     def close(self) -> None:
         self._client.close()
@@ -144,27 +136,20 @@ class OllamaProvider:
         }
         if schema is not None:
             body["format"] = schema
-        timeout = remaining(deadline, self.name)
-        try:
-            with self._client.stream(
-                "POST", f"{self.base_url}/api/chat", json=body, timeout=httpx.Timeout(timeout)
-            ) as response:
-                check_status(response, self.name)
-                for line in response.iter_lines():
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    if event.get("error"):
-                        raise ProviderError(f"ollama: {event['error']}")
-                    piece = (event.get("message") or {}).get("content")
-                    if piece:
-                        yield piece
-                    if event.get("done"):
-                        return
-        except httpx.TimeoutException as exc:
-            raise ProviderError(f"ollama: no answer within {timeout:.1f} s") from exc
-        except httpx.HTTPError as exc:
-            raise ProviderError(f"ollama: {self.base_url} unreachable ({exc})") from exc
+        with post_stream(
+            self._client, self.name, f"{self.base_url}/api/chat", deadline=deadline, body=body
+        ) as response:
+            for line in response.iter_lines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("error"):
+                    raise ProviderError(f"ollama: {event['error']}")
+                piece = (event.get("message") or {}).get("content")
+                if piece:
+                    yield piece
+                if event.get("done"):
+                    return
 
     def close(self) -> None:
         self._client.close()
