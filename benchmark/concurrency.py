@@ -1,0 +1,104 @@
+"""Concurrency: a 4-step recall beside the same 4 steps run one after another.
+
+    .venv/bin/python benchmark/concurrency.py [--data-dir /tmp/bench-recall-data] [--repeats 7]
+
+Uses a data dir where `benchmark/runtime.py recall` ingested the corpus (it ingests the
+corpus itself when the folder is new, which takes minutes). For each 4-step plan it times
+(a) `run_plan`: the RecallCoordinator fans the steps out to StepRunners at once, and
+(b) the same step functions called in turn in one thread, through the same reader pools.
+It prints the medians and the speedup (sequential / concurrent) per plan and overall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.recall import run_plan
+from imprint.config import load_config
+from imprint.ingest.pipeline import ingest_path
+from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
+from imprint.tools._reads import ActorReads
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+PLANS = [
+    [
+        {"tool": "search", "args": {"query": "how does pykka stop an actor"}},
+        {"tool": "search", "args": {"query": "structlog contextvars in threads"}},
+        {"tool": "search", "args": {"query": "MCP server streamable HTTP transport"}},
+        {"tool": "search", "args": {"query": "mopidy extension development"}},
+    ],
+    [
+        {"tool": "search", "args": {"query": "actor proxies and futures"}},
+        {"tool": "file_summary", "args": {"source": "pykka/docs/getting-started/actors.md"}},
+        {"tool": "list_sources", "args": {"project": "corpus", "limit": 40}},
+        {"tool": "search", "args": {"query": "structured logging processors", "mode": "lexical"}},
+    ],
+    [
+        {"tool": "search", "args": {"query": "ingest queue serialization"}},
+        {"tool": "search", "args": {"query": "tool annotations read only hint"}},
+        {"tool": "file_chunks", "args": {"source": "structlog/docs/index.md", "end": 5}},
+        {"tool": "kg_query", "args": {"subject": "pykka"}},
+    ],
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default="/tmp/bench-recall-data")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    data = Path(args.data_dir)
+    config = load_config(data, environ={})
+    rt = Runtime(data, config).start()
+    try:
+        if not (data / "workspaces" / "default").exists():
+            if not CORPUS.is_dir():
+                print(f"no corpus at {CORPUS}", file=sys.stderr)
+                return 2
+            print("ingesting the corpus (minutes)...", file=sys.stderr)
+            ingest_path(rt, CORPUS, project="corpus")
+        reads = ActorReads(rt)
+        ws = reads.open("")
+        rows = []
+        for plan in PLANS:
+            steps = parse_plan(plan)
+            run_plan(reads, ws, steps, 30, recall_id="warmup")
+            together, apart = [], []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                run_plan(reads, ws, steps, 30, recall_id="bench")
+                together.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                for step in steps:
+                    try:
+                        STEP_FUNCTIONS[step.tool](reads, **step.args, workspace=ws)
+                    except Exception as exc:  # an error result costs time too
+                        print(f"step {step.tool}: {exc}", file=sys.stderr)
+                apart.append(time.perf_counter() - t0)
+            rows.append((plan, statistics.median(apart), statistics.median(together)))
+    finally:
+        rt.stop()
+    print(f"4-step plans, median of {args.repeats}; reader pool {config.readers.pool_size}")
+    print(f"{'plan':<48} {'one after another ms':>21} {'recall ms':>10} {'speedup':>8}")
+    for plan, apart_s, together_s in rows:
+        name = ", ".join(str(s["tool"]) for s in plan)[:48]
+        print(
+            f"{name:<48} {apart_s * 1000:>21.1f} {together_s * 1000:>10.1f} "
+            f"{apart_s / together_s:>7.2f}x"
+        )
+    total_apart = sum(r[1] for r in rows)
+    total_together = sum(r[2] for r in rows)
+    print(
+        f"{'all':<48} {total_apart * 1000:>21.1f} {total_together * 1000:>10.1f} "
+        f"{total_apart / total_together:>7.2f}x"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
