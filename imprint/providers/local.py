@@ -19,7 +19,9 @@ from typing import Any
 from imprint.errors import ModelMissingError
 from imprint.providers._base import ChatMessage, ProviderError
 
-__all__ = ["LocalProvider", "bundled_gguf"]
+__all__ = ["PROMPT_CACHE_BYTES", "LocalProvider", "bundled_gguf"]
+
+PROMPT_CACHE_BYTES = 256 << 20  # about a dozen states of SmolLM2 at n_ctx 4096
 
 
 def bundled_gguf() -> Path | None:
@@ -66,7 +68,7 @@ class LocalProvider:
     def load(self) -> Any:
         """Load on first use: a server that never infers never pays for the model."""
         if self._llm is None:
-            from llama_cpp import Llama
+            from llama_cpp import Llama, LlamaRAMCache
 
             started = time.monotonic()
             self._llm = Llama(
@@ -78,6 +80,10 @@ class LocalProvider:
                 seed=self.seed,
                 verbose=False,
             )
+            # The model keeps one evaluated prompt; planning and answering alternate, so each
+            # would evict the other's fixed prefix. A RAM cache of states keyed by tokens
+            # restores the longest matching prefix instead of evaluating it again.
+            self._llm.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
             self.load_seconds = time.monotonic() - started
         return self._llm
 
@@ -92,9 +98,12 @@ class LocalProvider:
             ) from exc
 
     def reset(self) -> None:
-        """Forget the evaluated prompt, for a result that must not depend on the last one."""
+        """Forget evaluated prompts, for a result that must not depend on earlier ones."""
         if self._llm is not None:
+            from llama_cpp import LlamaRAMCache
+
             self._llm.reset()
+            self._llm.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
 
     def stream(
         self,
