@@ -1220,7 +1220,7 @@ def llm_summary(lookups: Sequence[LlmLookup], timeout: float) -> dict[str, dict[
                 "median_idle_wait_ms": _median([r.idle_wait_ms for r in runs]),
                 "median_loadavg_1min": _median([r.loadavg_1min for r in runs]),
                 "reused_from_cache": sum(
-                    c["reused_from"] == "cache" for r in runs for c in r.model_calls
+                    c.get("reused_from") == "cache" for r in runs for c in r.model_calls
                 ),
                 "max_cache_entries": max(
                     (c.get("cache_entries") or 0 for r in runs for c in r.model_calls), default=0
@@ -1706,7 +1706,6 @@ def llm_reading(res: LlmResults) -> list[str]:
         "the reused share explains is not reuse: on this shared machine it is mostly other "
         "load, and which calls timed out (the per-recall load average is in the table below "
         "and in `results.json`).",
-        "",
         *(_why_little(best) if not res.model.get("prompt_cache") else _cache_reading(res)),
     ]
     return out
