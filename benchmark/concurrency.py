@@ -17,12 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-from imprint.actors.lifecycle import Runtime
 from imprint.actors.recall import run_plan
+
+from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.gateway import ActorReads
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
-from imprint.tools._reads import ActorReads
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 PLANS = [

@@ -123,12 +123,12 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.providers import ChatMessage, make_provider
 from imprint.providers.local import LocalProvider, bundled_gguf
+from imprint.reads.search import MAX_CHARS_RANGE
 from imprint.recall.plan import parse_plan
 from imprint.server import build_server
 from imprint.store.embedder import bundled_tokenizer
 from imprint.tools._app import App
 from imprint.tools.kg_edit import edit_facts
-from imprint.tools.search import MAX_CHARS_RANGE
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"

@@ -66,18 +66,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from imprint.actors.messages import Check, Write
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import Check, Write
 from imprint.config import Config, load_config
 from imprint.ingest.pipeline import ingest_path, walk
 from imprint.ingest.tags import supported
 from imprint.logs import configure_logging
+from imprint.reads.gateway import ActorReads, DirectReads, Reads
+from imprint.reads.search import search_rows
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.records import Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._reads import ActorReads, DirectReads, Reads
-from imprint.tools.search import search_rows
 from imprint.types import WorkspaceName
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,14 +1,18 @@
 """Long-lived pools of actors of one kind; each message goes to the least-loaded actor.
 
-An actor's load is the number of messages handed to it and not yet handled: the pool adds
-one when it sends, the actor takes one off when its handler returns (`Load.done` in a
-`finally`). Picking the least loaded, ties round-robin, keeps a reader that is stuck on a
-slow read from collecting the next call's messages as blind round-robin would.
+An actor's load is the messages handed to it and not yet handled: the pool adds one when it
+sends, the actor takes one off when its handler returns (`Load.done` in a `finally`). The
+pool picks the fewest outstanding messages; among equals, the actor whose oldest outstanding
+message is the youngest (a reader stuck on one slow read has the oldest), then round-robin.
+So a reader that is stuck does not collect the next call's messages, as blind round-robin
+would hand them to it.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
@@ -23,18 +27,32 @@ R = TypeVar("R")
 
 
 class Load:
-    """Messages sent to one actor and not yet handled."""
+    """Messages sent to one actor and not yet handled, with when each was sent.
+
+    A mailbox is first in, first out, so the message handled is always the oldest.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.value = 0
+        self._sent: deque[float] = deque()
 
-    def add(self, n: int) -> None:
+    @property
+    def value(self) -> int:
+        return len(self._sent)
+
+    def sent(self) -> None:
         with self._lock:
-            self.value += n
+            self._sent.append(time.monotonic())
 
     def done(self) -> None:
-        self.add(-1)
+        with self._lock:
+            if self._sent:
+                self._sent.popleft()
+
+    def key(self) -> tuple[int, float]:
+        """Lower is better: fewer outstanding, then the youngest oldest one."""
+        with self._lock:
+            return len(self._sent), -self._sent[0] if self._sent else 0.0
 
 
 class ActorPool(Generic[P]):
@@ -73,8 +91,8 @@ class ActorPool(Generic[P]):
             n = len(self._loads)
             start = self._turn
             self._turn = (self._turn + 1) % n
-            index = min(range(n), key=lambda i: (self._loads[i].value, (i - start) % n))
-            self._loads[index].add(1)
+            index = min(range(n), key=lambda i: (*self._loads[i].key(), (i - start) % n))
+            self._loads[index].sent()
             return index
 
     def send(self, call: Callable[[P], pykka.Future[R]]) -> pykka.Future[R]:

@@ -26,7 +26,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
-from imprint.recall.evidence import StepResult, to_items
+from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
 
@@ -88,29 +88,17 @@ class StepRunner(pykka.ThreadingActor):
     def _run(self, msg: RunStep) -> StepResult:
         # The recall's deadline is bound here (by `traced`): the step's reads carry it.
         started = time.monotonic()
-        label = msg.task.label()
+        items: list[Item] = []
         try:
             items, detail = to_items(msg.task.tool, _call(self.reads, msg))
-        except DeadlineExceeded as exc:
-            return StepResult(
-                index=msg.step,
-                label=label,
-                outcome="timeout",
-                detail=str(exc),
-                run_ms=(time.monotonic() - started) * 1000,
-            )
+            outcome = "ok"
         except ImprintError as exc:
-            return StepResult(
-                index=msg.step,
-                label=label,
-                outcome="error",
-                detail=str(exc),
-                run_ms=(time.monotonic() - started) * 1000,
-            )
+            detail = str(exc)
+            outcome = "timeout" if isinstance(exc, DeadlineExceeded) else "error"
         return StepResult(
             index=msg.step,
-            label=label,
-            outcome="ok",
+            label=msg.task.label(),
+            outcome=outcome,
             detail=detail,
             items=tuple(items),
             run_ms=(time.monotonic() - started) * 1000,
