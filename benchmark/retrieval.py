@@ -5,7 +5,8 @@ Run from the repository root, on a data dir where the corpus is already ingested
 project per corpus folder (`benchmark/snapshot_reads.py build` makes one):
 
     .venv/bin/python benchmark/retrieval.py --data-dir PATH [--queries benchmark/retrieval.json]
-                                            [--repeats 3] [--publish [--out FOLDER]]
+                                            [--repeats 3] [--corpus ../shared/corpus]
+                                            [--publish [--out FOLDER]]
 
 (`python -m benchmark.retrieval ...` is the same.) The data dir is opened by this process
 (Chroma's embedded store has one owner): give it a copy, never a folder a server is using.
@@ -54,7 +55,7 @@ if not __package__:  # run as a file: the repository, not benchmark/, goes first
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import _common as common
-from benchmark._common import PUBLISHED, REPO, note, revisions_table
+from benchmark._common import DEFAULT_CORPUS, PUBLISHED, REPO, note, revisions_table
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.logs import configure_logging
@@ -300,7 +301,8 @@ def readme(res: Results, command: str) -> str:
         f"load average (1 min) {m['loadavg_start'][0]:.2f} at start, "
         f"{m['loadavg_end'][0]:.2f} at end.",
         f"- Queries: `{res.queries['path']}` (sha256 `{res.queries['sha256'][:16]}`).",
-        f"- Store: {res.store['records']} records in projects "
+        f"- Store: `{res.store['path']}`, the corpus `{res.store['corpus']}` ingested one "
+        f"project per folder: {res.store['records']} records in projects "
         + ", ".join(f"{p} ({k})" for p, k in res.store["projects"].items())
         + f"; reader pool {res.config['reader_pool_size']}, embedding threads "
         f"{res.config['embedding_threads']}.",
@@ -347,6 +349,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         default=DEFAULT_QUERIES,
         help="query file (default: benchmark/retrieval.json)",
+    )
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=DEFAULT_CORPUS,
+        help="the corpus the data dir holds, for its revisions in the README; not read "
+        "otherwise (default: ../shared/corpus beside the repository)",
     )
     parser.add_argument(
         "--repeats", type=int, default=3, help="searches per lookup and mode (default: 3)"
@@ -416,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "ingested one project per folder?):\n  " + "\n  ".join(missing)
                 )
             res.store.update(records=records, projects=projects)
-            res.store["revisions"] = common.readme_revisions(common.DEFAULT_CORPUS)
+            res.store["corpus"] = str(args.corpus.expanduser().resolve())
+            res.store["revisions"] = common.readme_revisions(args.corpus.expanduser().resolve())
             note(f"store: {records} records; {len(lookups)} lookups x {len(MODES)} modes")
             res.lookups = run_lookups(runtime, lookups, args.repeats)
         finally:
