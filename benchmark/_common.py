@@ -57,6 +57,7 @@ __all__ = [
     "relative",
     "revisions_table",
     "shown_command",
+    "title",
     "utc_now",
     "versions",
 ]
@@ -333,6 +334,11 @@ def conclude(
         folder = publish(res, out_root.expanduser().resolve(), name, text)
         shown = relative(folder)
         print(f"evidence: {shown}/results.json, {shown}/README.md")
+
+
+def title(res: Run, name: str, details: str) -> str:
+    """A table's first line: the benchmark, when it ran, the CPUs and `details`."""
+    return f"imprint {name} benchmark  {res.started_at}  ({res.machine['cpus']} CPUs{details})"
 
 
 def publish(res: Run, out_root: Path, name: str, readme: str) -> Path:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark._common import median, ratio, revisions_table
+from benchmark._common import median, ratio, revisions_table, title
 from benchmark._recall import PROJECT, CallResult, RecallRun
 
 LLM_MODES = ("intent", "plan")  # intent-only (plan=None: the model plans, then answers);
@@ -108,8 +108,7 @@ def llm_table(res: LlmResults) -> str:
     m, md, c = res.machine, res.model, res.config
     timeout = c["recall_llm_timeout_sec"]
     lines = [
-        f"imprint recall --llm benchmark  {res.started_at}  ({m['cpus']} CPUs, {m['cpu']}; "
-        f"{m['platform']})",
+        title(res, "recall --llm", f", {m['cpu']}; {m['platform']}"),
         f"model {md['file']} ({md['bytes']:,} bytes), llama.cpp {md['n_threads']} threads, "
         f"n_ctx {md['n_ctx']}, loaded in {fmt(md.get('load_seconds'), 2)} s; one deadline "
         f"of {timeout:g} s for plan + answer; step timeout {c['recall_step_timeout_sec']:g} s",

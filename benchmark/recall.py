@@ -259,9 +259,12 @@ def _row(label: str, v: Variant, gold: int) -> str:
 def table(res: Results) -> str:
     m = res.machine
     lines = [
-        f"imprint recall benchmark  {res.started_at}  ({m['cpus']} CPUs, {m['platform']}; "
-        f"recall step timeout {res.config['recall_step_timeout_sec']} s; "
-        f"median of {res.repeats} repeats)",
+        common.title(
+            res,
+            "recall",
+            f", {m['platform']}; recall step timeout {res.config['recall_step_timeout_sec']} s; "
+            f"median of {res.repeats} repeats",
+        ),
         f"corpus {res.corpus['path']} as project {PROJECT!r}: {res.data_dir['records']} records; "
         f"{res.data_dir['summary']}",
         f"tokens: {res.tokenizer}",

@@ -220,9 +220,12 @@ def _count(k: int, n: int) -> str:
 def table(res: Results) -> str:
     m, st = res.machine, res.store
     lines = [
-        f"imprint retrieval benchmark  {res.started_at}  ({m['cpus']} CPUs; reader pool "
-        f"{res.config['reader_pool_size']}; search limit {LIMIT}; median of {res.repeats} "
-        "repeats per lookup)",
+        common.title(
+            res,
+            "retrieval",
+            f"; reader pool {res.config['reader_pool_size']}; search limit {LIMIT}; median of "
+            f"{res.repeats} repeats per lookup",
+        ),
         f"queries {res.queries['path']}: {res.queries['lookups']} lookups "
         f"({', '.join(f'{res.queries[h]} {h}' for h in HALVES)}); store {st['path']}: "
         f"{st['records']} records, {len(st['projects'])} projects",

@@ -446,9 +446,12 @@ def compare(runtime: Runtime, queries: Sequence[str], n: int) -> Comparison:
 def table(res: Results) -> str:
     cfg = res.config
     lines = [
-        f"imprint store benchmark  {res.started_at}  ({res.machine['cpus']} CPUs; embedding "
-        f"threads {cfg['embedding_threads']}, batch {cfg['embedding_batch_size']}; "
-        f"reader pool {cfg['reader_pool_size']})",
+        common.title(
+            res,
+            "store",
+            f"; embedding threads {cfg['embedding_threads']}, batch "
+            f"{cfg['embedding_batch_size']}; reader pool {cfg['reader_pool_size']}",
+        ),
         f"corpus {res.corpus['path']}: {res.corpus['files']} files"
         + (f" (limited to {res.corpus['limit']})" if res.corpus["limit"] else ""),
         "",
