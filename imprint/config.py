@@ -63,6 +63,9 @@ class EmbeddingConfig(_Group):
     max_tokens: int = Field(default=256, ge=16, le=512, description="tokens kept per chunk")
     model_path: str = Field(default="", description="ONNX model file; empty = the bundled one")
     tokenizer_path: str = Field(default="", description="tokenizer.json; empty = the bundled one")
+    query_cache_size: int = Field(
+        default=512, ge=0, le=100_000, description="query embeddings kept for reuse; 0 = off"
+    )
 
 
 class ReadersConfig(_Group):
