@@ -350,6 +350,14 @@ def serve(
 
 
 @app.command()
+def stop() -> None:
+    """Stop the data dir's shared daemon (or `serve --http`) now; the next client starts one."""
+    from imprint.daemon import stop_daemon
+
+    typer.echo(stop_daemon(cfg.data_dir()))
+
+
+@app.command()
 def trace(
     log: Annotated[Path | None, typer.Argument(help="JSON log; default: the data dir's")] = None,
     recall: Annotated[str, typer.Option("--recall", help="only this recall id (prefix)")] = "",

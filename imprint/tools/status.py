@@ -70,9 +70,9 @@ def format_status(row: StatusRow) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "status", READ)
     async def status(
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        workspace: str = "",
     ) -> str:
-        """Health of a workspace: records and sources per project, facts, and whether the
-        vector and lexical indexes agree (with counts when they do not)."""
+        """Workspace health: records and sources per project, facts, and whether the vector
+        and lexical indexes agree."""
         row = await run_tool(status_row, app.runtime, workspace)
         return format_status(row)
