@@ -24,7 +24,7 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
 from imprint.tools._reads import ActorReads
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 PLANS = [
     [
         {"tool": "search", "args": {"query": "how does pykka stop an actor"}},
@@ -58,7 +58,12 @@ def main() -> int:
     try:
         if not (data / "workspaces" / "default").exists():
             if not CORPUS.is_dir():
-                print(f"no corpus at {CORPUS}", file=sys.stderr)
+                print(
+                    f"concurrency benchmark: corpus folder {CORPUS} not found; it is the shared "
+                    "evaluation corpus (../shared/corpus beside the repository), which a clone "
+                    "alone does not have",
+                    file=sys.stderr,
+                )
                 return 2
             print("ingesting the corpus (minutes)...", file=sys.stderr)
             ingest_path(rt, CORPUS, project="corpus")

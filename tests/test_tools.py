@@ -314,7 +314,11 @@ def test_tools_list_stays_under_twelve_thousand_characters(session: Session) -> 
     size = len(json.dumps(listed))
     assert size <= 12_000, size
     search = next(t for t in listed["tools"] if t["name"] == "search")["inputSchema"]
-    assert search["properties"]["limit"] == {"default": 10, "description": "1-50", "type": "integer"}
+    assert search["properties"]["limit"] == {
+        "default": 10,
+        "description": "1-50",
+        "type": "integer",
+    }
     assert search["properties"]["mode"]["enum"] == ["hybrid", "semantic", "lexical"]
     assert search["required"] == ["query"]
     assert '"title"' not in json.dumps([t["inputSchema"] for t in listed["tools"]])

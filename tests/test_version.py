@@ -44,7 +44,9 @@ def test_version_prints_the_version_and_the_model_files_in_use() -> None:
     archive = embedder.bundled_tokenizer_archive()
     assert archive is not None and fields["tokenizer"] == f"{archive} (tokenizer.json inside)"
     gguf = bundled_gguf()
-    assert fields["local model"] == (str(gguf) if gguf else "none (optional: set tagger.local.model_path)")
+    assert fields["local model"] == (
+        str(gguf) if gguf else "none (optional: set tagger.local.model_path)"
+    )
     assert fields["data dir"] == os.environ["IMPRINT_DATA_DIR"]
     # Reading settings creates nothing: --version works before anything was stored.
     assert not Path(os.environ["IMPRINT_DATA_DIR"]).exists()

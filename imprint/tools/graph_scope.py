@@ -111,7 +111,9 @@ def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "graph_scope", READ)
     async def graph_scope(
-        scope: Annotated[str, Field(description="root, project:X, topic:X, source:X, chunk:ID")] = "root",
+        scope: Annotated[
+            str, Field(description="root, project:X, topic:X, source:X, chunk:ID")
+        ] = "root",
         depth: Annotated[int, Field(description="levels, 1-2")] = 1,
         workspace: str = "",
     ) -> str:

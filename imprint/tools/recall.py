@@ -211,9 +211,7 @@ def register(server: MCPServer, app: App) -> None:
             Field(description="<= 8 steps {tool, args}; omit: plain search"),
         ] = None,
         max_chars: Annotated[int, Field(description="budget for everything, 1200-12000")] = 4000,
-        condense: Annotated[
-            bool, Field(description="let a local model condense, if on")
-        ] = True,
+        condense: Annotated[bool, Field(description="let a local model condense, if on")] = True,
         workspace: str = "",
     ) -> str:
         """Answer a multi-part question in one call. The plan's read steps run at once and

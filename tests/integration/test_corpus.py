@@ -171,7 +171,9 @@ def _phrase(repo: Path) -> str:
 def test_each_mode_finds_an_exact_phrase_from_one_file(copy: Copy, mode: str) -> None:
     """Each mode finds the one file holding a phrase; lexical and hybrid rank it first."""
     phrase = _phrase(copy.repo)
-    proc = _imprint(copy.repo, copy.data_dir, "search", phrase, "--mode", mode, "--max-chars", "6000")
+    proc = _imprint(
+        copy.repo, copy.data_dir, "search", phrase, "--mode", mode, "--max-chars", "6000"
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith(f'search "{phrase}" ({mode}):')
