@@ -1,5 +1,5 @@
 """The README's first command in a bare copy of the repository, then the real entry point over
-that copy: its own README, code and tests are the corpus (nothing from beside the checkout).
+what it ingests: the repository's own code (nothing from beside the checkout).
 
 The copy holds the git-tracked files only, in a temporary folder with no `shared/` beside it.
 The install step (`bash scripts/install.sh`) is not re-run: a full install builds
@@ -27,9 +27,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 FULL_INSTALL = os.environ.get("IMPRINT_TEST_FULL_INSTALL") == "1"
-# The one file whose first docstring line the exact-phrase search looks for. The phrase is read
-# from the file at run time, so this test (also ingested) does not contain it.
-PHRASE_FILE = "imprint/recall/evidence.py"
+FOLDER = "imprint"  # what the README's first command ingests
+# The one file whose first docstring line the exact-phrase search looks for (its source: the
+# path under FOLDER). The phrase is read from the file at run time.
+PHRASE_FILE = "recall/evidence.py"
 
 
 def readme_first_command() -> str:
@@ -42,12 +43,11 @@ def readme_first_command() -> str:
     raise AssertionError("README.md has no ```sh block with install.sh ... imprint search")
 
 
-def tracked_copy(dest: Path) -> int:
-    """Copy the git-tracked files of this checkout (as they are on disk) to dest; their count."""
+def tracked_copy(dest: Path) -> None:
+    """Copy the git-tracked files of this checkout (as they are on disk) to dest."""
     files = subprocess.run(
         ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
     ).stdout.split(b"\0")
-    count = 0
     for rel in filter(None, files):
         src = REPO / os.fsdecode(rel)
         if not src.is_file():  # deleted in the working tree, not yet committed
@@ -55,8 +55,6 @@ def tracked_copy(dest: Path) -> int:
         target = dest / os.fsdecode(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, target)
-        count += 1
-    return count
 
 
 def _imprint(repo: Path, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,16 +72,16 @@ def _imprint(repo: Path, data_dir: Path, *args: str) -> subprocess.CompletedProc
 def _env(repo: Path, data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMPRINT_")}
     env["IMPRINT_DATA_DIR"] = str(data_dir)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the copy is ingested: leave nothing in it
     if not FULL_INSTALL:
         env["PYTHONPATH"] = str(repo)
     return env
 
 
 class Copy:
-    def __init__(self, repo: Path, data_dir: Path, files: int) -> None:
+    def __init__(self, repo: Path, data_dir: Path) -> None:
         self.repo = repo
         self.data_dir = data_dir
-        self.files = files
         self.timings: dict[str, float] = {}
         self.outputs: dict[str, str] = {}
 
@@ -92,7 +90,7 @@ class Copy:
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
     base = tmp_path_factory.mktemp("bare")
     repo = base / "imprint"
-    files = tracked_copy(repo)
+    tracked_copy(repo)
     assert not (repo.parent / "shared").exists()
     if not FULL_INSTALL:
         script = repo / ".venv" / "bin" / "imprint"
@@ -103,7 +101,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
     command = readme_first_command()
     if not FULL_INSTALL:
         command = command.replace("bash scripts/install.sh", "true", 1)
-    result = Copy(repo, data_dir, files)
+    result = Copy(repo, data_dir)
     started = time.monotonic()
     proc = subprocess.run(
         ["bash", "-c", command],
@@ -118,7 +116,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result.outputs["first"] = proc.stdout
     started = time.monotonic()
-    proc = _imprint(repo, data_dir, "ingest", ".", "--project", "imprint")
+    proc = _imprint(repo, data_dir, "ingest", FOLDER, "--project", "imprint")
     result.timings["second"] = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     result.outputs["second"] = proc.stdout
@@ -126,28 +124,28 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
 
 
 def test_readme_first_command_answers_from_the_repository_alone(copy: Copy) -> None:
-    """The README's first command, run in a bare copy, ranks its recall merge passage first."""
+    """The README's first command, run in a bare copy, ranks a recall passage on merging first.
+
+    Held loosely on purpose, so that moving code between modules does not break it: the top
+    hit is a recall module, and its excerpt says how the steps' results are merged."""
+    assert f"ingest {FOLDER} " in readme_first_command()
     lines = copy.outputs["first"].splitlines()
     assert lines[0].startswith("ingested "), lines[0]
     assert lines[1].startswith("search "), lines[1]
     top = next(i for i, line in enumerate(lines) if line.startswith("[1] "))
-    assert "| imprint | README.md#" in lines[top], lines[top]
-    excerpt = " ".join(lines[top + 1 : top + 8])
-    # The README's recall section: the sentence saying how a record found twice is merged.
-    assert "found by two steps appears once" in " ".join(excerpt.split()), excerpt
+    assert re.search(r"\| imprint \| [\w/]*recall[\w/]*\.py#\d+ \|", lines[top]), lines[top]
+    excerpt = " ".join(" ".join(lines[top + 1 : top + 10]).split())
+    assert re.search(r"\bmerge", excerpt), excerpt
 
 
 def test_every_file_is_ingested_then_skipped_in_a_tenth_of_the_time(copy: Copy) -> None:
-    """Every file is ingested or skipped as unreadable; a second run skips them all, 10x faster."""
+    """Every file is ingested; a second run skips them all in under 1/10 of the time."""
     first = copy.outputs["first"].splitlines()[0]
     second = copy.outputs["second"]
-    found = re.match(r"ingested (\d+) files \(\d+ chunks\).*; 0 unchanged, (\d+) skipped", first)
-    assert found, first
-    ingested, skipped = int(found[1]), int(found[2])
-    assert ingested + skipped == copy.files and skipped <= 5, first
-    assert "chunks/s" in first
-    assert second.startswith("ingested 0 files (0 chunks)"), second
-    assert f"{ingested} unchanged" in second
+    files = sum(1 for p in (copy.repo / FOLDER).rglob("*") if p.is_file())
+    assert first.startswith(f"ingested {files} files"), first
+    assert "0 skipped" in first and "chunks/s" in first
+    assert second.startswith("ingested 0 files (0 chunks)") and f"{files} unchanged" in second
     assert copy.timings["second"] < copy.timings["first"] / 10, copy.timings
     # stdout holds the summary only: logs and the progress bar go to stderr.
     assert second.count("\n") == 1
@@ -155,13 +153,13 @@ def test_every_file_is_ingested_then_skipped_in_a_tenth_of_the_time(copy: Copy) 
 
 def _phrase(repo: Path) -> str:
     """The first line of PHRASE_FILE's docstring, checked to occur in that one file only."""
-    doc = ast.get_docstring(ast.parse((repo / PHRASE_FILE).read_text(encoding="utf-8")))
+    doc = ast.get_docstring(ast.parse((repo / FOLDER / PHRASE_FILE).read_text(encoding="utf-8")))
     assert doc
     phrase = doc.splitlines()[0].rstrip(".")
     holders = [
-        p.relative_to(repo).as_posix()
-        for p in repo.rglob("*")
-        if p.is_file() and ".venv" not in p.parts and phrase in p.read_text(errors="replace")
+        p.relative_to(repo / FOLDER).as_posix()
+        for p in (repo / FOLDER).rglob("*")
+        if p.is_file() and phrase in p.read_text(errors="replace")
     ]
     assert holders == [PHRASE_FILE], holders
     return phrase
