@@ -95,7 +95,7 @@ def register(server: MCPServer, app: App) -> None:
         start: Annotated[int, Field(description=">= 0")] = 0,
         end: Annotated[int, Field(description="inclusive; -1 = start+9")] = -1,
         project: Annotated[str, Field(description="if two share the source")] = "",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 8000,
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 8000,
         workspace: str = "",
     ) -> str:
         """Read one source in order: whole chunks start..end (indexes), the true total and

@@ -54,7 +54,7 @@ def register(server: MCPServer, app: App) -> None:
     @tool(server, "ingest_path", REPLACE)
     async def ingest_path_tool(
         ctx: Context,
-        path: Annotated[str, Field(description="file or folder; relative to the server's cwd")],
+        path: Annotated[str, Field(description="relative to the server's cwd")],
         project: Annotated[str, Field(description="default: the folder's name")] = "",
         workspace: str = "",
     ) -> str:

@@ -53,7 +53,7 @@ def register(server: MCPServer, app: App) -> None:
     async def neighbors(
         id: Annotated[str, Field(description="a record id")],
         k: Annotated[int, Field(description="1-30")] = 10,
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 4000,
         workspace: str = "",
     ) -> str:
         """Records nearest in meaning to one record (itself excluded), as numbered blocks

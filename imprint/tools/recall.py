@@ -220,7 +220,7 @@ def register(server: MCPServer, app: App) -> None:
         file_chunks, file_summary, list_sources, kg_query, with their arguments minus
         workspace and max_chars; steps cannot use each other's results. No plan: exactly
         search(question). Plan: [{"tool": "search", "args": {"query": "how is ingest
-        serialized", "limit": 5}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
+        serialized"}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
         return await run_tool(
             recall_text,
             app.reads,

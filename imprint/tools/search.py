@@ -176,7 +176,7 @@ def search_text(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "search", READ)
     async def search(
-        query: Annotated[str, Field(description="what to look for, in words")],
+        query: Annotated[str, Field(description="what to look for")],
         project: Annotated[str, Field(description="only this project")] = "",
         type: Annotated[str, Field(description="only this type: decision, note, ...")] = "",
         lang: Annotated[str, Field(description="only this language: python, ...")] = "",
@@ -186,7 +186,7 @@ def register(server: MCPServer, app: App) -> None:
         detail: Annotated[
             Literal["compact", "full"], Field(description="full: whole records")
         ] = "compact",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 4000,
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
