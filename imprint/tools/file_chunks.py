@@ -42,15 +42,14 @@ def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "file_chunks", READ)
     async def file_chunks(
-        source: Annotated[str, Field(description="source path as search shows it")],
-        start: Annotated[int, Field(description="first chunk index, >= 0")] = 0,
-        end: Annotated[int, Field(description="last chunk index (inclusive); -1 = start+9")] = -1,
-        project: Annotated[str, Field(description="project, where two share a source")] = "",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 8000,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        source: Annotated[str, Field(description="as search shows it")],
+        start: Annotated[int, Field(description=">= 0")] = 0,
+        end: Annotated[int, Field(description="inclusive; -1 = start+9")] = -1,
+        project: Annotated[str, Field(description="if two share the source")] = "",
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 8000,
+        workspace: str = "",
     ) -> str:
-        """Read a file or ingested content in order: whole chunks start..end with the true
-        total, under a character budget, and where to continue. Use after search or
-        file_summary to read around a hit."""
+        """Read one source in order: whole chunks start..end (indexes), the true total and
+        where to continue, within max_chars. To read around a hit."""
         rows = await run_tool(chunk_rows, app.reads, source, start, end, project, workspace)
         return format_chunks(rows, max_chars)

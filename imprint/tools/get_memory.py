@@ -35,11 +35,10 @@ def format_memory(row: MemoryRow) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "get_memory", READ)
     async def get_memory(
-        id: Annotated[str, Field(description="a record id from search or another tool")],
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        id: Annotated[str, Field(description="a record id")],
+        workspace: str = "",
     ) -> str:
-        """The whole record for one id: full content, project, source and chunk, type, tags,
-        and path_context (this server's working directory and whether the source file
-        exists on this computer). Use after search when an excerpt is not enough."""
+        """One whole record: content, project, source#chunk, type, tags, and path_context
+        (server cwd; whether the source file exists here). For when an excerpt is not enough."""
         row = await run_tool(memory_row, app.reads, id, workspace, app.cwd)
         return format_memory(row)

@@ -33,12 +33,11 @@ def register(server: MCPServer, app: App) -> None:
     @tool(server, "graph_scope", READ)
     async def graph_scope(
         scope: Annotated[
-            str, Field(description="root, project:X, topic:X, source:X or chunk:ID")
+            str, Field(description="root, project:X, topic:X, source:X, chunk:ID")
         ] = "root",
-        depth: Annotated[int, Field(description="levels to expand, 1-2")] = 1,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        depth: Annotated[int, Field(description="levels, 1-2")] = 1,
+        workspace: str = "",
     ) -> str:
-        """Browse what the workspace holds: root lists projects and main topics; a project
-        its sources and topics; a topic or source its chunks; a chunk its nearest chunks.
-        Every node id printed can be passed back as scope."""
+        """Browse the workspace: root lists projects and topics; a project its sources and
+        topics; a topic or source its chunks; a chunk its nearest. Printed ids work as scope."""
         return format_graph(await run_tool(graph_rows, app.reads, scope, depth, workspace))

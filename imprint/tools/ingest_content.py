@@ -81,11 +81,11 @@ def ingest_text(app: App, name: str, content: str, project: str = "", workspace:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "ingest_content", REPLACE)
     async def ingest_content(
-        name: Annotated[str, Field(description="a name for the text; it becomes its source")],
-        content: Annotated[str, Field(description="the text (Markdown is split at headings)")],
-        project: Annotated[str, Field(description="project it belongs to")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        name: Annotated[str, Field(description="becomes its source")],
+        content: Annotated[str, Field(description="the text; Markdown split at headings")],
+        project: str = "",
+        workspace: str = "",
     ) -> str:
-        """Index a document given inline (notes, a spec, a pasted page) so search and
-        file_chunks can find it by name. Ingesting the same name again replaces it."""
+        """Index inline text (notes, a spec, a pasted page) for search and file_chunks.
+        The same name again replaces it."""
         return await run_tool(ingest_text, app, name, content, project, workspace)

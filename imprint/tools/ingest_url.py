@@ -123,10 +123,10 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "ingest_url", REPLACE.model_copy(update={"open_world_hint": True}))
     async def ingest_url(
-        url: Annotated[str, Field(description="an http:// or https:// page")],
-        project: Annotated[str, Field(description="project it belongs to")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        url: Annotated[str, Field(description="http:// or https://")],
+        project: str = "",
+        workspace: str = "",
     ) -> str:
-        """Fetch a web page (HTML, text, Markdown; up to 5 MB, 10 s) and index its text
-        under its URL, replacing an earlier copy. An unchanged page is skipped."""
+        """Fetch a web page (HTML, text, Markdown; <= 5 MB, 10 s) and index its text under
+        its URL, replacing an earlier copy; an unchanged page is skipped."""
         return await run_tool(fetch_and_index, app, url, project, workspace)

@@ -33,14 +33,14 @@ def format_facts(facts: list[Fact]) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "kg_query", READ)
     async def kg_query(
-        subject: Annotated[str, Field(description="only facts about this subject")] = "",
+        subject: Annotated[str, Field(description="only this subject")] = "",
         predicate: Annotated[str, Field(description="only this relation")] = "",
-        include_ended: Annotated[bool, Field(description="also facts that no longer hold")] = False,
-        limit: Annotated[int, Field(description="facts to return, 1-200")] = 20,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        include_ended: Annotated[bool, Field(description="also ended facts")] = False,
+        limit: Annotated[int, Field(description="1-200")] = 20,
+        workspace: str = "",
     ) -> str:
-        """Facts stored with kg_edit, one per line: fact:id | subject | predicate | object |
-        validity [source]. Current facts only unless include_ended."""
+        """Facts from kg_edit, a line each: fact:id | subject | predicate | object |
+        validity [source]. Current ones unless include_ended."""
         facts = await run_tool(
             fact_rows, app.reads, subject, predicate, include_ended, limit, workspace
         )

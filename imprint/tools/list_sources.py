@@ -38,13 +38,11 @@ def register(server: MCPServer, app: App) -> None:
     async def list_sources(
         project: Annotated[str, Field(description="only this project")] = "",
         lang: Annotated[str, Field(description="only this language")] = "",
-        layer: Annotated[
-            str, Field(description="only this layer: docs, source, test, config")
-        ] = "",
-        limit: Annotated[int, Field(description="sources to list, 1-200")] = 50,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        layer: Annotated[str, Field(description="only docs, source, test or config")] = "",
+        limit: Annotated[int, Field(description="1-200")] = 50,
+        workspace: str = "",
     ) -> str:
-        """Ingested sources (files, URLs, named content), one line each: project, source,
-        chunk count, type, language and layer, with the total that match."""
+        """Ingested sources (files, URLs, named content), a line each: project, source,
+        chunks, type, language, layer; and how many match."""
         rows, total = await run_tool(source_rows, app.reads, project, lang, layer, limit, workspace)
         return format_sources(rows, total)

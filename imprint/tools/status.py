@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
 
 from imprint.reads.status import StatusRow, status_row
 from imprint.tools._app import READ, App, run_tool, tool
@@ -35,9 +32,9 @@ def format_status(row: StatusRow) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "status", READ)
     async def status(
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        workspace: str = "",
     ) -> str:
-        """Health of a workspace: records and sources per project, facts, and whether the
-        vector and lexical indexes agree (with counts when they do not)."""
+        """Workspace health: records and sources per project, facts, and whether the vector
+        and lexical indexes agree."""
         row = await run_tool(status_row, app.runtime, workspace)
         return format_status(row)

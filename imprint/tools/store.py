@@ -87,8 +87,8 @@ def store_memory(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "store", WRITE)
     async def store(
-        content: Annotated[str, Field(description="the memory, self-contained, up to 8000 chars")],
-        project: Annotated[str, Field(description="project it belongs to")] = "",
+        content: Annotated[str, Field(description="self-contained, <= 8000 chars")],
+        project: str = "",
         type: Annotated[
             str,
             Field(
@@ -98,10 +98,9 @@ def register(server: MCPServer, app: App) -> None:
         ] = "note",
         domains: Annotated[list[str] | None, Field(description="broad areas, <=10")] = None,
         topics: Annotated[list[str] | None, Field(description="specific topics, <=10")] = None,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        workspace: str = "",
     ) -> str:
-        """Remember something for later sessions: a decision and its reason, a finding, a
-        bug and its fix, a preference. Write it so it makes sense alone. Returns the id;
-        storing the same content in the same project again changes nothing."""
+        """Remember for later sessions a decision and why, a finding, a bug and its fix, a
+        preference. Returns the id; the same content in the same project changes nothing."""
         rid = await run_tool(store_memory, app, content, project, type, domains, topics, workspace)
         return f"stored {rid}"
