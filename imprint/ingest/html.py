@@ -35,7 +35,7 @@ class _BoundedHTML2Text(html2text.HTML2Text):
         self._written = 0
         self._depth = 0
         self._dropped = 0
-        self.tag_callback = self._nesting
+        self.tag_callback = self._nesting  # type: ignore[assignment]
 
     def _nesting(self, _parser: Any, tag: str, _attrs: Any, start: bool) -> bool:
         """True drops the tag. Closing tags close the innermost first, so the dropped ones

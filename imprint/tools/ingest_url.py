@@ -160,7 +160,7 @@ class _GuardedBackend(httpcore.SyncBackend):
 def _client(deadline: float, allow_private: bool) -> httpx.Client:
     transport = httpx.HTTPTransport()
     # httpx has no public hook for the network backend; the pool it builds takes one.
-    transport._pool._network_backend = _GuardedBackend(deadline, allow_private)  # type: ignore[union-attr]
+    transport._pool._network_backend = _GuardedBackend(deadline, allow_private)
     return httpx.Client(
         transport=transport,
         timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
