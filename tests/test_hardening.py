@@ -12,15 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
+from imprint.actors.messages import Write
 from imprint.config import Config
+from imprint.errors import StoreError
 from imprint.ingest.pipeline import ingest_path
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.tools._reads import ActorReads
+from imprint.store.records import Record, make_id
+from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.store.vectors import VectorIndex
+from imprint.tools._reads import ActorReads, Deadline
 from imprint.tools.search import search_rows
 from imprint.tools.status import status_row
 
@@ -130,3 +136,121 @@ def test_file_swapped_for_a_fifo_is_skipped(rt: Runtime, tmp_path: Path) -> None
     assert (report.files, report.skipped) == (1, 1)
     assert lexical(rt, "cobaltfirstfile") == ["a.md"]
     assert status_row(rt).consistent
+
+
+# --- issue 18 point 2: one large write must not brick the workspace -------------------------
+
+
+def big_batch(count: int, source: str = "big.txt") -> tuple[WriteBatch, np.ndarray]:
+    """`count` small chunks of one source with unit random vectors (no embedding cost)."""
+    records = tuple(
+        Record(
+            id=make_id("file", "big", source, i),
+            content=f"chunk {i} of the oversized page",
+            project="big",
+            source=source,
+            source_type="file",
+            chunk_index=i,
+            chunk_count=count,
+        )
+        for i in range(count)
+    )
+    vectors = np.random.default_rng(7).standard_normal((count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    entry = SourceEntry(
+        project="big", source=source, source_type="file", mtime=1.0, sha="x", chunk_count=count
+    )
+    return WriteBatch(upserts=records, set_sources=(entry,)), vectors
+
+
+def test_write_larger_than_chromas_max_batch_succeeds(rt: Runtime) -> None:
+    """A write of more chunks than Chroma takes in one call (5461 embedded) is applied in
+    batches, and replacing it deletes as many ids in batches too; the indexes agree."""
+    ws = rt.resolve("", create=True)
+    store = rt.workspace(ws)
+    limit = store.vectors.client.get_max_batch_size()
+    count = limit + 300
+    batch, vectors = big_batch(count)
+    Deadline(600).wait(rt.writer(ws).write(Write(batch=batch), vectors), "big write")
+    row = status_row(rt)
+    assert (row.records, row.vectors) == (count, count)
+    assert row.consistent
+    small, small_vectors = big_batch(1)
+    Deadline(600).wait(rt.writer(ws).write(Write(batch=small), small_vectors), "replace")
+    row = status_row(rt)
+    assert (row.records, row.vectors) == (1, 1)
+    assert row.consistent
+
+
+def test_chunks_per_source_are_capped_with_a_clear_error(rt: Runtime, tmp_path: Path) -> None:
+    """Content that would pass ingest.max_chunks_per_source is refused by name; nothing
+    is written."""
+    rt.config.ingest.max_chunks_per_source = 5
+    text = "\n\n".join(f"# Part {i}\n\n" + "words of filler text " * 80 for i in range(12))
+    is_error, message = call(rt, tmp_path, "ingest_content", {"name": "long.md", "content": text})
+    assert is_error
+    assert message.startswith("content: 'long.md' would make ")
+    assert "at most 5 (ingest.max_chunks_per_source)" in message
+    assert status_row(rt).records == 0
+
+
+POISON = "poisonedwrite"
+
+
+@pytest.fixture
+def poisoned_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma refuses, every time, any upsert holding a record with POISON in it."""
+    real = VectorIndex.upsert
+
+    def upsert(self: VectorIndex, records: Any, embeddings: Any) -> None:
+        if any(POISON in r.content for r in records):
+            raise StoreError("chroma: refused (test)")
+        real(self, records, embeddings)
+
+    monkeypatch.setattr(VectorIndex, "upsert", upsert)
+
+
+def store(runtime: Runtime, cwd: Path, content: str) -> tuple[bool, str]:
+    return call(runtime, cwd, "store", {"content": content, "project": "q"})
+
+
+def test_failing_journal_entry_is_quarantined_at_open(
+    data_dir: Path, embedder: Embedder, tmp_path: Path, poisoned_vectors: None
+) -> None:
+    """A write that fails, and fails again when the next process replays it, is set aside:
+    the workspace opens, answers, takes new writes, and status reports the entry."""
+    first = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        assert not store(first, tmp_path, "A sound memory about lapis gardens.")[0]
+        is_error, text = store(first, tmp_path, f"A {POISON} memory.")
+        assert is_error and "refused" in text
+    finally:
+        first.stop()
+    second = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        row = status_row(second)
+        assert (row.journal_pending, row.journal_quarantined) == (0, 1)
+        is_error, text = call(second, tmp_path, "status", {})
+        assert not is_error and "1 failed writes set aside (quarantined" in text
+        assert lexical(second, "lapis") == [""]
+        assert not store(second, tmp_path, "A later memory about jasper.")[0]
+        assert lexical(second, "jasper") == [""]
+        assert second.workspace("").sqlite.quarantined()[0][2].startswith("StoreError")
+    finally:
+        second.stop()
+
+
+def test_failing_write_is_quarantined_before_the_next_write(
+    rt: Runtime, tmp_path: Path, poisoned_vectors: None
+) -> None:
+    """In one process, the write after a failed one first replays it once; failing again, it
+    is set aside and the new write goes through (the old one is never replayed over it)."""
+    is_error, _ = store(rt, tmp_path, f"A {POISON} memory.")
+    assert is_error
+    assert status_row(rt).journal_pending == 1
+    is_error, text = store(rt, tmp_path, "A later memory about jasper.")
+    assert not is_error, text
+    row = status_row(rt)
+    assert row.journal_pending == 0, "the failed write is still waiting to be replayed"
+    assert row.journal_quarantined == 1
+    assert lexical(rt, "jasper") == [""]

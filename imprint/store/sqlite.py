@@ -87,6 +87,13 @@ CREATE TABLE IF NOT EXISTS journal (
     payload TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS journal_quarantine (
+    seq INTEGER PRIMARY KEY,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    quarantined_at REAL NOT NULL,
+    error TEXT NOT NULL
+);
 """
 
 _COLUMNS = [
@@ -382,6 +389,7 @@ class SqliteStore:
         ).fetchone()
         fts_rows = self.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
         pending = self.conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
+        quarantined = self.conn.execute("SELECT COUNT(*) FROM journal_quarantine").fetchone()[0]
         return {
             "projects": per_project,
             "records": sum(p["records"] for p in per_project.values()),
@@ -389,6 +397,7 @@ class SqliteStore:
             "facts": facts[0],
             "facts_current": facts[1],
             "journal_pending": pending,
+            "journal_quarantined": quarantined,
         }
 
     def fts_integrity(self) -> bool:
@@ -412,6 +421,23 @@ class SqliteStore:
     def journal_pending(self) -> list[tuple[int, WriteBatch]]:
         rows = self.conn.execute("SELECT seq, payload FROM journal ORDER BY seq").fetchall()
         return [(seq, WriteBatch.model_validate_json(payload)) for seq, payload in rows]
+
+    def journal_quarantine(self, seq: int, error: str) -> None:
+        """Set a journal entry aside: kept whole for inspection, never replayed again."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO journal_quarantine "
+                "SELECT seq, payload, created_at, ?, ? FROM journal WHERE seq = ?",
+                (time.time(), error, seq),
+            )
+            self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+
+    def quarantined(self) -> list[tuple[int, float, str]]:
+        """(seq, quarantined_at, error) of every entry set aside, oldest first."""
+        rows = self.conn.execute(
+            "SELECT seq, quarantined_at, error FROM journal_quarantine ORDER BY seq"
+        )
+        return [(int(r[0]), float(r[1]), str(r[2])) for r in rows]
 
     def apply(self, batch: WriteBatch, seq: int | None) -> None:
         """Apply a batch and retire its journal entry in one transaction."""

@@ -29,8 +29,15 @@ def index_text(
     source_type: SourceType,
     lang: str = "",
     validators: str = "",
+    argument: str = "content",
 ) -> tuple[int, bool]:
-    """Replace the source `name` with the chunks of `text`; (chunks, changed)."""
+    """Replace the source `name` with the chunks of `text`; (chunks, changed).
+
+    Refused (nothing written) past MAX_CONTENT_CHARS or ingest.max_chunks_per_source."""
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InputError(
+            f"{argument}: {name!r} holds {len(text)} characters; at most {MAX_CONTENT_CHARS}"
+        )
     ws = app.runtime.resolve(workspace, create=True)
     cfg = app.runtime.config.ingest
     sha = content_sha(text)
@@ -44,6 +51,11 @@ def index_text(
         target=cfg.chunk_chars,
         overlap=cfg.chunk_overlap,
     )
+    if len(records) > cfg.max_chunks_per_source:
+        raise InputError(
+            f"{argument}: {name!r} would make {len(records)} chunks; at most "
+            f"{cfg.max_chunks_per_source} (ingest.max_chunks_per_source); nothing was stored"
+        )
     entry = SourceEntry(
         project=project,
         source=name,

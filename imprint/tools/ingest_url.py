@@ -320,6 +320,7 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
         source_type="url",
         lang="markdown",
         validators=validators,
+        argument="url",
     )
     via = f" (redirected to {final_url})" if final_url != source else ""
     return f"ingested {source}{via}: {chunks} chunks"
