@@ -31,7 +31,14 @@ from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
-from imprint.store.records import Record, SourceType, content_sha, make_id
+from imprint.store.records import (
+    Record,
+    SourceType,
+    check_project,
+    content_sha,
+    make_id,
+    project_from_folder,
+)
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
 from imprint.tools._reads import Deadline, Pending
@@ -250,7 +257,7 @@ def ingest_path(
     allowed = [Path(r).expanduser().resolve() for r in roots] if roots else [path.resolve()]
     root, files, outside_dirs = walk(path, allowed)
     root = root.resolve()
-    project = project or root.name
+    project = check_project(project) if project else project_from_folder(root.name)
     ws = runtime.resolve(workspace, create=True)
     runtime.workspace(ws)
     writer = runtime.writer(ws)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
 from imprint.tools._app import READ, App, run_tool, tool
-from imprint.tools._evidence import clip, one_line
+from imprint.tools._evidence import clip, escape_field, one_line
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["SummaryRow", "format_summary", "register", "summary_row"]
@@ -78,7 +78,8 @@ def summary_row(reads: Reads, source: str, project: str = "", workspace: str = "
 def format_summary(row: SummaryRow) -> str:
     mtime = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.mtime)) if row.mtime else "-"
     return "\n".join(
-        [
+        escape_field(line)
+        for line in [
             f"{row.source} ({row.project or '-'}, {row.source_type})",
             f"chunks: {row.chunks} (file_chunks reads them by index 0-{row.chunks - 1})",
             f"modified: {mtime} UTC",

@@ -13,6 +13,7 @@ from imprint.actors.messages import FetchRecords, SqlRead
 from imprint.errors import InputError
 from imprint.store.records import Record
 from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._evidence import escape_field
 from imprint.tools._reads import Deadline, Reads
 from imprint.types import MemoryId
 
@@ -69,7 +70,7 @@ def memory_row(reads: Reads, id: str, workspace: str = "", cwd: Path | None = No
 def format_memory(row: MemoryRow) -> str:
     r = row.record
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.created_at))
-    lines = [
+    header = [
         f"id: {r.id}",
         f"project: {r.project or '-'}",
         f"source: {r.source or '(inline)'}#{r.chunk_index} of {r.chunk_count} ({r.source_type})",
@@ -78,10 +79,8 @@ def format_memory(row: MemoryRow) -> str:
         f"domains={','.join(r.domains) or '-'} topics={','.join(r.topics) or '-'}",
         f"created: {when} UTC",
         "path_context: " + " ".join(f"{k}={v}" for k, v in row.path_context.items()),
-        "",
-        r.content,
     ]
-    return "\n".join(lines)
+    return "\n".join([*map(escape_field, header), "", r.content])
 
 
 def register(server: MCPServer, app: App) -> None:

@@ -13,7 +13,7 @@ from pydantic import Field
 from imprint.actors.messages import SqlRead
 from imprint.errors import InputError
 from imprint.tools._app import READ, App, clamp, run_tool, tool
-from imprint.tools._evidence import clip, one_line
+from imprint.tools._evidence import clip, escape_field, one_line
 from imprint.tools._reads import Deadline, Reads
 from imprint.tools.get_memory import check_id
 from imprint.tools.neighbors import neighbor_rows
@@ -96,12 +96,12 @@ def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str
     depth = clamp(depth, 1, 2)
     ws = reads.open(workspace)
     head, kids = _children(reads, ws, scope)
-    lines = [head]
+    lines = [escape_field(head)]
     for node, label in kids:
-        lines.append(f"- {node}  ({label})")
+        lines.append(escape_field(f"- {node}  ({label})"))
         if depth > 1 and not node.startswith("chunk:"):
             _, grand = _children(reads, ws, node)
-            lines.extend(f"  - {n}  ({lab})" for n, lab in grand[:10])
+            lines.extend(escape_field(f"  - {n}  ({lab})") for n, lab in grand[:10])
     text = "\n".join(lines)
     if len(text) > MAX_OUTPUT:
         text = text[: MAX_OUTPUT - 60].rsplit("\n", 1)[0] + "\n(cut at 9000 chars; use depth=1)"

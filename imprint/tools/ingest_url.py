@@ -33,7 +33,7 @@ from pydantic import Field
 from imprint.actors.messages import SqlRead
 from imprint.errors import ImprintError, InputError
 from imprint.ingest.html import HtmlTooLarge, html_to_text
-from imprint.store.records import content_sha
+from imprint.store.records import check_project, content_sha
 from imprint.tools._app import REPLACE, App, tool
 from imprint.tools._reads import Deadline
 from imprint.tools.ingest_content import MAX_CONTENT_CHARS, index_text
@@ -233,6 +233,7 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"url: {url!r} is not allowed; an http:// or https:// URL with a host")
     source = url.strip()
+    check_project(project)
     cfg = app.runtime.config.ingest
     total = cfg.url_timeout_sec
     deadline = time.monotonic() + total

@@ -11,6 +11,7 @@ from pydantic import Field
 from imprint.actors.messages import FactQuery
 from imprint.store.records import Fact
 from imprint.tools._app import READ, App, clamp, run_tool, tool
+from imprint.tools._evidence import escape_field
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["fact_rows", "format_facts", "register"]
@@ -50,7 +51,8 @@ def format_facts(facts: list[Fact]) -> str:
     for f in facts:
         valid = f"since {_day(f.valid_from)}" + (f", ended {_day(f.ended)}" if f.ended else "")
         source = f" [source: {f.source}]" if f.source else ""
-        lines.append(f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}")
+        line = f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}"
+        lines.append(escape_field(line))
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from imprint.actors.messages import SqlRead
 from imprint.tools._app import READ, App, clamp, run_tool, tool
+from imprint.tools._evidence import escape_field
 from imprint.tools._reads import Deadline, Reads
 
 __all__ = ["format_sources", "register", "source_rows"]
@@ -47,7 +48,7 @@ def format_sources(rows: list[dict[str, Any]], total: int) -> str:
     lines = [f"{total} sources" + (f", first {len(rows)}:" if total > len(rows) else ":")]
     used = len(lines[0])
     for i, r in enumerate(rows):
-        line = (
+        line = escape_field(
             f"{r['project'] or '-'} | {r['source']} | {r['chunks']} chunks | "
             f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}"
         )

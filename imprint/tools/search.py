@@ -17,7 +17,7 @@ from imprint.errors import InputError
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters
 from imprint.tools._app import READ, App, run_tool, tool
-from imprint.tools._evidence import Block, one_line, render_blocks
+from imprint.tools._evidence import Block, escape_field, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
 from imprint.types import MemoryId
 
@@ -137,7 +137,7 @@ def search_rows(
 def meta_line(record: Record, score: float | None = None) -> str:
     """The provenance of one block: id | project | source#chunk | type [| score]."""
     where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
-    parts = [record.id, record.project or "-", where, record.type]
+    parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
     if score is not None:
         parts.append(f"{score:.4f}")
     return " | ".join(parts)
