@@ -25,7 +25,7 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, make_id
-from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.store.sqlite import MAX_QUERY_CHARS, MAX_QUERY_TERMS, SourceEntry, WriteBatch
 from imprint.store.vectors import VectorIndex
 from imprint.tools._reads import ActorReads, Deadline
 from imprint.tools.search import search_rows
@@ -331,3 +331,31 @@ def test_ingest_content_refuses_to_replace_an_ingested_file(rt: Runtime, tmp_pat
     assert is_error, text
     assert text.startswith("name: 'alpha.md' is already a file source in project 'proj'")
     assert lexical(rt, "malachiteoriginal") == ["alpha.md"]
+
+
+# --- issue 18 point 11: very long queries ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a" * (MAX_QUERY_CHARS + 1), f"{MAX_QUERY_CHARS + 1} characters; at most"),
+        (" ".join(["w"] * (MAX_QUERY_TERMS + 1)), f"{MAX_QUERY_TERMS + 1} terms; at most"),
+    ],
+    ids=["chars", "terms"],
+)
+def test_long_queries_and_questions_are_refused(
+    rt: Runtime, tmp_path: Path, text: str, problem: str
+) -> None:
+    """search's query and recall's question past the length or term cap get a one-line error
+    naming the argument; a query at the caps still runs."""
+    assert not store(rt, tmp_path, "A memory about wolframite.")[0]
+    for tool, argument in (("search", "query"), ("recall", "question")):
+        is_error, out = call(rt, tmp_path, tool, {argument: text})
+        assert is_error, out[:200]
+        assert out.startswith(f"{argument}: {problem}")
+        assert "\n" not in out
+    at_cap = " ".join(["wolframite"] + ["ore"] * (MAX_QUERY_TERMS - 1))
+    assert len(at_cap) <= MAX_QUERY_CHARS
+    is_error, out = call(rt, tmp_path, "search", {"query": at_cap})
+    assert not is_error, out

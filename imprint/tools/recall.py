@@ -25,6 +25,7 @@ from imprint.providers import is_local
 from imprint.recall.evidence import StepResult, merge
 from imprint.recall.model import Answer, Planned, answer, plan_steps
 from imprint.recall.plan import Step, parse_plan
+from imprint.store.sqlite import check_query
 from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._evidence import Block, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
@@ -113,6 +114,7 @@ def recall_text(
     max_chars = normalize_max_chars(max_chars)
     if not isinstance(question, str) or not question.strip():
         raise InputError("question: must be non-empty text")
+    check_query(question.strip(), "question")
     no_plan = plan is None or plan == "" or plan == []
     steps = None if no_plan else parse_plan(plan)  # a bad plan is rejected before anything runs
     runtime = reads.runtime

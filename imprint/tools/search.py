@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from imprint.actors.messages import FetchRecords, LexicalQuery, VectorQuery
 from imprint.errors import InputError
 from imprint.store.records import RECORD_TYPES, Record
-from imprint.store.sqlite import Filters
+from imprint.store.sqlite import Filters, check_query
 from imprint.tools._app import READ, App, run_tool, tool
 from imprint.tools._evidence import Block, escape_field, one_line, render_blocks
 from imprint.tools._reads import Deadline, Reads
@@ -67,6 +67,7 @@ def _check(query: str, mode: str, type: str) -> str:
     text = query.strip() if isinstance(query, str) else ""
     if not text:
         raise InputError("query: must be non-empty text")
+    check_query(text, "query")
     if mode not in MODES:
         raise InputError(f"mode: {mode!r} is not allowed; one of {', '.join(MODES)}")
     if type and type not in RECORD_TYPES:
