@@ -46,6 +46,7 @@ MAX_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 5
 TEXT_TYPES = ("text/html", "application/xhtml", "text/plain", "text/markdown", "text/x-rst")
 ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+PIECE = 64 * 1024  # the most one decompress call may produce
 
 
 def resolve_host(host: str, port: int) -> list[str]:
@@ -172,8 +173,9 @@ def _client(deadline: float, allow_private: bool) -> httpx.Client:
 
 
 def _decoded(source: str, encoding_header: str, raw: Iterator[bytes]) -> bytes:
-    """The body, at most MAX_BYTES raw and decoded; one decompressed piece is at most the
-    room left plus one byte, so memory stays within the cap and one network read."""
+    """The body, at most MAX_BYTES raw and decoded; one decompress call yields at most PIECE
+    bytes (and never more than the room left plus one), so memory stays within the cap plus
+    one piece and one network read."""
     layers = [e.strip().lower() for e in encoding_header.split(",") if e.strip()]
     layers = [e for e in layers if e != "identity"]
     if len(layers) > 1 or any(e not in ENCODINGS for e in layers):
@@ -205,13 +207,13 @@ def _decoded(source: str, encoding_header: str, raw: Iterator[bytes]) -> bytes:
             data = piece
             while data:
                 try:
-                    out = inflater.decompress(data, MAX_BYTES - len(body) + 1)
+                    out = inflater.decompress(data, min(MAX_BYTES - len(body) + 1, PIECE))
                 except zlib.error:
                     if layer != "deflate" or started:
                         raise
                     # Some servers send raw deflate without the zlib header.
                     inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-                    out = inflater.decompress(data, MAX_BYTES - len(body) + 1)
+                    out = inflater.decompress(data, min(MAX_BYTES - len(body) + 1, PIECE))
                 started = True
                 body.extend(out)
                 if len(body) > MAX_BYTES:
