@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,11 +80,14 @@ def linked_tree(tmp_path: Path) -> Path:
     return tree
 
 
+@pytest.mark.parametrize("listing", ["walk", "git"])
 def test_symlinks_out_of_the_roots_are_counted_and_never_read(
-    rt: Runtime, linked_tree: Path
+    rt: Runtime, linked_tree: Path, listing: str
 ) -> None:
     """A file link and a folder link leading out of the roots are skipped and counted; a
-    link loop ends; a link that stays inside is ingested."""
+    link loop ends; a link that stays inside is ingested (folder walk and git listing)."""
+    if listing == "git":
+        subprocess.run(["git", "init", "-q", str(linked_tree)], check=True)
     report = ingest_path(rt, linked_tree, project="proj", roots=[linked_tree])
     assert report.outside == 2, report.summary()
     assert "2 outside the allowed roots" in report.summary()

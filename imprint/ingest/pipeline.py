@@ -17,7 +17,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -235,10 +235,22 @@ def build_records(
     return records
 
 
-def _candidates(root: Path, files: list[str]) -> Iterator[str]:
+def _candidates(root: Path, files: list[str], roots: Sequence[Path]) -> tuple[list[str], int]:
+    """Supported files to read, and how many listed links lead outside `roots` (git lists a
+    link to a folder as one entry, so it is judged here, where its target is known)."""
+    found, outside = [], 0
     for rel in files:
-        if supported(rel) and (root / rel).is_file():
-            yield rel
+        file = root / rel
+        if file.is_symlink():
+            try:
+                if not within(file.resolve(strict=True), roots):
+                    outside += 1
+                    continue
+            except (OSError, RuntimeError):  # dangling, or a loop
+                continue
+        if supported(rel) and file.is_file():
+            found.append(rel)
+    return found, outside
 
 
 def ingest_path(
@@ -265,8 +277,9 @@ def ingest_path(
     deadline = Deadline(WRITE_TIMEOUT_SEC)
     known = deadline.wait(writer.source_state(SourceState(project=project)), "ingest")
     report = IngestReport(root=str(root), project=project, outside=outside_dirs)
-    candidates = list(_candidates(root, files))
-    report.skipped = len(files) - len(candidates)
+    candidates, outside_links = _candidates(root, files, allowed)
+    report.outside += outside_links
+    report.skipped = len(files) - len(candidates) - outside_links
     max_chunks = cfg.max_chunks_per_source
     seen: set[str] = set()
     in_flight: Pending[WriteAck] | None = None
