@@ -709,3 +709,87 @@ def test_fetches_never_hold_the_threads_reads_need(
     assert text.startswith("workspace default"), text
     assert done_before == 0, "status waited for fetches to finish"
     assert len(finished) == 3
+
+
+# --- https through the guarded connection ---------------------------------------------------
+
+
+@pytest.fixture
+def tls_site(site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    """The same pages over https on 127.0.0.1, with a self-signed certificate the client
+    is told to trust."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert_file, key_file)
+    server.socket = server_ctx.wrap_socket(server.socket, server_side=True)
+    server.site = Site(base=f"https://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setattr(
+        ingest_url_module, "TLS_VERIFY", ssl.create_default_context(cafile=str(cert_file))
+    )
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="test-https", daemon=True
+    )
+    thread.start()
+    try:
+        yield server.site
+    finally:
+        server.site.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_https_page_is_fetched_through_the_guarded_connection(
+    app: App, rt: Runtime, tls_site: Site
+) -> None:
+    """An https page on 127.0.0.1 (allowed here) is fetched over TLS and indexed."""
+    tls_site.pages["/page"] = Page(body=PAGE)
+    url = tls_site.url("/page")
+    assert fetch_and_index(app, url).startswith(f"ingested {url}: ")
+    assert found(rt, "zephyrine") == [url]
+
+
+def test_https_hang_hits_the_total_limit(app: App, rt: Runtime, tls_site: Site) -> None:
+    """A TLS server that never answers is cut at ingest.url_timeout_sec, not later."""
+    rt.config.ingest.url_timeout_sec = 0.5
+    tls_site.pages["/slow"] = Page(body=PAGE, hang=True)
+    with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
+        fetch_and_index(app, tls_site.url("/slow"))
+    assert stored(rt) == 0

@@ -16,6 +16,7 @@ import functools
 import ipaddress
 import json
 import socket
+import ssl
 import time
 import zlib
 from collections.abc import Iterable, Iterator
@@ -46,6 +47,8 @@ MAX_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 5
 TEXT_TYPES = ("text/html", "application/xhtml", "text/plain", "text/markdown", "text/x-rst")
 ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+# Certificate checking for https (a test trusts its own loopback certificate here).
+TLS_VERIFY: ssl.SSLContext | bool = True
 PIECE = 64 * 1024  # the most one decompress call may produce
 
 
@@ -159,7 +162,7 @@ class _GuardedBackend(httpcore.SyncBackend):
 
 
 def _client(deadline: float, allow_private: bool) -> httpx.Client:
-    transport = httpx.HTTPTransport()
+    transport = httpx.HTTPTransport(verify=TLS_VERIFY)
     # httpx has no public hook for the network backend; the pool it builds takes one.
     transport._pool._network_backend = _GuardedBackend(deadline, allow_private)
     return httpx.Client(
