@@ -363,3 +363,28 @@ def test_long_queries_and_questions_are_refused(
     assert len(at_cap) <= MAX_QUERY_CHARS
     is_error, out = call(rt, tmp_path, "search", {"query": at_cap})
     assert not is_error, out
+
+
+def test_unreadable_journal_entry_is_quarantined(
+    data_dir: Path, embedder: Embedder, tmp_path: Path
+) -> None:
+    """A journal entry whose payload no longer parses is set aside at open, not replayed
+    forever; the workspace answers."""
+    first = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        assert not store(first, tmp_path, "A sound memory about lapis gardens.")[0]
+        sqlite = first.workspace("").sqlite
+        with sqlite.conn:
+            sqlite.conn.execute(
+                "INSERT INTO journal(payload, created_at) VALUES (?, 0)", ('{"upserts": [1',)
+            )
+    finally:
+        first.stop()
+    second = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        row = status_row(second)
+        assert (row.journal_pending, row.journal_quarantined) == (0, 1)
+        assert lexical(second, "lapis") == [""]
+        assert "unreadable journal payload" in second.workspace("").sqlite.quarantined()[0][2]
+    finally:
+        second.stop()

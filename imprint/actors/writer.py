@@ -57,6 +57,9 @@ class Writer:
         pending = self.store.sqlite.journal_pending()
         replayed = 0
         for seq, batch in pending:
+            if isinstance(batch, str):
+                self._quarantine(seq, batch, 0, 0)
+                continue
             log.warning(
                 "writer.recover",
                 workspace=self.store.name,
@@ -68,15 +71,7 @@ class Writer:
                 self._apply(batch, seq, None)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"[:500]
-                self.store.sqlite.journal_quarantine(seq, error)
-                log.error(
-                    "writer.quarantined",
-                    workspace=self.store.name,
-                    seq=seq,
-                    upserts=len(batch.upserts),
-                    deletes=len(batch.delete_ids),
-                    error=error,
-                )
+                self._quarantine(seq, error, len(batch.upserts), len(batch.delete_ids))
                 continue
             replayed += 1
         self._needs_recovery = False
@@ -89,6 +84,17 @@ class Writer:
                 elapsed_ms=round((time.monotonic() - started) * 1000, 1),
             )
         return replayed
+
+    def _quarantine(self, seq: int, error: str, upserts: int, deletes: int) -> None:
+        self.store.sqlite.journal_quarantine(seq, error)
+        log.error(
+            "writer.quarantined",
+            workspace=self.store.name,
+            seq=seq,
+            upserts=upserts,
+            deletes=deletes,
+            error=error,
+        )
 
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
         if self._needs_recovery:

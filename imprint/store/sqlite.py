@@ -436,9 +436,16 @@ class SqliteStore:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
-    def journal_pending(self) -> list[tuple[int, WriteBatch]]:
+    def journal_pending(self) -> list[tuple[int, WriteBatch | str]]:
+        """Entries oldest first: the batch, or why its payload cannot be read."""
         rows = self.conn.execute("SELECT seq, payload FROM journal ORDER BY seq").fetchall()
-        return [(seq, WriteBatch.model_validate_json(payload)) for seq, payload in rows]
+        out: list[tuple[int, WriteBatch | str]] = []
+        for seq, payload in rows:
+            try:
+                out.append((seq, WriteBatch.model_validate_json(payload)))
+            except ValueError as exc:
+                out.append((seq, f"unreadable journal payload: {str(exc)[:200]}"))
+        return out
 
     def journal_quarantine(self, seq: int, error: str) -> None:
         """Set a journal entry aside: kept whole for inspection, never replayed again."""
