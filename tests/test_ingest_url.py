@@ -793,3 +793,23 @@ def test_https_hang_hits_the_total_limit(app: App, rt: Runtime, tls_site: Site) 
     with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
         fetch_and_index(app, tls_site.url("/slow"))
     assert stored(rt) == 0
+
+
+def test_slow_name_lookup_hits_the_total_limit(
+    app: App, rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name lookup that never returns is given up at ingest.url_timeout_sec."""
+    rt.config.ingest.url_timeout_sec = 0.5
+    release = threading.Event()
+
+    def stuck(host: str, port: int) -> list[str]:
+        release.wait(HANG_LIMIT_SEC)
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(ingest_url_module, "resolve_host", stuck)
+    try:
+        with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
+            fetch_and_index(app, "http://slow-dns.test/page")
+    finally:
+        release.set()
+    assert stored(rt) == 0

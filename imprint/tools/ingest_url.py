@@ -17,6 +17,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator
@@ -136,10 +137,7 @@ class _GuardedBackend(httpcore.SyncBackend):
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise httpcore.ConnectTimeout("the fetch passed its total time limit")
-        try:
-            addresses = resolve_host(host, port)
-        except OSError as exc:
-            raise httpcore.ConnectError(f"{host} does not resolve") from exc
+        addresses = _resolve_within(host, port, left)
         if not self._allow_private:
             for address in addresses:
                 problem = address_problem(host, address)
@@ -159,6 +157,29 @@ class _GuardedBackend(httpcore.SyncBackend):
                 continue
             return _DeadlineStream(stream, self._deadline)
         raise failure
+
+
+def _resolve_within(host: str, port: int, seconds: float) -> list[str]:
+    """resolve_host, given up after `seconds` (getaddrinfo itself cannot be interrupted: a
+    slow lookup finishes in its own thread after the fetch has failed)."""
+    found: list[list[str] | BaseException] = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            found.append(resolve_host(host, port))
+        except BaseException as exc:
+            found.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name="ingest-url-resolve", daemon=True).start()
+    if not done.wait(seconds):
+        raise httpcore.ConnectTimeout(f"{host} did not resolve in time")
+    result = found[0]
+    if isinstance(result, BaseException):
+        raise httpcore.ConnectError(f"{host} does not resolve") from result
+    return result
 
 
 def _client(deadline: float, allow_private: bool) -> httpx.Client:
