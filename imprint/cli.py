@@ -200,7 +200,11 @@ def ingest(
         def progress(done: int, total: int, source: str) -> None:
             bar.update(task, completed=done, total=total, description=source[-60:])
 
-        report = ingest_path(runtime, path, project=project, workspace=workspace, progress=progress)
+        # The path named here, and the configured roots: a link inside may lead only there.
+        roots = [Path(r) for r in config.ingest.allowed_roots] + [Path(target)]
+        report = ingest_path(
+            runtime, path, project=project, workspace=workspace, progress=progress, roots=roots
+        )
     typer.echo(report.summary())
 
 

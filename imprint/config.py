@@ -88,6 +88,25 @@ class IngestConfig(_Group):
         default_factory=list,
         description="folders ingest_path may read; empty = the server's working directory",
     )
+    max_chunks_per_source: int = Field(
+        default=5000,
+        ge=1,
+        le=100_000,
+        description="a file, page or text that would make more chunks is refused",
+    )
+    allow_private_urls: bool = Field(
+        default=False,
+        description="let ingest_url fetch loopback, link-local and private-network addresses",
+    )
+    url_timeout_sec: float = Field(
+        default=10.0, gt=0, le=600, description="total wall-clock limit of one ingest_url fetch"
+    )
+    url_concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        description="ingest_url fetches at once (their own threads, so reads never wait)",
+    )
 
 
 class SearchConfig(_Group):

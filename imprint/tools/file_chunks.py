@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.chunks import ChunkRows, chunk_rows
-from imprint.reads.evidence import clamp
+from imprint.reads.evidence import clamp, escape_field
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_chunks", "register"]
@@ -18,11 +18,12 @@ def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
     """Whole chunks in order while they fit the character budget; the rest named by index."""
     max_chars = clamp(max_chars, 1200, 12000)
     span = f"chunks {rows.start}-{rows.end} of {rows.total}"
-    head = f"{rows.source}: {span} (indexes 0-{rows.total - 1})"
+    head = escape_field(f"{rows.source}: {span} (indexes 0-{rows.total - 1})")
     parts, used = [head], len(head)
     shown = 0
     for record in rows.records:
-        block = f"--- #{record.chunk_index} {record.id} ({record.project or '-'})\n{record.content}"
+        line = escape_field(f"--- #{record.chunk_index} {record.id} ({record.project or '-'})")
+        block = f"{line}\n{record.content}"
         if used + 2 + len(block) + 140 > max_chars:
             break
         parts.append(block)

@@ -47,6 +47,7 @@ def ingest_checked(
         project=project,
         workspace=workspace,
         progress=progress,
+        roots=allowed_roots(app),
     )
 
 

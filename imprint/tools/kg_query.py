@@ -8,6 +8,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.facts import fact_rows
 from imprint.store.records import Fact
 from imprint.tools._app import READ, App, run_tool, tool
@@ -26,7 +27,8 @@ def format_facts(facts: list[Fact]) -> str:
     for f in facts:
         valid = f"since {_day(f.valid_from)}" + (f", ended {_day(f.ended)}" if f.ended else "")
         source = f" [source: {f.source}]" if f.source else ""
-        lines.append(f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}")
+        line = f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}"
+        lines.append(escape_field(line))
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.sources import source_rows
 from imprint.tools._app import READ, App, run_tool, tool
 
@@ -21,7 +22,7 @@ def format_sources(rows: list[dict[str, Any]], total: int) -> str:
     lines = [f"{total} sources" + (f", first {len(rows)}:" if total > len(rows) else ":")]
     used = len(lines[0])
     for i, r in enumerate(rows):
-        line = (
+        line = escape_field(
             f"{r['project'] or '-'} | {r['source']} | {r['chunks']} chunks | "
             f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}"
         )

@@ -26,6 +26,11 @@ def format_status(row: StatusRow) -> str:
         f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
         f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
     )
+    if row.journal_quarantined:
+        lines.append(
+            f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
+            "see writer.quarantined in the log); their records may be missing"
+        )
     return "\n".join(lines)
 
 
