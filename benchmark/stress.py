@@ -78,6 +78,7 @@ from imprint.providers import ChatMessage, Provider
 from imprint.providers.local import LocalProvider, bundled_gguf
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import recall_text
+from imprint.store.embedder import Embedder
 
 NAME = "stress"
 CONDITIONS = {
@@ -243,7 +244,13 @@ def busy_request(args: argparse.Namespace, real: bool) -> CompleteRequest:
 
 
 def run_condition(
-    args: argparse.Namespace, data: Path, logs: Path, key: str, count: int
+    args: argparse.Namespace,
+    data: Path,
+    logs: Path,
+    key: str,
+    count: int,
+    *,
+    embedder: Embedder | None = None,
 ) -> Outcome:
     label, model, per_core = CONDITIONS[key]
     real = model == "real"
@@ -261,7 +268,7 @@ def run_condition(
     config.recall.llm = True
     config.recall.llm_timeout_sec = args.deadline
     config.tagger.provider = "local"
-    rt = Runtime(data, config, provider_factory=lambda: provider).start()
+    rt = Runtime(data, config, embedder=embedder, provider_factory=lambda: provider).start()
     loops = None
     errors: list[str] = []
     try:
