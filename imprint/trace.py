@@ -28,14 +28,21 @@ def load_recalls(lines: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """actor.message and recall.model.* events that carry a recall id, grouped by it, in
     log order."""
     recalls: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    purposes: dict[str, str] = {}  # request id -> what the model was asked for
     for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
         kind = event.get("event")
+        if kind == "inference.done" and event.get("request_id"):
+            purposes[event["request_id"]] = str(event.get("purpose", ""))
         if (kind == "actor.message" or kind in MODEL_PHASES) and event.get("recall_id"):
             recalls[event["recall_id"]].append(event)
+    for events in recalls.values():
+        for event in events:
+            if event.get("message") == "inference.complete":
+                event.setdefault("purpose", purposes.get(event.get("request_id", ""), ""))
     return dict(recalls)
 
 
@@ -62,7 +69,8 @@ def _phase(event: dict[str, Any]) -> str:
     if isinstance(event.get("step"), int) and event["step"] > 0:
         return f"  step {event['step']}"  # a read the step sent to a reader pool
     if kind == "inference.complete":
-        return "model"
+        purpose = event.get("purpose", "")
+        return f"model ({purpose})" if purpose else "model"
     if kind == "recall.gather":
         return "gather"
     return kind

@@ -126,6 +126,7 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
     assert render_trace(log_path(data), console=console) == 0
     out = console.export_text()
     assert out.count("hit the deadline") == RECALLS and "during planning" in out
+    assert out.count("model (recall.plan)") == RECALLS  # the planning request's own row
 
 
 def test_trace_renders_steps_with_queue_and_run_times(
