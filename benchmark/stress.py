@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -217,6 +218,9 @@ class Outcome:
     queue_ms: list[float]  # per recall: its planning request's wait at the InferenceActor
     queue_outcomes: dict[str, int]
     errors: list[str] = field(default_factory=list)
+    # Recalls whose baseline search (step 1) is logged done before their planning ended:
+    # the evidence was ready when the model gave up. -1: not measured (older runs).
+    searched_during_planning: int = -1
 
 
 def pct(values: Sequence[float], q: float) -> float | None:
@@ -333,18 +337,29 @@ def run_condition(
     load_after = os.getloadavg()[0]
     recalls: dict[str, float] = {}
     outcomes: dict[str, int] = {}
+    planned: set[str] = set()
+    searched: set[str] = set()
     for line in log_path(logs).read_text(encoding="utf-8").splitlines():
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if (
-            event.get("event") == "actor.message"
-            and event.get("message") == "inference.complete"
-            and event.get("recall_id")
-        ):
-            recalls[event["recall_id"]] = float(event["queue_ms"])
+        rid = event.get("recall_id")
+        if not rid:
+            continue
+        if event.get("event") == "actor.message" and event.get("message") == "inference.complete":
+            recalls[rid] = float(event["queue_ms"])
             outcomes[event["outcome"]] = outcomes.get(event["outcome"], 0) + 1
+        elif (
+            event.get("event") == "actor.message"
+            and event.get("message") == "recall.step"
+            and event.get("step") == 1
+            and event.get("outcome") == "ok"
+            and rid not in planned
+        ):
+            searched.add(rid)
+        elif event.get("event") == "recall.model.plan":
+            planned.add(rid)
     notes: dict[str, int] = {}
     for text in texts:
         first = text.split("\n", 1)[0]
@@ -371,6 +386,7 @@ def run_condition(
         queue_ms=[round(v, 1) for v in recalls.values()],
         queue_outcomes=outcomes,
         errors=errors,
+        searched_during_planning=len(searched & planned),
     )
 
 
@@ -425,20 +441,23 @@ def comparison(res: Stress) -> list[str]:
 def table(res: Stress) -> str:
     head = (
         "| condition | N | load avg before / after | lateness p50 / p99 / max ms | late model "
-        "starts | evidence | busy request finished | InferenceActor queue p50 / max ms |"
+        "starts | evidence | search done during planning | busy request finished | "
+        "InferenceActor queue p50 / max ms |"
     )
     lines = [
         title(res, NAME, f", deadline {res.config['deadline_s']:g} s, {res.label}"),
         "",
         head,
-        "|---|---:|---|---|---:|---:|---|---|",
+        "|---|---:|---|---|---:|---:|---:|---|---|",
     ]
     for o in res.outcomes:
+        n = o.searched_during_planning
+        during = "-" if n < 0 else f"{n}/{o.recalls}"
         lines.append(
             f"| ({o.condition}) {o.label} | {o.recalls} | {o.loadavg_before:.2f} / "
             f"{o.loadavg_after:.2f} | {pct(o.lateness_ms, 50)} / {pct(o.lateness_ms, 99)} / "
             f"{max(o.lateness_ms, default=float('nan')):.1f} | {o.late_model_starts} | "
-            f"{o.evidence}/{o.recalls} | {'yes' if o.busy_finished else 'NO'} "
+            f"{o.evidence}/{o.recalls} | {during} | {'yes' if o.busy_finished else 'NO'} "
             f"({o.busy_outcome}, {o.busy_seconds:.1f} s) | {pct(o.queue_ms, 50)} / "
             f"{max(o.queue_ms, default=float('nan')):.1f} |"
         )
@@ -463,16 +482,31 @@ def readme(res: Stress, command: str) -> str:
         "",
     ]
     if res.before:
-        lines += ["## Before and after", "", *comparison(res), ""]
+        lines += [
+            "## Before and after",
+            "",
+            *comparison(res),
+            "",
+            "The earlier run's results are in `before-results.json` (its command and machine "
+            "inside).",
+            "",
+        ]
     lines += [
         "Responses that began with a note:",
         "",
     ]
     for o in res.outcomes:
         shown = "; ".join(f"{n} x `{k}`" for k, n in o.notes.items()) or "none"
+        during = (
+            ""
+            if o.searched_during_planning < 0
+            else (
+                f"; baseline search done during planning {o.searched_during_planning}/{o.recalls}"
+            )
+        )
         lines.append(
             f"- ({o.condition}) N={o.recalls}: {shown}; queue outcomes {o.queue_outcomes}; "
-            f"busy request ended {o.busy_end_after_burst_s:.1f} s after the burst began"
+            f"busy request ended {o.busy_end_after_burst_s:.1f} s after the burst began{during}"
         )
     lines += [
         "",
@@ -644,6 +678,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         res, args.out.expanduser().resolve(), NAME, readme(res, shown_command(sys.argv))
     )
     plot(res, folder / "lateness.png")
+    if args.before is not None:  # the compared run's own evidence travels with this one
+        shutil.copyfile(args.before, folder / "before-results.json")
     shown = relative(folder)
     print(f"evidence: {shown}/results.json, {shown}/README.md, {shown}/lateness.png")
     return 0

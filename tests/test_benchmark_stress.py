@@ -52,6 +52,7 @@ def test_a_burst_behind_the_held_fake_model_is_measured(tmp_path: Path, embedder
     assert out.model_calls == 2 and out.late_model_starts == 0
     assert out.busy_finished and out.busy_outcome == "ok"
     assert out.queue_outcomes == {"skipped_late": 3} and len(out.queue_ms) == 3
+    assert out.searched_during_planning == 3  # the evidence was ready when planning gave up
 
     res = stress.Stress(
         started_at="2026-01-01T00:00:00Z",
