@@ -419,7 +419,7 @@ def comparison(res: Stress) -> list[str]:
     """Before against after, per condition and N, each beside its load average."""
     before = {(o.condition, o.recalls): o for o in res.before}
     lines = [
-        f"Before: {res.before_label}; after: {res.label}.",
+        f"Compared with: {res.before_label}; this run: {res.label}.",
         "",
         "| condition | N | lateness p50 / p99 / max ms, before (load) | after (load) | late "
         "model starts before / after | evidence before / after |",
@@ -466,6 +466,9 @@ def table(res: Stress) -> str:
 
 def readme(res: Stress, command: str) -> str:
     m = res.machine
+    ingest = res.config.get("ingest", {})
+    ingested = ingest.get("files", 0) + ingest.get("unchanged", 0)
+    loads = [tuple(round(v, 2) for v in m.get(k) or ()) for k in ("loadavg_start", "loadavg_end")]
     lines = [
         f"# Recalls behind a busy model and a busy CPU, {res.started_at}",
         "",
@@ -517,11 +520,11 @@ def readme(res: Stress, command: str) -> str:
         f"- Command: `{command}`",
         f"- Code: {res.label}; {json.dumps(res.config.get('revision', {}))}",
         f"- Machine: {m['cpus']} CPUs ({m.get('cpu', '?')}), {m['platform']}, Python "
-        f"{m['python']}; load average (1, 5, 15 min) at the start {m['loadavg_start']}, at "
-        f"the end {m.get('loadavg_end')}. The machine was shared with other work.",
+        f"{m['python']}; load average (1, 5, 15 min) at the start {loads[0]}, at the end "
+        f"{loads[1]}. The machine was shared with other work.",
         f"- Model: {res.config['model']}, {res.config['threads']} llama.cpp threads, busy "
         f"prompt {res.config['busy_prompt_chars']} characters of corpus text.",
-        f"- Corpus: {res.config['corpus']} ({res.config['ingest'].get('files')} files).",
+        f"- Corpus: {res.config['corpus']} ({ingested} files).",
         f"- Conditions: {res.config['conditions']}; recalls per burst {res.config['recalls']}.",
         "",
     ]
@@ -530,6 +533,7 @@ def readme(res: Stress, command: str) -> str:
 
 def plot(res: Stress, path: Path) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -560,12 +564,14 @@ def plot(res: Stress, path: Path) -> None:
             load = f"load {b.loadavg_before:.1f} | {o.loadavg_before:.1f}"
         labels.append(f"({o.condition}) N={o.recalls}\n{load}")
     ax.set_xticks(ticks, labels, fontsize=7)
+    ax.set_yscale("symlog", linthresh=10)  # tens of ms and seconds on one axis
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     if res.before:
-        ax.set_yscale("symlog", linthresh=100)
-        ax.scatter([], [], color="tab:gray", label=f"before: {res.before_label}")
-        ax.scatter([], [], color="tab:blue", label=f"after: {res.label}")
-        ax.legend(fontsize=7, loc="upper left")
+        ax.scatter([], [], color="tab:gray", label=f"left: {res.before_label}")
+        ax.scatter([], [], color="tab:blue", label=f"right: {res.label}")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax.axhline(100, linestyle="--", linewidth=0.8, color="gray")
+    ax.annotate("100 ms", (0, 100), xycoords=("axes fraction", "data"), fontsize=7, va="bottom")
     ax.set_ylabel("lateness past the deadline (ms)")
     ax.set_title(
         f"{res.label}: recalls behind a busy model, deadline {res.config['deadline_s']:g} s, "
@@ -573,7 +579,7 @@ def plot(res: Stress, path: Path) -> None:
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
