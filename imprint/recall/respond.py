@@ -3,7 +3,8 @@
 With a plan, its steps (reads of the 7 evidence tools) run concurrently under one deadline
 and their results merge into one budgeted response. Without a plan and without a model,
 recall is exactly the compact search for the question. With the model path on, a local model
-plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`).
+plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`); the
+baseline search is gathered while it plans, so the evidence is ready when planning gives up.
 """
 
 from __future__ import annotations
