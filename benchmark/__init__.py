@@ -9,6 +9,8 @@ Run each from the repository root, as a file or as a module (`python -m benchmar
 - `benchmark/retrieval.py --data-dir PATH`: search quality per mode on a fixed query set.
 - `benchmark/concurrency.py`: a 4-step recall beside the same steps one after another.
 - `benchmark/model.py`: the bundled model's load time and tokens/s.
+- `benchmark/stress.py`: bursts of recalls behind a busy model and a busy CPU: how late past
+  their deadline they answer (publishes a plot too; needs matplotlib, in the test extra).
 - `benchmark/snapshot_reads.py`: every read tool's output, for byte-identity across refactors.
 
 Published runs are committed under `benchmark/published/`; local JSON goes to

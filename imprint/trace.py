@@ -1,7 +1,10 @@
 """`imprint trace`: the JSON log as a table per recall, the slowest row marked.
 
 Each recall's rows are its traced actor messages (the gather, each step, each model phase)
-with their actor, queue wait, run time and outcome, read from `{data_dir}/logs/imprint.jsonl`.
+with their actor, queue wait, run time and outcome, and the model phases as the recall saw
+them (`recall.model.plan`, `recall.model.answer`: how long it waited, and whether it gave up
+at the deadline), read from `{data_dir}/logs/imprint.jsonl` in log order. A row is logged
+when its work ends, so a step logged before the planning row ran while the model planned.
 """
 
 from __future__ import annotations
@@ -15,30 +18,59 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["load_recalls", "render_trace"]
+__all__ = ["MODEL_PHASES", "load_recalls", "model_outcome", "render_trace"]
+
+
+MODEL_PHASES = {"recall.model.plan": "planning", "recall.model.answer": "answering"}
 
 
 def load_recalls(lines: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    """actor.message events that carry a recall id, grouped by it, in log order."""
+    """actor.message and recall.model.* events that carry a recall id, grouped by it, in
+    log order."""
     recalls: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    purposes: dict[str, str] = {}  # request id -> what the model was asked for
     for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if event.get("event") == "actor.message" and event.get("recall_id"):
+        kind = event.get("event")
+        if kind == "inference.done" and event.get("request_id"):
+            purposes[event["request_id"]] = str(event.get("purpose", ""))
+        if (kind == "actor.message" or kind in MODEL_PHASES) and event.get("recall_id"):
             recalls[event["recall_id"]].append(event)
+    for events in recalls.values():
+        for event in events:
+            if event.get("message") == "inference.complete":
+                event.setdefault("purpose", purposes.get(event.get("request_id", ""), ""))
     return dict(recalls)
 
 
+def model_outcome(event: dict[str, Any]) -> str:
+    """A model phase's outcome from the recall's side, from the note it logged."""
+    note = str(event.get("note", ""))
+    if not note:
+        return "ok"
+    if "timed out" in note:
+        return "timeout"  # the recall stopped waiting at its deadline
+    if "no time left" in note:
+        return "skipped_late"
+    if note.startswith("model error"):
+        return "error"
+    return "fallback"  # unparseable, no valid step, an untraceable answer
+
+
 def _phase(event: dict[str, Any]) -> str:
+    if event.get("event") in MODEL_PHASES:
+        return MODEL_PHASES[event["event"]]
     kind = event.get("message", "")
     if kind == "recall.step":
         return f"step {event.get('step')}"
     if isinstance(event.get("step"), int) and event["step"] > 0:
         return f"  step {event['step']}"  # a read the step sent to a reader pool
     if kind == "inference.complete":
-        return "model"
+        purpose = event.get("purpose", "")
+        return f"model ({purpose})" if purpose else "model"
     if kind == "recall.gather":
         return "gather"
     return kind
@@ -55,20 +87,37 @@ def render_trace(log: Path, recall: str = "", console: Console | None = None) ->
         return 1
     for rid, events in recalls.items():
         slowest = max(events, key=lambda e: float(e.get("queue_ms", 0)) + float(e.get("run_ms", 0)))
+        planning = next(
+            (n for n, e in enumerate(events) if e.get("event") == "recall.model.plan"), None
+        )
         table = Table(
             title=f"recall {rid} ({events[0].get('timestamp', '')})", title_justify="left"
         )
-        for column in ("phase", "actor", "message", "queue ms", "run ms", "outcome", ""):
+        for column in ("phase", "actor", "message", "queue ms", "run ms", "outcome", "when", ""):
             table.add_column(column, justify="right" if "ms" in column else "left")
-        for e in events:
+        for n, e in enumerate(events):
+            model = e.get("event") in MODEL_PHASES
             table.add_row(
                 _phase(e),
-                str(e.get("actor", "")),
-                str(e.get("message", "")),
-                f"{float(e.get('queue_ms', 0)):.1f}",
+                "(recall)" if model else str(e.get("actor", "")),
+                str(e.get("event") if model else e.get("message", "")),
+                "" if model else f"{float(e.get('queue_ms', 0)):.1f}",
                 f"{float(e.get('run_ms', 0)):.1f}",
-                str(e.get("outcome", "")),
+                model_outcome(e) if model else str(e.get("outcome", "")),
+                _when(e, n, planning),
                 "<- slowest" if e is slowest else "",
             )
         console.print(table)
     return 0
+
+
+def _when(event: dict[str, Any], n: int, planning: int | None) -> str:
+    """Where a row falls against the planning: what ran during it, and a wait that hit the
+    deadline."""
+    if event.get("event") == "recall.model.plan":
+        return "hit the deadline" if model_outcome(event) == "timeout" else ""
+    if planning is None or event.get("event") != "actor.message":
+        return ""
+    if event.get("message") == "inference.complete":
+        return ""  # the model's own row is logged whenever the InferenceActor took it
+    return "during planning" if n < planning else "after planning"

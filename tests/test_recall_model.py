@@ -17,6 +17,7 @@ from imprint.errors import ModelMissingError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_text
+from imprint.recall import coordinator
 from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
@@ -193,6 +194,60 @@ def test_one_deadline_covers_planning_and_answering(tmp_path: Path, embedder: Em
     run(tmp_path, embedder, provider, recall={"llm_timeout_sec": 25.0})
     plan_deadline, answer_deadline = (c["deadline"] for c in provider.calls)
     assert plan_deadline == answer_deadline
+
+
+@pytest.fixture
+def steps_run(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], threading.Event]:
+    """Every step's evidence conversion, in order (a search by its query), and an event set
+    once the first step has its evidence."""
+    seen: list[str] = []
+    first = threading.Event()
+    real = coordinator.to_items
+
+    def spy(tool: str, rows: Any) -> Any:
+        out = real(tool, rows)
+        seen.append(f"search:{rows.query}" if tool == "search" else tool)
+        first.set()
+        return out
+
+    monkeypatch.setattr(coordinator, "to_items", spy)
+    return seen, first
+
+
+def test_the_baseline_search_is_gathered_while_the_model_plans(
+    tmp_path: Path, embedder: Embedder, steps_run: tuple[list[str], threading.Event]
+) -> None:
+    """Evidence first: the model cannot finish planning until the baseline search has its
+    evidence; when the plan is then useless, that search is printed, not run again."""
+    seen, searched = steps_run
+    provider = FakeProvider(tokens=["{not json"], call_gates=[searched])
+    rt = make_runtime(tmp_path, embedder, lambda: provider, llm_timeout_sec=30.0)
+    try:
+        reads = ActorReads(rt)
+        text = recall_text(reads, QUESTION)
+        assert seen == [f"search:{QUESTION}"]  # one search, gathered during planning
+        note = "note: unparseable plan\n"
+        assert text == note + search_text(reads, QUESTION, max_chars=4000 - len(note))
+    finally:
+        rt.stop()
+    assert len(provider.calls) == 1
+
+
+def test_only_the_steps_the_model_adds_run_after_planning(
+    tmp_path: Path, embedder: Embedder, steps_run: tuple[list[str], threading.Event]
+) -> None:
+    """The baseline search runs during planning, once; the model's added steps after it,
+    numbered after the baseline, and the answer sees all of them."""
+    seen, searched = steps_run
+    provider = FakeProvider(responses=[[PLAN], ["Ristretto [1]."]], call_gates=[searched])
+    text, _ = run(tmp_path, embedder, provider, recall={"llm_timeout_sec": 30.0})
+    assert seen[0] == f"search:{QUESTION}"  # before the plan existed
+    assert sorted(seen[1:]) == ["file_summary", "search:garden compost"]
+    lines = text.splitlines()
+    assert lines[1] == "step 1 search(query='espresso and gardens'): 5 results"
+    assert lines[2].startswith("step 2 search(query='garden compost')")
+    assert lines[3].startswith("step 3 file_summary(source='notes.txt')")
+    assert "answer: Ristretto [1]." in text
 
 
 class _Recorder(BaseHTTPRequestHandler):

@@ -8,6 +8,9 @@ causes (step runners bind it, so the reads they send carry it too) and each wait
 what is left of it: pykka's `get_all(timeout=)` would give every future the whole timeout.
 A step that misses the deadline is reported as timed out; its runner finishes in the
 background, its later reads are skipped by the readers, and its result is dropped.
+
+`start_plan` asks without waiting, so a recall can gather its deterministic evidence while
+the model plans and wait for it afterwards (`Gathering.wait`); `run_plan` does both at once.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from imprint.actors.lifecycle import Runtime
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
+from imprint.reads.search import SearchRows
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
 
 __all__ = [
+    "Gathering",
     "RecallCoordinator",
     "RecallCoordinatorProxy",
     "RecallPools",
@@ -40,6 +45,7 @@ __all__ = [
     "StepRunnerProxy",
     "recall_pools",
     "run_plan",
+    "start_plan",
 ]
 
 log = get_logger("imprint.recall")
@@ -59,6 +65,7 @@ class RecallRequest(Message):
     workspace: WorkspaceName
     steps: tuple[Step, ...]
     timeout_sec: float
+    first_step: int = 1  # the index of steps[0]: steps the model adds follow the baseline
 
 
 def _call(reads: Reads, msg: RunStep) -> Any:
@@ -89,8 +96,11 @@ class StepRunner(pykka.ThreadingActor):
         # The recall's deadline is bound here (by `traced`): the step's reads carry it.
         started = time.monotonic()
         items: list[Item] = []
+        rows = None
         try:
-            items, detail = to_items(msg.task.tool, _call(self.reads, msg))
+            found = _call(self.reads, msg)
+            items, detail = to_items(msg.task.tool, found)
+            rows = found if isinstance(found, SearchRows) else None
             outcome = "ok"
         except ImprintError as exc:
             detail = str(exc)
@@ -102,6 +112,7 @@ class StepRunner(pykka.ThreadingActor):
             detail=detail,
             items=tuple(items),
             run_ms=(time.monotonic() - started) * 1000,
+            rows=rows,
         )
 
 
@@ -131,7 +142,7 @@ class RecallCoordinator(pykka.ThreadingActor):
     def _recall(self, msg: RecallRequest, cwd: str) -> list[StepResult]:
         deadline = msg.deadline if msg.deadline is not None else time.monotonic() + msg.timeout_sec
         futures: list[pykka.Future[StepResult] | StoreError] = []
-        for i, step in enumerate(msg.steps, start=1):
+        for i, step in enumerate(msg.steps, start=msg.first_step):
             task = RunStep(
                 request_id=msg.request_id,
                 recall_id=msg.recall_id,
@@ -146,7 +157,8 @@ class RecallCoordinator(pykka.ThreadingActor):
             except StoreError as exc:
                 futures.append(exc)
         results: list[StepResult] = []
-        for i, (future, step) in enumerate(zip(futures, msg.steps, strict=True), start=1):
+        pairs = zip(futures, msg.steps, strict=True)
+        for i, (future, step) in enumerate(pairs, start=msg.first_step):
             left = max(0.0, deadline - time.monotonic())
             try:
                 if isinstance(future, StoreError):
@@ -222,6 +234,41 @@ def recall_pools(runtime: Runtime, reads: Reads) -> RecallPools:
     )
 
 
+class Gathering:
+    """One recall's steps, asked of a pooled coordinator and not yet waited for."""
+
+    def __init__(self, future: pykka.Future[list[StepResult]], timeout_sec: float) -> None:
+        self._future = future
+        self._timeout_sec = timeout_sec
+
+    def wait(self) -> list[StepResult]:
+        # The coordinator answers by the deadline; the margin only guards against a hang.
+        return self._future.get(timeout=self._timeout_sec + 30)
+
+
+def start_plan(
+    reads: Reads,
+    workspace: WorkspaceName,
+    steps: list[Step],
+    timeout_sec: float,
+    *,
+    recall_id: str,
+    cwd: str = "",
+    first_step: int = 1,
+) -> Gathering:
+    """Ask a pooled coordinator to run one recall's steps under one deadline, fixed now;
+    return at once."""
+    request = RecallRequest(
+        recall_id=RecallId(recall_id),
+        deadline=time.monotonic() + timeout_sec,
+        workspace=workspace,
+        steps=tuple(steps),
+        timeout_sec=timeout_sec,
+        first_step=first_step,
+    )
+    return Gathering(recall_pools(reads.runtime, reads).ask(request, cwd), timeout_sec)
+
+
 def run_plan(
     reads: Reads,
     workspace: WorkspaceName,
@@ -231,14 +278,5 @@ def run_plan(
     recall_id: str,
     cwd: str = "",
 ) -> list[StepResult]:
-    """Ask a pooled coordinator to run one recall's steps under one deadline."""
-    request = RecallRequest(
-        recall_id=RecallId(recall_id),
-        deadline=time.monotonic() + timeout_sec,
-        workspace=workspace,
-        steps=tuple(steps),
-        timeout_sec=timeout_sec,
-    )
-    future = recall_pools(reads.runtime, reads).ask(request, cwd)
-    # The coordinator answers by the deadline; the margin only guards against a hang.
-    return future.get(timeout=timeout_sec + 30)
+    """Ask a pooled coordinator to run one recall's steps under one deadline, and wait."""
+    return start_plan(reads, workspace, steps, timeout_sec, recall_id=recall_id, cwd=cwd).wait()

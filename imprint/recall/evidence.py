@@ -36,6 +36,9 @@ class StepResult(BaseModel):
     detail: str  # "10 results", or the one-line error
     items: tuple[Item, ...] = ()
     run_ms: float = 0.0
+    # A search step's rows: a recall whose planning failed prints its baseline search exactly
+    # as `search` would, from the rows gathered while the model planned.
+    rows: SearchRows | None = None
 
 
 def _record(record: Record, score: float | None = None) -> Item:

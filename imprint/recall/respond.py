@@ -3,7 +3,8 @@
 With a plan, its steps (reads of the 7 evidence tools) run concurrently under one deadline
 and their results merge into one budgeted response. Without a plan and without a model,
 recall is exactly the compact search for the question. With the model path on, a local model
-plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`).
+plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`); the
+baseline search is gathered while it plans, so the evidence is ready when planning gives up.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from imprint.providers import is_local
 from imprint.reads.evidence import Block, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.reads.search import format_search, normalize_max_chars, search_rows
-from imprint.recall.coordinator import run_plan
+from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge
 from imprint.recall.model import Answer, Planned, answer, plan_steps
 from imprint.recall.plan import Step, parse_plan
@@ -142,6 +143,11 @@ def recall_text(
     )
 
 
+def _baseline(question: str) -> Step:
+    """The plain search of the question: step 1 of every planned recall."""
+    return Step(tool="search", args={"query": question})
+
+
 def _model_recall(
     reads: Reads,
     question: str,
@@ -158,10 +164,19 @@ def _model_recall(
     recall_id = uuid.uuid4().hex[:12]
     ws = reads.open(workspace)
     inference = runtime.inference()
+    where = str(cwd) if cwd else ""
     planned = None
     if steps is None:
+        # Evidence first, model second: the baseline search is asked for before the model is
+        # and gathered while it plans, so a planning that fails or times out finds it ready
+        # instead of starting it at the deadline, behind a busy model and a busy CPU.
         with reads.deadline() as read_deadline:
-            listed = read_deadline.wait(reads.projects(Projects(workspace=ws)), "recall")
+            # The planner's one read is sent first: it must not queue behind the evidence's.
+            listing = reads.projects(Projects(workspace=ws))
+            gathering = start_plan(
+                reads, ws, [_baseline(question)], timeout_sec, recall_id=recall_id, cwd=where
+            )
+            listed = read_deadline.wait(listing, "recall")
         projects = [p for p, _ in listed]
         planned = plan_steps(inference, question, projects, deadline, recall_id=recall_id)
         log.info(
@@ -174,12 +189,23 @@ def _model_recall(
         )
         if planned.note:
             budget = max_chars - _note_room(planned.note)
-            rows = search_rows(reads, question, workspace=ws)
+            rows = gathering.wait()[0].rows
+            if rows is None:  # the gathered search failed: search again, as `search` would
+                rows = search_rows(reads, question, workspace=ws)
             return _with_note(planned.note, format_search(rows, budget, clamp=False), max_chars)
-        steps = list(planned.steps)
-    results = run_plan(
-        reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=str(cwd) if cwd else ""
-    )
+        # Only the steps the model added run after planning; the baseline is gathered.
+        added = start_plan(
+            reads,
+            ws,
+            list(planned.steps[1:]),
+            timeout_sec,
+            recall_id=recall_id,
+            cwd=where,
+            first_step=2,
+        )
+        results = gathering.wait() + added.wait()
+    else:  # the caller's plan: nothing to plan, its steps start at once
+        results = run_plan(reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=where)
     evidence = format_recall(question, results, max_chars)
     if not condense:
         return evidence

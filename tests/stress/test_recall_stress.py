@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.actors.lifecycle import Runtime
@@ -17,7 +18,7 @@ from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
-from imprint.trace import load_recalls, render_trace
+from imprint.trace import MODEL_PHASES, load_recalls, model_outcome, render_trace
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 
@@ -29,8 +30,9 @@ MARGIN = 5.0  # generous: a shared 2-core machine; the point is "by its deadline
 
 
 def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder) -> None:
-    """Each recall returns by its deadline with the deterministic evidence; none starts model
-    work late; the busy prompt still finishes; the trace shows every recall's steps."""
+    """Each recall returns by its deadline with the deterministic evidence, gathered while the
+    model planned; none starts model work late; the busy prompt still finishes; the trace
+    shows every recall's step during planning and the planning wait that hit the deadline."""
     data = tmp_path / "data"
     configure_logging(data, level="error")
     busy = threading.Event()
@@ -91,16 +93,40 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
 
     logged = log_path(data).read_text().splitlines()
     recalls = load_recalls(logged)
+    assert len(recalls) == RECALLS
     model_waits = [
-        e for events in recalls.values() for e in events if e["message"] == "inference.complete"
+        e for events in recalls.values() for e in events if e.get("message") == "inference.complete"
     ]
     assert len(model_waits) == RECALLS
+    done = [json.loads(line) for line in logged if '"inference.done"' in line]
+    (busy_done,) = (n for n, e in enumerate(done) if e["purpose"] == "tag")
+    taken = {e["recall_id"] for e in done[busy_done + 1 :] if e.get("recall_id")}
     for event in model_waits:
-        # Each waited past its deadline in the mailbox and was not run: the log says so.
-        assert event["outcome"] == "skipped_late" and event["queue_ms"] >= DEADLINE * 1000
-    skipped = [json.loads(line) for line in logged if '"inference.done"' in line]
-    assert sum(1 for e in skipped if e["outcome"] == "skipped-late") == RECALLS
-    assert render_trace(log_path(data), console=None) == 0
+        # Each waited in the mailbox behind the busy prompt, past its deadline, and was not
+        # run: the log says so.
+        assert event["outcome"] == "skipped_late" and event["recall_id"] in taken
+    assert sum(1 for e in done if e["outcome"] == "skipped-late") == RECALLS
+    for rid, events in recalls.items():
+        # Evidence first: the baseline search (step 1, the recall's only step) was gathered
+        # while the model planned, and finished before the planning wait hit the deadline;
+        # the fallback printed it rather than searching again after the deadline.
+        order = [
+            (e.get("message") or e["event"], e.get("outcome") or model_outcome(e))
+            for e in events
+            if e.get("message") in ("recall.step", "recall.gather") or e["event"] in MODEL_PHASES
+        ]
+        assert order == [
+            ("recall.step", "ok"),
+            ("recall.gather", "ok"),
+            ("recall.model.plan", "timeout"),
+        ], (rid, order)
+        (step,) = (e for e in events if e.get("message") == "recall.step")
+        assert step["step"] == 1
+    console = Console(width=200, record=True)
+    assert render_trace(log_path(data), console=console) == 0
+    out = console.export_text()
+    assert out.count("hit the deadline") == RECALLS and "during planning" in out
+    assert out.count("model (recall.plan)") == RECALLS  # the planning request's own row
 
 
 def test_trace_renders_steps_with_queue_and_run_times(
@@ -129,10 +155,9 @@ def test_trace_renders_steps_with_queue_and_run_times(
     assert ("recall.step", 1) in kinds and ("recall.step", 2) in kinds
     assert ("vector_query", 1) in kinds and ("fact_query", 2) in kinds  # reads carry the step
     assert ("recall.gather", -1) in kinds
-    from rich.console import Console
-
     console = Console(width=160, record=True)
     assert render_trace(log_path(data), console=console) == 0
     out = console.export_text()
+    assert "planning" not in out  # no model: no model rows, nothing ran "during planning"
     assert "step 1" in out and "step 2" in out and "<- slowest" in out
     assert "StepRunner-1" in out and "queue ms" in out
