@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pykka
 
-from imprint._fs import atomic_write_text
+from imprint._fs import atomic_write_text, private_dir
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.readers import (
     FactReader,
@@ -78,6 +78,7 @@ class Runtime:
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Runtime:
+        private_dir(self.data_dir)
         size = self.config.readers.pool_size
         self.vector_pool = ReaderPool(
             [VectorReader.start(self, self.embedder, i) for i in range(size)]
