@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -279,9 +280,11 @@ async def _token_client(url: str, token: str) -> AsyncIterator[Client]:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = {"Authorization": f"Bearer {token}"}
-    async with create_mcp_http_client(headers) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    async with (
+        create_mcp_http_client(headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
@@ -412,3 +415,44 @@ def test_cli_commands_go_through_a_running_daemon(data_dir: Path, tmp_path: Path
     bad = cli("search", "x", "--mode", "fuzzy")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: mode: 'fuzzy' is not allowed; ")
+
+
+def test_every_file_imprint_creates_is_private(data_dir: Path, tmp_path: Path) -> None:
+    """Under a permissive umask (022), a stdio session's data dir still ends up owner-only:
+    every folder 0700 and every file 0600: SQLite with its -wal/-shm, Chroma, logs, run/."""
+    params = _stdio(data_dir, tmp_path)
+    params.args = ["-c", f"umask 022; exec {sys.executable} -m imprint.cli serve"]
+
+    async def go() -> None:
+        async with Client(params) as client:
+            _text(await client.call_tool("store", {"content": "the private heron"}))
+            _text(
+                await client.call_tool(
+                    "ingest_content", {"name": "notes.md", "content": "# Notes\n\nPrivate."}
+                )
+            )
+
+    anyio.run(go)
+    assert _daemon_pid(data_dir) is not None  # still running: the -wal and -shm files exist
+    seen: dict[str, int] = {}
+    for path in [data_dir, *data_dir.rglob("*")]:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        seen[str(path.relative_to(data_dir))] = stat.S_IMODE(info.st_mode)
+    names = set(seen)
+    for expected in (
+        "workspaces/default/imprint.sqlite3",
+        "workspaces/default/imprint.sqlite3-wal",
+        "workspaces/default/imprint.sqlite3-shm",
+        "workspaces/default/chroma/chroma.sqlite3",
+        "logs/imprint.jsonl",
+        "run/daemon.json",
+    ):
+        assert expected in names, sorted(names)
+    open_to_others = {
+        name: f"{mode:04o}"
+        for name, mode in seen.items()
+        if mode & 0o077 or (Path(data_dir / name).is_dir() and mode != 0o700)
+    }
+    assert open_to_others == {}
