@@ -41,7 +41,7 @@ def _clean(value: Any) -> Any:
         for secret in _secrets:
             if secret in value:
                 value = value.replace(secret, "***")
-        return _URL_QUERY.sub(r"\1?…", value)
+        return _URL_QUERY.sub(r"\1?...", value)
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
