@@ -24,6 +24,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
+from imprint._fs import private_dir
 from imprint.actors.lifecycle import Runtime
 from imprint.tools import (
     delete,
@@ -138,7 +139,7 @@ def http_token(data_dir: Path) -> str:
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
             return token
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

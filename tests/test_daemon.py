@@ -20,7 +20,7 @@ import tempfile
 import textwrap
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -244,15 +244,20 @@ def _bridge(data_dir: Path, shared: Path) -> subprocess.CompletedProcess[str]:
     env.update(
         {"TMPDIR": str(shared), "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_LOG_FILE": "false"}
     )
-    return subprocess.run(
-        [sys.executable, "-m", "imprint.cli", "serve"],
-        input=INITIALIZE,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    command = [sys.executable, "-m", "imprint.cli", "serve"]
+    try:
+        return subprocess.run(
+            command,
+            input=INITIALIZE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # Talking to a squatter that never answers: the callers check what it stole first.
+        return subprocess.CompletedProcess(command, -1, "", f"timed out: {exc}")
 
 
 def _stolen(shared: Path, squatter: subprocess.Popen[str]) -> bytes:
@@ -324,8 +329,11 @@ def socket_path_under(shared: Path, data_dir: Path) -> Path:
 # --- the daemon's end: peers, hello, cap, idle exit ------------------------------------------
 
 
+StartDaemon = Callable[..., tuple[Daemon, threading.Thread]]
+
+
 @pytest.fixture
-def serve(private_env: Path, tmp_path: Path) -> Iterator[object]:
+def serve(private_env: Path, tmp_path: Path) -> Iterator[StartDaemon]:
     """Start a real Daemon (runtime, socket, accept loop) with the given knobs; stop it after."""
     started: list[tuple[Daemon, threading.Thread]] = []
 
@@ -369,7 +377,7 @@ def _read_until_closed(sock: socket.socket) -> bytes:
     return data
 
 
-def test_daemon_answers_its_own_user_then_speaks_mcp(serve) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_answers_its_own_user_then_speaks_mcp(serve: StartDaemon) -> None:
     """The daemon's own user gets {"ok": true} after the hello, then MCP as before."""
     d, _ = serve()
     with _client(d.path) as sock, sock.makefile("rb") as reader:
@@ -379,7 +387,7 @@ def test_daemon_answers_its_own_user_then_speaks_mcp(serve) -> None:  # type: ig
     assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "imprint"
 
 
-def test_daemon_refuses_a_peer_of_another_uid_fake_lookup(serve) -> None:  # type: ignore[no-untyped-def]
+def test_daemon_refuses_a_peer_of_another_uid_fake_lookup(serve: StartDaemon) -> None:
     """With the peer-credential lookup saying another uid, the daemon closes at once and
     sends nothing, whatever the peer sends."""
     d, _ = serve(peer_uid=lambda _sock: os.getuid() + 1)
@@ -389,8 +397,8 @@ def test_daemon_refuses_a_peer_of_another_uid_fake_lookup(serve) -> None:  # typ
         assert _read_until_closed(sock) == b""
 
 
-def test_daemon_refuses_a_real_second_user(  # type: ignore[no-untyped-def]
-    serve, other_user: OtherUser, shared_tmp: Path
+def test_daemon_refuses_a_real_second_user(
+    serve: StartDaemon, other_user: OtherUser, shared_tmp: Path
 ) -> None:
     """A second user who reaches the socket (hard-linked out, opened 0666, as if the folder
     failed) still gets nothing: SO_PEERCRED shows its uid and the daemon closes."""
@@ -449,7 +457,7 @@ def test_bridge_refuses_a_listener_of_another_uid_fake_lookup(
         assert _read_until_closed(conn) == b""
 
 
-def test_a_connection_that_never_says_hello_does_not_block_idle_exit(serve) -> None:  # type: ignore[no-untyped-def]
+def test_a_connection_that_never_says_hello_does_not_block_idle_exit(serve: StartDaemon) -> None:
     """Idle exit happens with a silent connection open (hello timeout far away)."""
     d, thread = serve(idle_exit_sec=0.3, hello_timeout_sec=600)
     with _client(d.path):
@@ -457,7 +465,7 @@ def test_a_connection_that_never_says_hello_does_not_block_idle_exit(serve) -> N
         assert not thread.is_alive(), "the daemon stayed up for a connection without a hello"
 
 
-def test_a_silent_or_trickling_hello_is_cut_at_the_hello_timeout(serve) -> None:  # type: ignore[no-untyped-def]
+def test_a_silent_or_trickling_hello_is_cut_at_the_hello_timeout(serve: StartDaemon) -> None:
     """No hello within hello_timeout_sec: closed. Trickling a byte at a time does not extend
     it (the deadline is for the whole line, not per read)."""
     d, _ = serve(hello_timeout_sec=0.3)
@@ -480,7 +488,7 @@ def test_a_silent_or_trickling_hello_is_cut_at_the_hello_timeout(serve) -> None:
     assert closed, "a trickling peer kept its connection past the hello timeout"
 
 
-def test_an_oversized_hello_is_refused_without_buffering_it(serve) -> None:  # type: ignore[no-untyped-def]
+def test_an_oversized_hello_is_refused_without_buffering_it(serve: StartDaemon) -> None:
     """More than HELLO_MAX_BYTES without a newline: the daemon stops reading and closes;
     it keeps serving others."""
     d, _ = serve(hello_timeout_sec=600)
@@ -493,7 +501,7 @@ def test_an_oversized_hello_is_refused_without_buffering_it(serve) -> None:  # t
         assert json.loads(reader.readline()) == {"ok": True}
 
 
-def test_connections_over_the_cap_get_a_one_line_error(serve) -> None:  # type: ignore[no-untyped-def]
+def test_connections_over_the_cap_get_a_one_line_error(serve: StartDaemon) -> None:
     """At max_connections open, the next one is told so (one line) and closed; closing one
     makes room again."""
     d, _ = serve(max_connections=2, hello_timeout_sec=600)
@@ -508,8 +516,8 @@ def test_connections_over_the_cap_get_a_one_line_error(serve) -> None:  # type: 
             assert daemon_mod._handshake(fourth, _hello()) is True
 
 
-def test_a_malformed_hello_never_reaches_the_logs(  # type: ignore[no-untyped-def]
-    serve, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+def test_a_malformed_hello_never_reaches_the_logs(
+    serve: StartDaemon, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """A password in a malformed hello is not logged (no locals, no raw bytes), in the JSON
     file or on stderr; the refusal itself is logged."""

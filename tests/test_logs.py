@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from imprint.logs import add_secret, configure_logging, get_logger, log_path
+from imprint.logs import configure_logging, get_logger, log_path
 
 
 @pytest.fixture
@@ -87,6 +87,8 @@ def test_registered_secrets_and_secret_fields_are_masked(
 ) -> None:
     """An API key registered by a provider never appears, whatever carries it (an error
     text, a field); fields named like secrets show only whether they are set."""
+    from imprint.logs import add_secret
+
     _configure(logged)
     add_secret("sk-live-abcdef123456")
     log = get_logger("imprint.test")
