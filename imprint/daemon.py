@@ -137,7 +137,7 @@ def peer_uid(sock: socket.socket) -> int | None:
         creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         return int(struct.unpack("3i", creds)[1])
     if hasattr(socket, "LOCAL_PEERCRED"):  # macOS/BSD: struct xucred {version, uid, ...}
-        creds = sock.getsockopt(0, socket.LOCAL_PEERCRED, struct.calcsize("2I"))
+        creds = sock.getsockopt(0, socket.LOCAL_PEERCRED, 76)  # sizeof(struct xucred)
         return int(struct.unpack("2I", creds[: struct.calcsize("2I")])[1])
     return None
 
