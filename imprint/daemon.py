@@ -146,6 +146,51 @@ def _run_dir(data_dir: Path) -> Path:
     return private_dir(data_dir / "run")
 
 
+class _Deadlines:
+    """One thread that shuts each connection still waiting for its hello at its deadline
+    (one thread for all of them, not a timer thread per connection)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[socket.socket, tuple[float, threading.Event]] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, conn: socket.socket, seconds: float) -> threading.Event:
+        """The returned event is set if the deadline shut the connection."""
+        expired = threading.Event()
+        with self._cond:
+            self._due[conn] = (time.monotonic() + seconds, expired)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="imprint-hello-watch", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return expired
+
+    def remove(self, conn: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(conn, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                for conn, (due, expired) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[conn]
+                        expired.set()
+                        _shut(conn)
+                soonest = min((due for due, _ in self._due.values()), default=None)
+                self._cond.wait(None if soonest is None else max(0.0, soonest - now))
+
+
 class Daemon:
     """Owns the runtime; serves MCP sessions on a Unix socket (and optionally HTTP)."""
 
@@ -172,6 +217,7 @@ class Daemon:
         self._last_change = time.monotonic()
         self._state = threading.Condition()
         self._stopping = threading.Event()
+        self._hello_watch = _Deadlines()
         self.runtime: Runtime | None = None
         self._listener: socket.socket | None = None
 
@@ -244,25 +290,17 @@ class Daemon:
     def _read_hello(self, conn: socket.socket) -> tuple[io.BufferedReader, dict[str, Any]] | None:
         """One line of at most HELLO_MAX_BYTES within hello_timeout_sec; None otherwise.
 
-        A watchdog shuts the socket at the deadline, so a peer trickling bytes cannot stretch
+        The watch shuts the socket at the deadline, so a peer trickling bytes cannot stretch
         the wait the way a per-read timeout would let it.
         """
         raw = conn.makefile("rb")
-        timed_out = threading.Event()
-
-        def expire() -> None:
-            timed_out.set()
-            _shut(conn)
-
-        watchdog = threading.Timer(self.hello_timeout_sec, expire)
-        watchdog.daemon = True
-        watchdog.start()
+        timed_out = self._hello_watch.add(conn, self.hello_timeout_sec)
         try:
             line = raw.readline(HELLO_MAX_BYTES + 1)
         except OSError:
             line = b""
         finally:
-            watchdog.cancel()
+            self._hello_watch.remove(conn)
         if not line and not timed_out.is_set():
             return None  # a probe (daemon_alive): connected and closed, nothing to report
         if not line.endswith(b"\n"):
@@ -351,6 +389,7 @@ class Daemon:
 
     def shutdown(self) -> None:
         self._stopping.set()
+        self._hello_watch.close()
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)
