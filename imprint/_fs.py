@@ -1,21 +1,57 @@
-"""Small file-system helpers: atomic writes."""
+"""Small file-system helpers: atomic writes and private (owner-only) files and folders.
+
+Everything Imprint creates in the data dir is the user's alone: folders 0700, files 0600,
+whatever the umask (other users on the machine must not read memories, logs or tokens).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text"]
+__all__ = ["PRIVATE_UMASK", "atomic_write_text", "private_dir", "private_file"]
+
+# The owner process (daemon, `serve --http`, in-process CLI commands) runs under this umask, so
+# files that libraries create for us (SQLite's -wal/-shm, Chroma's segments) are private too.
+PRIVATE_UMASK = 0o077
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) as 0700; an existing folder is narrowed to 0700."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in [path, *missing]:
+        with contextlib.suppress(OSError):
+            if folder.stat().st_mode & 0o077:
+                os.chmod(folder, 0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create `path` empty as 0600 if missing; an existing file is narrowed to 0600."""
+    private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return path
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write to a temporary file beside `path`, fsync it, then rename over `path`.
 
     A reader sees the old file or the new one, never a half-written one, even if the
-    process dies mid-write.
+    process dies mid-write. The file is 0600 (mkstemp's mode).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -337,8 +337,13 @@ def serve(
     import signal
     import threading
 
-    from imprint.server import build_server
+    import uvicorn
 
+    from imprint.logs import add_secret
+    from imprint.server import build_server, client_config_lines, http_app, http_token
+
+    token = http_token(root)
+    add_secret(token)
     daemon = Daemon(root, config, idle_exit_sec=None)
     if not daemon.acquire():
         raise ImprintError(
@@ -353,8 +358,20 @@ def serve(
         port = port or config.server.http_port
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        err.print(f"imprint: MCP over streamable HTTP at http://127.0.0.1:{port}/mcp")
-        server.run("streamable-http", host="127.0.0.1", port=port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        for line in client_config_lines(url, token, root / "http_token"):
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
+        # No access log (it would carry query strings); uvicorn logs through our handlers.
+        uvicorn.Server(
+            uvicorn.Config(
+                http_app(server, port, token),
+                host="127.0.0.1",
+                port=port,
+                access_log=False,
+                log_config=None,
+                log_level="warning",
+            )
+        ).run()
     finally:
         daemon.close()
 
@@ -422,26 +439,35 @@ def config_list() -> None:
     """Every key with its value and what it accepts."""
     config = cfg.load_config()
     for key in cfg.all_keys():
-        value = cfg.get_value(config, key)
-        if key.endswith("api_key") and value:
-            value = "***"
-        typer.echo(f"{key} = {value!r}  # {cfg.describe_allowed(key)}")
+        value = cfg.shown_value(config, key)
+        shown = value if cfg.is_secret(key) else repr(value)
+        typer.echo(f"{key} = {shown}  # {cfg.describe_allowed(key)}")
 
 
 @config_app.command("get")
-def config_get(key: str) -> None:
-    """Print one key's value (file and environment applied)."""
-    typer.echo(cfg.get_value(cfg.load_config(), key))
+def config_get(
+    key: str,
+    reveal: Annotated[bool, typer.Option("--reveal", help="print a secret's value")] = False,
+) -> None:
+    """Print one key's value (file and environment applied); secrets as set / not set."""
+    typer.echo(cfg.shown_value(cfg.load_config(), key, reveal=reveal))
 
 
 @config_app.command("set")
 def config_set(key: str, value: str) -> None:
     """Validate and store a value in {data_dir}/config.toml (written atomically)."""
     stored = cfg.set_value(cfg.data_dir(), key, value)
-    typer.echo(f"{key} = {stored!r}")
+    if cfg.is_secret(key):
+        typer.echo(f"{key} = {'set' if stored else 'not set'}")
+    else:
+        typer.echo(f"{key} = {stored!r}")
 
 
 def main() -> None:
+    # Whatever this process creates in the data dir (SQLite, Chroma, logs) is the user's alone.
+    from imprint._fs import PRIVATE_UMASK
+
+    os.umask(PRIVATE_UMASK)
     try:
         app(standalone_mode=False)
     except ImprintError as exc:

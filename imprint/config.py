@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from imprint._fs import atomic_write_text
+from imprint._fs import atomic_write_text, private_dir
 from imprint.errors import ConfigError
 
 __all__ = [
@@ -28,8 +28,11 @@ __all__ = [
     "describe_allowed",
     "flatten",
     "get_value",
+    "is_secret",
     "load_config",
+    "secret_state",
     "set_value",
+    "shown_value",
 ]
 
 ENV_PREFIX = "IMPRINT_"
@@ -131,7 +134,10 @@ class TaggerConfig(_Group):
     provider: Provider = Field(default="none")
     model: str = Field(default="")
     base_url: str = Field(default="")
-    api_key: str = Field(default="", description="else the provider's usual environment variable")
+    # repr=False: a Config printed in a traceback or a log line never shows the key.
+    api_key: str = Field(
+        default="", repr=False, description="else the provider's usual environment variable"
+    )
     timeout_sec: float = Field(default=20.0, gt=0, le=600)
     local: LocalModelConfig = Field(default_factory=LocalModelConfig)
 
@@ -174,6 +180,41 @@ class Config(BaseModel):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
+
+
+# Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.
+SECRET_KEYS = frozenset({"tagger.api_key"})
+# Where a provider finds its key when tagger.api_key is empty (the providers read these).
+PROVIDER_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+
+
+def is_secret(key: str) -> bool:
+    return key in SECRET_KEYS
+
+
+def secret_state(config: Config, key: str, environ: Mapping[str, str] | None = None) -> str:
+    """`set`, `set (from ENV_NAME)` or `not set`: never the secret itself."""
+    if get_value(config, key):
+        return "set"
+    env = os.environ if environ is None else environ
+    if key == "tagger.api_key":
+        for name in PROVIDER_KEY_ENV.get(config.tagger.provider, ()):
+            if env.get(name):
+                return f"set (from {name})"
+    return "not set"
+
+
+def shown_value(
+    config: Config, key: str, *, reveal: bool = False, environ: Mapping[str, str] | None = None
+) -> Any:
+    """A key's value as commands print it: secrets as their state unless `reveal`."""
+    if is_secret(key) and not reveal:
+        return secret_state(config, key, environ)
+    return get_value(config, key)
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -271,6 +312,8 @@ def _validate(flat: Mapping[str, Any], origin: str) -> Config:
         key = ".".join(str(p) for p in err["loc"])
         if key in all_keys():
             value = flat.get(key, err.get("input"))
+            if is_secret(key):
+                value = "***"  # a malformed key is still a key: never in an error
             allowed = describe_allowed(key)
             raise ConfigError(
                 f"config: {key}={value!r} ({origin}) is not allowed: {allowed}"
@@ -327,6 +370,6 @@ def set_value(root: Path, key: str, raw: str) -> Any:
     config = _validate(updated, "given")
     value = get_value(config, key)
     current[key] = value
-    root.mkdir(parents=True, exist_ok=True)
+    private_dir(root)
     atomic_write_text(config_path(root), tomli_w.dumps(_nest(current)))
     return value

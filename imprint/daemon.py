@@ -8,23 +8,35 @@ connection as its own MCP session over the shared runtime and exits after
 `server.idle_exit_sec` without connections.
 
 Wire format on the socket: one JSON line `{"cwd": ..., "pid": ...}` from the bridge (tools
-such as ingest_path resolve paths against the client's working directory), then MCP's
-newline-delimited JSON-RPC, byte for byte as on stdio.
+such as ingest_path resolve paths against the client's working directory), one JSON line
+back (`{"ok": true}` or `{"error": "..."}`), then MCP's newline-delimited JSON-RPC, byte for
+byte as on stdio.
+
+Who may talk to whom: the socket lives in a folder only the user can enter
+(`$XDG_RUNTIME_DIR/imprint`, else `{tmp}/imprint-<uid>`), checked on both ends (a real folder,
+not a symlink, owned by the user, mode 0700), and each end asks the kernel who the other is
+(SO_PEERCRED): the daemon serves only its own user, the bridge talks only to a daemon of its
+own user. Before its hello a connection is bounded: one line of at most HELLO_MAX_BYTES within
+hello_timeout_sec, at most max_connections open, and it does not keep the daemon alive.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import signal
 import socket
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +44,7 @@ import anyio
 from filelock import FileLock, Timeout
 from mcp.server.stdio import stdio_server
 
+from imprint._fs import atomic_write_text, private_dir, private_file
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import StoreError
@@ -43,41 +56,169 @@ __all__ = [
     "bridge_stdio",
     "connect",
     "daemon_alive",
+    "peer_uid",
     "run_daemon",
+    "socket_dir",
     "socket_path",
     "stop_daemon",
 ]
 
 log = get_logger("imprint.daemon")
 CONNECT_WAIT_SEC = 90.0
+HELLO_TIMEOUT_SEC = 10.0
+HELLO_MAX_BYTES = 64 * 1024
+MAX_CONNECTIONS = 64
+_SUN_PATH_MAX = 104  # sockaddr_un.sun_path: 108 bytes on Linux, 104 on macOS
 
 
-def socket_path(data_dir: Path) -> Path:
+def _check_private(folder: Path, what: str) -> None:
+    """The folder must be a real directory (not a symlink), owned by us, mode 0700."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise StoreError(f"daemon: cannot use the {what} {folder}: {exc.strerror}") from exc
+    uid = os.getuid()
+    if stat.S_ISLNK(info.st_mode):
+        raise StoreError(
+            f"daemon: the {what} {folder} is a symlink; refusing it (remove it and retry)"
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise StoreError(f"daemon: the {what} {folder} is not a directory; remove it and retry")
+    if info.st_uid != uid:
+        raise StoreError(
+            f"daemon: the {what} {folder} is owned by uid {info.st_uid}, not you "
+            f"(uid {uid}); refusing it (another user may be squatting it)"
+        )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise StoreError(
+            f"daemon: the {what} {folder} has mode {stat.S_IMODE(info.st_mode):04o}; "
+            "it must be 0700 (chmod 700 it or remove it)"
+        )
+
+
+def socket_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's private folder for daemon sockets, created 0700 and checked.
+
+    `$XDG_RUNTIME_DIR/imprint` when XDG_RUNTIME_DIR is set (that folder is the user's own,
+    checked too), else `{tmp}/imprint-<uid>`; anything not owned by the user, not 0700 or a
+    symlink is refused with a one-line error instead of being used.
+    """
+    env = os.environ if environ is None else environ
+    uid = os.getuid()
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime:
+        base = Path(runtime)
+        _check_private(base, "runtime folder $XDG_RUNTIME_DIR")
+        folder = base / "imprint"
+    else:
+        folder = Path(tempfile.gettempdir()) / f"imprint-{uid}"
+    with contextlib.suppress(FileExistsError):
+        # Not private_dir: an existing folder is checked, never repaired (it may be a trap).
+        os.mkdir(folder, 0o700)
+    _check_private(folder, "socket folder")
+    return folder
+
+
+def socket_path(data_dir: Path, environ: Mapping[str, str] | None = None) -> Path:
     """Short and per data dir: Unix socket paths are limited to about 100 bytes."""
     digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    return Path(tempfile.gettempdir()) / f"imprint-{uid}-{digest}.sock"
+    path = socket_dir(environ) / f"{digest}.sock"
+    if len(os.fsencode(path)) >= _SUN_PATH_MAX:
+        raise StoreError(
+            f"daemon: socket path {path} is longer than {_SUN_PATH_MAX - 1} bytes; "
+            "set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder"
+        )
+    return path
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the platform
+    cannot tell (then the private socket folder is the only guard)."""
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", creds)[1])
+    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS/BSD: struct xucred {version, uid, ...}
+        creds = sock.getsockopt(0, socket.LOCAL_PEERCRED, 76)  # sizeof(struct xucred)
+        return int(struct.unpack("2I", creds[: struct.calcsize("2I")])[1])
+    return None
 
 
 def _run_dir(data_dir: Path) -> Path:
-    path = data_dir / "run"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(data_dir / "run")
+
+
+class _Deadlines:
+    """One thread that shuts each connection still waiting for its hello at its deadline
+    (one thread for all of them, not a timer thread per connection)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[socket.socket, tuple[float, threading.Event]] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, conn: socket.socket, seconds: float) -> threading.Event:
+        """The returned event is set if the deadline shut the connection."""
+        expired = threading.Event()
+        with self._cond:
+            self._due[conn] = (time.monotonic() + seconds, expired)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="imprint-hello-watch", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return expired
+
+    def remove(self, conn: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(conn, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                for conn, (due, expired) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[conn]
+                        expired.set()
+                        _shut(conn)
+                soonest = min((due for due, _ in self._due.values()), default=None)
+                self._cond.wait(None if soonest is None else max(0.0, soonest - now))
 
 
 class Daemon:
     """Owns the runtime; serves MCP sessions on a Unix socket (and optionally HTTP)."""
 
-    def __init__(self, data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        config: Config,
+        *,
+        idle_exit_sec: float | None,
+        hello_timeout_sec: float = HELLO_TIMEOUT_SEC,
+        max_connections: int = MAX_CONNECTIONS,
+        peer_uid: Callable[[socket.socket], int | None] = peer_uid,
+    ) -> None:
         self.data_dir = data_dir
         self.config = config
         self.idle_exit_sec = idle_exit_sec
+        self.hello_timeout_sec = hello_timeout_sec
+        self.max_connections = max_connections
+        self._peer_uid = peer_uid
         self.path = socket_path(data_dir)
-        self._lock = FileLock(_run_dir(data_dir) / "daemon.lock", thread_local=False)
-        self._active = 0
+        self._lock = FileLock(_run_dir(data_dir) / "daemon.lock", thread_local=False, mode=0o600)
+        self._active = 0  # sessions past their hello: only these keep the daemon alive
+        self._open = 0  # every accepted connection, hello or not: the cap counts these
         self._last_change = time.monotonic()
         self._state = threading.Condition()
         self._stopping = threading.Event()
+        self._hello_watch = _Deadlines()
         self.runtime: Runtime | None = None
         self._listener: socket.socket | None = None
 
@@ -88,14 +229,19 @@ class Daemon:
         except Timeout:
             return False
         info = {"pid": os.getpid(), "socket": str(self.path)}
-        (_run_dir(self.data_dir) / "daemon.json").write_text(json.dumps(info), encoding="utf-8")
+        atomic_write_text(_run_dir(self.data_dir) / "daemon.json", json.dumps(info))
         return True
 
     def start(self) -> None:
         self.runtime = Runtime(self.data_dir, self.config).start()
         self.path.unlink(missing_ok=True)  # a stale socket of a daemon that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.path))
+        # Bound 0600 from the start: no moment at which another user may connect.
+        old = os.umask(0o177)
+        try:
+            listener.bind(str(self.path))
+        finally:
+            os.umask(old)
         os.chmod(self.path, 0o600)
         listener.listen(64)
         self._listener = listener
@@ -109,12 +255,73 @@ class Daemon:
                 conn, _ = self._listener.accept()
             except OSError:
                 break
-            with self._state:
-                self._active += 1
-                self._last_change = time.monotonic()
+            if not self._admit(conn):
+                with contextlib.suppress(OSError):
+                    conn.close()
+                continue
             threading.Thread(
                 target=self._serve_connection, args=(conn,), name="imprint-session", daemon=True
             ).start()
+
+    def _admit(self, conn: socket.socket) -> bool:
+        """Only this user's processes, and at most max_connections at a time."""
+        try:
+            uid = self._peer_uid(conn)
+        except OSError:
+            log.warning("daemon.peer.unknown")
+            return False
+        if uid is not None and uid != os.getuid():
+            log.warning("daemon.peer.refused", peer_uid=uid, own_uid=os.getuid())
+            return False
+        with self._state:
+            if self._open >= self.max_connections:
+                full = True
+            else:
+                full = False
+                self._open += 1
+        if full:
+            log.warning("daemon.connection.refused", reason="cap", cap=self.max_connections)
+            msg = f"daemon: {self.max_connections} connections are open (the cap); close some"
+            with contextlib.suppress(OSError):
+                conn.settimeout(1.0)
+                conn.sendall((json.dumps({"error": msg}) + "\n").encode())
+            return False
+        return True
+
+    def _read_hello(self, conn: socket.socket) -> tuple[io.BufferedReader, dict[str, Any]] | None:
+        """One line of at most HELLO_MAX_BYTES within hello_timeout_sec; None otherwise.
+
+        The watch shuts the socket at the deadline, so a peer trickling bytes cannot stretch
+        the wait the way a per-read timeout would let it.
+        """
+        raw = conn.makefile("rb")
+        timed_out = self._hello_watch.add(conn, self.hello_timeout_sec)
+        try:
+            line = raw.readline(HELLO_MAX_BYTES + 1)
+        except OSError:
+            line = b""
+        finally:
+            self._hello_watch.remove(conn)
+        if not line and not timed_out.is_set():
+            return None  # a probe (daemon_alive): connected and closed, nothing to report
+        if not line.endswith(b"\n"):
+            if len(line) > HELLO_MAX_BYTES:
+                reason = "too long"
+            elif timed_out.is_set():
+                reason = "no hello in time"
+            else:
+                reason = "closed before the end of the hello"
+            log.warning("daemon.hello.refused", reason=reason, received_bytes=len(line))
+            return None
+        try:
+            hello = json.loads(line)
+        except ValueError:
+            hello = None
+        if not isinstance(hello, dict):
+            # Never the bytes themselves: they are whatever the peer sent.
+            log.warning("daemon.hello.refused", reason="not a JSON object")
+            return None
+        return raw, hello
 
     def _watch_idle(self) -> None:
         if self.idle_exit_sec is None:
@@ -129,10 +336,22 @@ class Daemon:
                 self._state.wait(timeout=max(0.5, self.idle_exit_sec - idle_for))
 
     def _serve_connection(self, conn: socket.socket) -> None:
+        started = False
         try:
-            reader = conn.makefile("r", encoding="utf-8", newline="\n")
+            got = self._read_hello(conn)
+            if got is None:
+                return
+            raw, hello = got
+            with self._state:
+                if self._stopping.is_set():
+                    return
+                self._active += 1
+                self._last_change = time.monotonic()
+                started = True
+            reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
             writer = conn.makefile("w", encoding="utf-8", newline="\n")
-            hello = json.loads(reader.readline() or "{}")
+            writer.write(json.dumps({"ok": True}) + "\n")
+            writer.flush()
             cwd = Path(hello.get("cwd") or os.getcwd())
             roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
             log.info(
@@ -148,10 +367,13 @@ class Daemon:
             with contextlib.suppress(OSError):
                 conn.close()
             with self._state:
-                self._active -= 1
-                self._last_change = time.monotonic()
+                self._open -= 1
+                if started:
+                    self._active -= 1
+                    self._last_change = time.monotonic()
                 self._state.notify_all()
-            log.info("daemon.session.end")
+            if started:
+                log.info("daemon.session.end")
 
     async def _session(
         self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
@@ -168,6 +390,7 @@ class Daemon:
 
     def shutdown(self) -> None:
         self._stopping.set()
+        self._hello_watch.close()
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)
@@ -202,18 +425,37 @@ def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -
     return 0
 
 
+def _shut(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+
+
 def _try_connect(path: Path) -> socket.socket | None:
+    """A connection to a daemon of this user at `path`; None when nothing listens there.
+
+    A listener of another user is refused with an error before anything is sent to it.
+    """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
     except OSError:
         sock.close()
         return None
+    try:
+        uid = peer_uid(sock)
+    except OSError:
+        uid = None
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise StoreError(
+            f"daemon: {path} is served by uid {uid}, not you (uid {os.getuid()}); "
+            "refusing to talk to it"
+        )
     return sock
 
 
 def _spawn_daemon(data_dir: Path) -> None:
-    log_file = _run_dir(data_dir) / "daemon.stderr.log"
+    log_file = private_file(_run_dir(data_dir) / "daemon.stderr.log")
     with log_file.open("ab") as err:
         subprocess.Popen(
             [sys.executable, "-m", "imprint.cli", "daemon"],
@@ -233,7 +475,9 @@ def connect(data_dir: Path) -> socket.socket:
     if sock is not None:
         return sock
     # One starter at a time: the others wait here, then find the daemon it started.
-    with FileLock(_run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC):
+    with FileLock(
+        _run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC, mode=0o600
+    ):
         sock = _try_connect(path)
         if sock is not None:
             return sock
@@ -299,12 +543,47 @@ def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
     )
 
 
+def _handshake(sock: socket.socket, hello: bytes) -> bool:
+    """Send the hello and read the daemon's answer: True when it serves this session, False
+    when it closed first (it was stopping), an error when it refused."""
+    sock.settimeout(CONNECT_WAIT_SEC)
+    try:
+        sock.sendall(hello)
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 4096:
+            byte = sock.recv(1)  # byte by byte: what follows the line is MCP, left unread
+            if not byte:
+                return False
+            line += byte
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(None)
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not (answer.get("ok") or answer.get("error")):
+        raise StoreError("daemon: its answer to the hello is not one this version knows")
+    if answer.get("error"):
+        raise StoreError(str(answer["error"]).splitlines()[0])
+    return True
+
+
 def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     """Copy stdin to the daemon and the daemon to stdout until either side closes."""
-    sock = connect(data_dir)
     roots = [str(Path(p).expanduser().resolve()) for p in allow or []]
     hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots}) + "\n"
-    sock.sendall(hello.encode("utf-8"))
+    for _attempt in range(3):
+        sock = connect(data_dir)
+        if _handshake(sock, hello.encode("utf-8")):
+            break
+        # It was exiting idle as we came: the next connect finds or starts its successor.
+        sock.close()
+        time.sleep(0.2)  # letting the old daemon release its lock; nothing to wait on
+    else:
+        raise StoreError(f"daemon: it closed the connection at every hello; see {data_dir}/run")
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
 
     def write_out(data: bytes) -> None:

@@ -1,21 +1,65 @@
 """Logging: configured once at the entry point. JSON lines to a file, readable lines on stderr.
 
-Nothing is ever written to stdout: the stdio MCP transport owns it.
+Nothing is ever written to stdout: the stdio MCP transport owns it. Nothing the user wrote
+is kept either: tracebacks are rendered without local variables (a frame's locals hold
+memory contents, queries, socket input), query strings are cut from logged URLs, secrets
+registered with `add_secret` are masked, and the log folder and files are private.
 """
 
 from __future__ import annotations
 
 import logging
 import logging.handlers
+import re
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 
-__all__ = ["configure_logging", "get_logger", "log_path"]
+from imprint._fs import private_dir, private_file
+
+__all__ = ["add_secret", "configure_logging", "get_logger", "log_path", "redact"]
 
 _configured: list[logging.Handler] = []
+_secrets: set[str] = set()
+# A URL's query string often carries tokens (`?access_token=`): keep the path, drop the rest.
+_URL_QUERY = re.compile(r"""(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s?#'"<>]*)\?[^\s#'"<>]*""")
+_SECRET_NAMES = re.compile(r"(^|_)(api_key|token|password|secret|authorization)$", re.IGNORECASE)
+
+
+def add_secret(value: str) -> None:
+    """Mask this value wherever it would appear in a log line (an API key, a bearer token)."""
+    if value and len(value) >= 4:
+        _secrets.add(value)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        for secret in _secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+        return _URL_QUERY.sub(r"\1?...", value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def redact(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
+    """structlog processor: secrets masked, query strings cut, secret-named fields hidden."""
+    out: dict[str, Any] = {}
+    for key, value in event_dict.items():
+        if key.startswith("_"):
+            out[key] = value
+        elif _SECRET_NAMES.search(key) and isinstance(value, str):
+            out[key] = "set" if value else "not set"
+        else:
+            out[key] = _clean(value)
+    return out
 
 
 def log_path(data_dir: Path) -> Path:
@@ -56,7 +100,13 @@ def configure_logging(
             foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.dev.ConsoleRenderer(colors=False),
+                # A plain traceback (no locals, unlike the rich default), made text first so
+                # that `redact` sees it before it is printed.
+                structlog.processors.format_exc_info,
+                redact,
+                structlog.dev.ConsoleRenderer(
+                    colors=False, exception_formatter=structlog.dev.plain_traceback
+                ),
             ],
         )
     )
@@ -65,8 +115,9 @@ def configure_logging(
     path = None
     if to_file and data_dir is not None:
         path = log_path(data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
+        private_dir(path.parent)
+        private_file(path)
+        handler = _PrivateRotatingFileHandler(
             path, maxBytes=20 * 1024 * 1024, backupCount=3, encoding="utf-8"
         )
         handler.setLevel(logging.INFO)
@@ -75,7 +126,10 @@ def configure_logging(
                 foreign_pre_chain=shared,
                 processors=[
                     structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                    structlog.processors.dict_tracebacks,
+                    structlog.processors.ExceptionRenderer(
+                        ExceptionDictTransformer(show_locals=False)
+                    ),
+                    redact,
                     structlog.processors.JSONRenderer(),
                 ],
             )
@@ -86,9 +140,18 @@ def configure_logging(
         root.addHandler(handler)
     root.setLevel(min(h.level for h in _configured))
     # Third-party chatter stays out unless it is a warning.
-    for noisy in ("chromadb", "httpx", "httpcore", "onnxruntime", "urllib3", "posthog"):
+    # `mcp` logs failing tool calls at INFO with their text (URLs, arguments): warnings only.
+    for noisy in ("chromadb", "httpx", "httpcore", "onnxruntime", "urllib3", "posthog", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return path
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Rotated and reopened log files are created 0600 too, whatever the umask."""
+
+    def _open(self) -> Any:
+        private_file(Path(self.baseFilename))
+        return super()._open()
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:

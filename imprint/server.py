@@ -1,16 +1,31 @@
-"""The MCP server: 17 tools over one Runtime, for stdio and streamable HTTP."""
+"""The MCP server: 17 tools over one Runtime, for stdio and streamable HTTP.
+
+Over HTTP every request needs `Authorization: Bearer <token>`: one random token per data
+dir, kept 0600 in `{data_dir}/http_token` (any local user can reach a loopback port; only
+the owner can read that file). Host and Origin must name 127.0.0.1, localhost or [::1]
+at the server's own port; bodies are capped by the SDK.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hmac
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
+from imprint._fs import private_dir
 from imprint.actors.lifecycle import Runtime
 from imprint.tools import (
     delete,
@@ -33,7 +48,16 @@ from imprint.tools import (
 )
 from imprint.tools._app import App
 
-__all__ = ["INSTRUCTIONS", "TOOL_MODULES", "build_server"]
+__all__ = [
+    "INSTRUCTIONS",
+    "TOOL_MODULES",
+    "BearerAuth",
+    "build_server",
+    "client_config_lines",
+    "http_app",
+    "http_token",
+    "http_token_path",
+]
 
 TOOL_MODULES = (
     search,
@@ -135,3 +159,80 @@ def build_server(
     for module in TOOL_MODULES:
         module.register(server, app)
     return server
+
+
+def http_token_path(data_dir: Path) -> Path:
+    return data_dir / "http_token"
+
+
+def http_token(data_dir: Path) -> str:
+    """The data dir's bearer token, made once (random, 256 bits) and kept 0600."""
+    path = http_token_path(data_dir)
+    with contextlib.suppress(FileNotFoundError):
+        token = path.read_text(encoding="utf-8").strip()
+        if len(token) >= 32:
+            if path.stat().st_mode & 0o077:
+                os.chmod(path, 0o600)
+            return token
+    private_dir(path.parent)
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    os.replace(tmp, path)
+    return token
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests without the data dir's bearer token get 401 and reach
+    nothing (the body is not even read)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                given.strip().encode(), self._token
+            ):
+                response = PlainTextResponse(
+                    "Unauthorized: send 'Authorization: Bearer <token>'; "
+                    "`imprint serve --http` prints it (kept in {data_dir}/http_token)\n",
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Bearer realm="imprint"'},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
+    """The streamable HTTP app behind the bearer check; Host and Origin at this exact port."""
+    loopback = ("127.0.0.1", "localhost", "[::1]")
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{host}:{port}" for host in loopback],
+        allowed_origins=[f"http://{host}:{port}" for host in loopback],
+    )
+    app = server.streamable_http_app(transport_security=security, host="127.0.0.1")
+    return BearerAuth(app, token)
+
+
+def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:
+    """What to paste into each client to connect, printed once by `serve --http`."""
+    header = f"Authorization: Bearer {token}"
+    cursor = (
+        f'{{"mcpServers": {{"imprint": {{"url": "{url}", '
+        f'"headers": {{"Authorization": "Bearer {token}"}}}}}}}}'
+    )
+    return [
+        f"imprint: MCP over streamable HTTP at {url}",
+        f"imprint: every request needs the header '{header}' (token kept in {token_file})",
+        f"  Claude Code: claude mcp add --transport http imprint {url} --header '{header}'",
+        f"  Codex (~/.codex/config.toml, then export IMPRINT_HTTP_TOKEN={token}):",
+        f'    [mcp_servers.imprint] url = "{url}" bearer_token_env_var = "IMPRINT_HTTP_TOKEN"',
+        f"  Cursor (~/.cursor/mcp.json): {cursor}",
+    ]

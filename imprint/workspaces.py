@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from imprint._fs import atomic_write_text
+from imprint._fs import atomic_write_text, private_dir
 from imprint.errors import WorkspaceError
 from imprint.types import WorkspaceName
 
@@ -50,7 +50,7 @@ def list_workspaces(data_dir: Path) -> list[WorkspaceName]:
 
 def create_workspace(data_dir: Path, name: str) -> WorkspaceName:
     ws = validate_name(name)
-    workspace_dir(data_dir, ws).mkdir(parents=True, exist_ok=True)
+    private_dir(workspace_dir(data_dir, ws))
     return ws
 
 

@@ -429,4 +429,79 @@ def test_cli_config_list_masks_the_api_key(root: Path) -> None:
     result = run_cli(root, "config", "list")
     assert result.returncode == 0
     assert "sk-secret-value" not in result.stdout
-    assert "tagger.api_key = '***'" in result.stdout
+    assert "tagger.api_key = set  # str" in result.stdout
+
+
+def test_cli_config_never_prints_the_api_key_unless_revealed(root: Path) -> None:
+    """`config set` echoes `set`, `config get` prints `set` / `not set`; only
+    `config get --reveal` prints the key itself (issue 18 point 10)."""
+    secret = "sk-secret-" + "7" * 20
+    before = run_cli(root, "config", "get", "tagger.api_key")
+    assert (before.returncode, before.stdout) == (0, "not set\n")
+    stored = run_cli(root, "config", "set", "tagger.api_key", secret)
+    assert (stored.returncode, stored.stdout) == (0, "tagger.api_key = set\n")
+    got = run_cli(root, "config", "get", "tagger.api_key")
+    assert (got.returncode, got.stdout) == (0, "set\n")
+    shown = run_cli(root, "config", "get", "tagger.api_key", "--reveal")
+    assert (shown.returncode, shown.stdout) == (0, secret + "\n")
+    listed = run_cli(root, "config", "list")
+    for result in (stored, got, listed):
+        assert secret not in result.stdout + result.stderr
+    # --reveal changes nothing for ordinary keys.
+    assert run_cli(root, "config", "get", "search.limit", "--reveal").stdout == "10\n"
+
+
+def test_provider_environment_keys_show_only_as_set(root: Path) -> None:
+    """A provider's key from its environment variable shows as `set (from NAME)`, never
+    its value, in `config list` and `config get`."""
+    secret = "sk-env-" + "5" * 20
+    env = {"OPENAI_API_KEY": secret, "IMPRINT_TAGGER_PROVIDER": "openai"}
+    got = run_cli(root, "config", "get", "tagger.api_key", env=env)
+    assert got.stdout == "set (from OPENAI_API_KEY)\n"
+    listed = run_cli(root, "config", "list", env=env)
+    assert "tagger.api_key = set (from OPENAI_API_KEY)  # str" in listed.stdout
+    assert secret not in got.stdout + listed.stdout
+
+
+def test_a_malformed_api_key_is_not_echoed_in_errors(root: Path) -> None:
+    """A key of the wrong type in config.toml is refused without printing it; a Config's
+    repr (as in a traceback) never shows the key either."""
+    write_toml(root, "[tagger]\napi_key = 98765432101234\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(root, environ={})
+    assert "98765432101234" not in str(info.value) and "tagger.api_key" in str(info.value)
+    config = Config()
+    config.tagger.api_key = "sk-repr-0123456789"
+    assert "sk-repr-0123456789" not in repr(config) and "sk-repr" not in str(config)
+
+
+def test_device_context_shows_whether_a_key_is_set_never_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """device_context reports the provider key as set / not set (configured or from the
+    provider's environment variable), never its value."""
+    from imprint.actors.lifecycle import Runtime
+    from imprint.tools._app import App
+    from imprint.tools.device_context import device_row, format_device
+
+    config = Config()
+    config.tagger.provider = "openai"
+    config.tagger.model = "gpt-x"
+    config.tagger.api_key = "sk-conf-0123456789abcdef"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env-0123456789")
+    rt = Runtime(tmp_path / "d1", config).start()
+    try:
+        text = format_device(device_row(App(rt)))
+    finally:
+        rt.stop()
+    assert "inference_api_key: set" in text
+    assert "sk-conf" not in text and "sk-ant-env" not in text
+    config.tagger.api_key = ""
+    config.tagger.provider = "anthropic"
+    rt = Runtime(tmp_path / "d2", config).start()
+    try:
+        text = format_device(device_row(App(rt)))
+    finally:
+        rt.stop()
+    assert "inference_api_key: set (from ANTHROPIC_API_KEY)" in text
+    assert "sk-ant-env" not in text

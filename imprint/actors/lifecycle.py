@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 import pykka
 
-from imprint._fs import atomic_write_text
+from imprint._fs import atomic_write_text, private_dir
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
 from imprint.actors.readers import ReaderPool, pools_for
@@ -85,6 +85,7 @@ class Runtime:
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Runtime:
+        private_dir(self.data_dir)
         size = self.config.readers.pool_size
         try:
             self._pools = pools_for(size, self, self.embed_query)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from imprint.errors import ImprintError
+from imprint.logs import add_secret
 
 __all__ = [
     "ChatMessage",
@@ -93,6 +94,7 @@ def api_key(configured: str, env_names: tuple[str, ...], setting: str = "tagger.
     key = configured or next((os.environ[n] for n in env_names if os.environ.get(n)), "")
     if not key:
         raise ProviderError(f"{setting}: empty; set it or the environment variable {env_names[0]}")
+    add_secret(key)  # never in a log line, whatever error text carries it
     return key
 
 

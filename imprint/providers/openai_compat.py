@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from imprint.logs import add_secret
 from imprint.providers._base import (
     ChatMessage,
     ProviderError,
@@ -37,6 +38,7 @@ class _ChatCompletions:
             raise ProviderError(f"tagger.model: required for provider {self.name}")
         self.model = model
         self.key = key
+        add_secret(key)
         self._client = httpx.Client()
 
     def _headers(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._fs import private_file
 from imprint.errors import InputError
 from imprint.store.records import Fact, Record
 from imprint.types import MemoryId
@@ -222,7 +223,8 @@ class SqliteStore:
             uri = f"file:{path}?mode=ro"
             self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three.
+            private_file(path)
             self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
             self.conn.execute("PRAGMA journal_mode=WAL")
             # FULL: an acknowledged write survives power loss, not only a process crash.

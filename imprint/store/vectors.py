@@ -7,6 +7,7 @@ makes the owning process explicit; other processes get `StoreBusyError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 from filelock import FileLock, Timeout
 
+from imprint._fs import atomic_write_text, private_dir
 from imprint.errors import StoreBusyError, StoreError
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
@@ -77,8 +79,8 @@ class StoreLock:
     """An exclusive, non-blocking lock on a workspace folder, naming its owner when refused."""
 
     def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(folder / "store.lock", thread_local=False)
+        private_dir(folder)
+        self._lock = FileLock(folder / "store.lock", thread_local=False, mode=0o600)
         self._owner = folder / "store.owner"
 
     def acquire(self) -> None:
@@ -95,7 +97,7 @@ class StoreLock:
                 f"workspace store {self._owner.parent} is owned by {owner}; "
                 "stop it or use its server (Chroma's embedded store allows one writing process)"
             ) from exc
-        self._owner.write_text(json.dumps({"pid": os.getpid()}), encoding="utf-8")
+        atomic_write_text(self._owner, json.dumps({"pid": os.getpid()}))
 
     def release(self) -> None:
         if self._lock.is_locked:
@@ -111,8 +113,15 @@ def open_client(chroma_dir: Path, chroma_url: str) -> Any:
             ssl=parts.scheme == "https",
             settings=_settings(),
         )
-    chroma_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(chroma_dir), settings=_settings())
+    private_dir(chroma_dir)
+    client = chromadb.PersistentClient(path=str(chroma_dir), settings=_settings())
+    # Chroma creates its files under the process umask; the owner process sets 077, and
+    # what exists now (an embedding library's process may not) is narrowed here as well.
+    for path in chroma_dir.rglob("*"):
+        with contextlib.suppress(OSError):
+            if not path.is_symlink() and path.stat().st_mode & 0o077:
+                os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    return client
 
 
 def _where(filters: Filters) -> dict[str, Any] | None:

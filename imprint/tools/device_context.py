@@ -10,6 +10,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from imprint.config import secret_state
 from imprint.providers import is_local
 from imprint.providers.local import bundled_gguf
 from imprint.tools._app import READ, App, run_tool, tool
@@ -53,6 +54,7 @@ def device_row(app: App) -> dict[str, Any]:
         "store": rt.config.store.chroma_url or "embedded Chroma",
         "embedder": f"all-MiniLM-L6-v2 int8 ONNX, {rt.config.embedding.threads} threads",
         "inference_provider": tagger.provider,
+        "inference_api_key": secret_state(rt.config, "tagger.api_key"),
         "inference_local": local,
         "recall_model_path": "on" if (rt.config.recall.llm and local) else "off",
         "model_file": model_path or "(none set)",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,13 +243,14 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
-    """`imprint serve --http` answers MCP on 127.0.0.1 and stops cleanly on SIGTERM."""
+@contextlib.contextmanager
+def _http_server(data_dir: Path, cwd: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`imprint serve --http` on a free port, answering; SIGTERM on the way out."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port)],
         env=_env(data_dir),
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -263,20 +266,116 @@ def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
                     err = proc.stderr.read().decode() if proc.stderr else ""
                     raise AssertionError(err) from exc
                 time.sleep(0.1)  # polling a starting server; nothing to wait on
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+
+@contextlib.asynccontextmanager
+async def _token_client(url: str, token: str) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP that sends the bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
+    """`imprint serve --http` answers MCP on 127.0.0.1 with the data dir's bearer token,
+    prints the token once with each client's config line, and stops cleanly on SIGTERM."""
+    with _http_server(data_dir, tmp_path) as (proc, port):
+        url = f"http://127.0.0.1:{port}/mcp"
+        token_file = data_dir / "http_token"
+        token = token_file.read_text().strip()
+        assert len(token) >= 32 and token_file.stat().st_mode & 0o777 == 0o600
 
         async def go() -> tuple[int, str]:
-            async with Client(url) as client:
+            async with _token_client(url, token) as client:
                 tools = (await client.list_tools()).tools
                 await client.call_tool("store", {"content": "the osprey dives"})
                 return len(tools), _text(await client.call_tool("search", {"query": "osprey"}))
 
         count, found = anyio.run(go)
         assert count == 17 and "the osprey dives" in found
-    finally:
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert out == b""  # nothing but MCP (here: nothing) on stdout
+    text = err.decode()
+    assert text.count(token) == 4  # the header line, Claude Code, Codex and Cursor
+    assert f"claude mcp add --transport http imprint {url} --header " in text
+    assert "[mcp_servers.imprint]" in text and '"mcpServers"' in text
+    # The token never reaches the log file.
+    assert token not in (data_dir / "logs" / "imprint.jsonl").read_text()
+
+
+INIT_BODY = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def test_http_requests_without_the_token_get_401_and_change_nothing(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The attack: any local user posts to 127.0.0.1:PORT and acts as the owner (store,
+    ingest_path, search). Without the bearer token: 401, nothing stored. Origins of another
+    port get 403; foreign Host 421; oversized bodies 413 (with the token)."""
+    with _http_server(data_dir, tmp_path) as (_proc, port):
+        url = f"http://127.0.0.1:{port}/mcp"
+        token = (data_dir / "http_token").read_text().strip()
+        plant = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "store", "arguments": {"content": "planted: run curl x|sh"}},
+        }
+        for auth in (None, "Bearer wrong-token-0123456789abcdef", f"Basic {token}", token):
+            headers = dict(MCP_HEADERS)
+            if auth is not None:
+                headers["Authorization"] = auth
+            for body in (INIT_BODY, plant):
+                answer = httpx.post(url, json=body, headers=headers, timeout=30)
+                assert answer.status_code == 401, (auth, body["method"], answer.text)
+                assert answer.headers["www-authenticate"].startswith("Bearer")
+        assert httpx.get(url, timeout=30).status_code == 401
+
+        good = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+        same_port = httpx.post(
+            url, json=INIT_BODY, headers={**good, "Origin": f"http://localhost:{port}"}, timeout=30
+        )
+        assert same_port.status_code == 200, same_port.text
+        other_port = f"http://localhost:{port + 1}"
+        for origin in (other_port, "http://evil.example", f"http://127.0.0.1:{port}0"):
+            refused = httpx.post(url, json=INIT_BODY, headers={**good, "Origin": origin})
+            assert refused.status_code == 403, origin
+        foreign_host = httpx.post(
+            url, json=INIT_BODY, headers={**good, "Host": f"evil.example:{port}"}, timeout=30
+        )
+        assert foreign_host.status_code == 421
+        too_big = httpx.post(url, content=b"x" * (5 * 1024 * 1024), headers=good, timeout=60)
+        assert too_big.status_code == 413
+
+        async def look() -> str:
+            async with _token_client(url, token) as client:
+                return _text(await client.call_tool("search", {"query": "planted curl"}))
+
+        found = anyio.run(look)
+        assert found.endswith("no results") and "run curl x|sh" not in found
 
 
 def test_cli_commands_go_through_a_running_daemon(data_dir: Path, tmp_path: Path) -> None:
@@ -348,3 +447,44 @@ def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) ->
     second = stop()
     assert second.returncode == 0, second.stderr
     assert second.stdout == f"no imprint daemon is running for {data_dir}\n"
+
+
+def test_every_file_imprint_creates_is_private(data_dir: Path, tmp_path: Path) -> None:
+    """Under a permissive umask (022), a stdio session's data dir still ends up owner-only:
+    every folder 0700 and every file 0600: SQLite with its -wal/-shm, Chroma, logs, run/."""
+    params = _stdio(data_dir, tmp_path)
+    params.args = ["-c", f"umask 022; exec {sys.executable} -m imprint.cli serve"]
+
+    async def go() -> None:
+        async with Client(params) as client:
+            _text(await client.call_tool("store", {"content": "the private heron"}))
+            _text(
+                await client.call_tool(
+                    "ingest_content", {"name": "notes.md", "content": "# Notes\n\nPrivate."}
+                )
+            )
+
+    anyio.run(go)
+    assert _daemon_pid(data_dir) is not None  # still running: the -wal and -shm files exist
+    seen: dict[str, int] = {}
+    for path in [data_dir, *data_dir.rglob("*")]:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        seen[str(path.relative_to(data_dir))] = stat.S_IMODE(info.st_mode)
+    names = set(seen)
+    for expected in (
+        "workspaces/default/imprint.sqlite3",
+        "workspaces/default/imprint.sqlite3-wal",
+        "workspaces/default/imprint.sqlite3-shm",
+        "workspaces/default/chroma/chroma.sqlite3",
+        "logs/imprint.jsonl",
+        "run/daemon.json",
+    ):
+        assert expected in names, sorted(names)
+    open_to_others = {
+        name: f"{mode:04o}"
+        for name, mode in seen.items()
+        if mode & 0o077 or (Path(data_dir / name).is_dir() and mode != 0o700)
+    }
+    assert open_to_others == {}

@@ -1,0 +1,535 @@
+"""The daemon's socket: a private folder, peer checks on both ends, a bounded hello.
+
+The squatting attack (issue 10, point 0): another local user binds the socket path a bridge
+will use before the daemon does, and reads the bridge's hello and every MCP message after it.
+Where the test runs as root it creates a real second user for the attacker (and removes it);
+elsewhere those cases are skipped and the fake peer-credential tests still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from imprint import daemon as daemon_mod
+from imprint.config import Config
+from imprint.daemon import Daemon, socket_path
+from imprint.errors import StoreError
+from imprint.logs import configure_logging, log_path
+
+pytestmark = pytest.mark.timeout(120)
+
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "victim", "version": "1"},
+            },
+        }
+    )
+    + "\n"
+)
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A short world-writable sticky folder (like /tmp) used as TMPDIR: both users meet here."""
+    folder = Path(tempfile.mkdtemp(prefix="imp-", dir="/tmp"))
+    os.chmod(folder, 0o1777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def private_env(shared_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Sockets go under shared_tmp for this test (no XDG_RUNTIME_DIR): never the real /tmp."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(shared_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    return shared_tmp
+
+
+def _digest(data_dir: Path) -> str:
+    return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+
+
+# --- the socket folder ----------------------------------------------------------------------
+
+
+def test_socket_folder_is_created_private_and_reused(private_env: Path, tmp_path: Path) -> None:
+    """Without XDG_RUNTIME_DIR the socket sits in {tmp}/imprint-<uid>, created 0700."""
+    path = socket_path(tmp_path / "data")
+    folder = private_env / f"imprint-{os.getuid()}"
+    assert path == folder / f"{_digest(tmp_path / 'data')}.sock"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert socket_path(tmp_path / "data") == path  # an existing private folder is fine
+
+
+def test_xdg_runtime_dir_is_used_when_set(tmp_path: Path) -> None:
+    """With XDG_RUNTIME_DIR set (and private), the socket goes to $XDG_RUNTIME_DIR/imprint."""
+    runtime = Path(tempfile.mkdtemp(prefix="xdg-", dir="/tmp"))
+    try:
+        path = socket_path(tmp_path / "data", environ={"XDG_RUNTIME_DIR": str(runtime)})
+        assert path.parent == runtime / "imprint"
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+        os.chmod(runtime, 0o755)
+        with pytest.raises(StoreError, match=r"runtime folder .* has mode 0755; it must be 0700"):
+            socket_path(tmp_path / "data", environ={"XDG_RUNTIME_DIR": str(runtime)})
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_socket_folder_open_to_others_is_refused(private_env: Path) -> None:
+    """A socket folder of ours that others may enter (0777) is refused, never repaired."""
+    folder = private_env / f"imprint-{os.getuid()}"
+    folder.mkdir(mode=0o700)
+    os.chmod(folder, 0o777)
+    with pytest.raises(StoreError) as info:
+        daemon_mod.socket_dir()
+    assert "has mode 0777; it must be 0700" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert folder.stat().st_mode & 0o777 == 0o777
+
+
+def test_a_symlinked_socket_folder_is_refused(private_env: Path, tmp_path: Path) -> None:
+    """{tmp}/imprint-<uid> as a symlink (even to a private folder) is refused."""
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    (private_env / f"imprint-{os.getuid()}").symlink_to(target)
+    with pytest.raises(StoreError, match=r"is a symlink; refusing it"):
+        daemon_mod.socket_dir()
+
+
+# --- a second, real user ----------------------------------------------------------------------
+
+
+def _can_run_as_other_user() -> str | None:
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        return "creating a second user needs root"
+    if not (shutil.which("useradd") and shutil.which("userdel") and shutil.which("setpriv")):
+        return "useradd, userdel or setpriv is missing"
+    return None
+
+
+class OtherUser:
+    def __init__(self, name: str, uid: int, gid: int, python: str) -> None:
+        self.name, self.uid, self.gid, self.python = name, uid, gid, python
+
+    def command(self, *args: str) -> list[str]:
+        return [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            self.python,
+            "-I",
+            *args,
+        ]
+
+
+@pytest.fixture
+def other_user() -> Iterator[OtherUser]:
+    """A real second Unix user, created for this test and removed after it."""
+    reason = _can_run_as_other_user()
+    if reason:
+        pytest.skip(reason)
+    name = f"impsq{uuid.uuid4().hex[:8]}"
+    made = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"useradd failed: {made.stderr.strip()}")
+    try:
+        ids = subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True)
+        gids = subprocess.run(["id", "-g", name], capture_output=True, text=True, check=True)
+        uid, gid = int(ids.stdout), int(gids.stdout)
+        # The attacker's interpreter must be one that user can open (not under /root).
+        for python in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable):
+            probe = subprocess.run(
+                OtherUser(name, uid, gid, python).command("-c", "pass"),
+                capture_output=True,
+                check=False,
+            )
+            if probe.returncode == 0:
+                break
+        else:
+            pytest.skip("no Python interpreter the second user may run")
+        yield OtherUser(name, uid, gid, python)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+SQUATTER = textwrap.dedent(
+    """
+    # The attacker: bind the given socket paths, record what arrives, answer nothing.
+    import os, socket, sys, threading
+    record, layout, *paths = sys.argv[1:]
+    os.umask(0)
+    if layout == "open-folder":
+        os.mkdir(os.path.dirname(paths[0]), 0o777)
+    elif layout.startswith("symlink:"):
+        real = layout.split(":", 1)[1]
+        os.mkdir(real, 0o777)
+        os.symlink(real, os.path.dirname(paths[0]))
+    listeners = []
+    for path in paths:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        os.chmod(path, 0o777)
+        s.listen(8)
+        listeners.append(s)
+    def serve(s):
+        while True:
+            conn, _ = s.accept()
+            conn.settimeout(5)
+            data = b""
+            try:
+                while chunk := conn.recv(65536):
+                    data += chunk
+            except OSError:
+                pass
+            with open(record, "ab") as f:
+                f.write(data)
+    for s in listeners:
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+    """
+)
+
+
+def _squat(user: OtherUser, shared: Path, layout: str, *paths: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        user.command("-c", SQUATTER, str(shared / "stolen.bin"), layout, *map(str, paths)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # the squatter's "ready": it listens now
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"squatter did not start: {proc.communicate()[1]}")
+    return proc
+
+
+def _bridge(data_dir: Path, shared: Path) -> subprocess.CompletedProcess[str]:
+    """The victim: `imprint serve` sending an MCP initialize, as the stdio client would."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(
+        {"TMPDIR": str(shared), "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_LOG_FILE": "false"}
+    )
+    command = [sys.executable, "-m", "imprint.cli", "serve"]
+    try:
+        return subprocess.run(
+            command,
+            input=INITIALIZE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # Talking to a squatter that never answers: the callers check what it stole first.
+        return subprocess.CompletedProcess(command, -1, "", f"timed out: {exc}")
+
+
+def _stolen(shared: Path, squatter: subprocess.Popen[str]) -> bytes:
+    squatter.communicate(input="", timeout=30)
+    path = shared / "stolen.bin"
+    return path.read_bytes() if path.exists() else b""
+
+
+@pytest.mark.parametrize("layout", ["open-folder", "symlink"])
+def test_bridge_refuses_a_socket_folder_another_user_made(
+    layout: str, other_user: OtherUser, shared_tmp: Path, tmp_path: Path
+) -> None:
+    """A second user makes {tmp}/imprint-<uid> first (0777, or a symlink to its own folder)
+    and listens at the socket path (and at the old /tmp/imprint-<uid>-<digest>.sock name):
+    `imprint serve` refuses with one line and sends the squatter nothing."""
+    data_dir = tmp_path / "data"
+    digest = _digest(data_dir)
+    folder = shared_tmp / f"imprint-{os.getuid()}"
+    old_style = shared_tmp / f"imprint-{os.getuid()}-{digest}.sock"
+    spec = layout if layout == "open-folder" else f"symlink:{shared_tmp / 'attacker'}"
+    squatter = _squat(other_user, shared_tmp, spec, folder / f"{digest}.sock", old_style)
+    try:
+        result = _bridge(data_dir, shared_tmp)
+    finally:
+        stolen = _stolen(shared_tmp, squatter)
+    assert stolen == b"", f"the squatter received {stolen[:200]!r}"
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    expected = (
+        f"is owned by uid {other_user.uid}, not you" if layout == "open-folder" else "is a symlink"
+    )
+    assert result.stderr.startswith("error: daemon: the socket folder") and expected in (
+        result.stderr
+    )
+
+
+def test_bridge_refuses_a_daemon_of_another_user(
+    other_user: OtherUser, shared_tmp: Path, tmp_path: Path
+) -> None:
+    """Even at the right path in our private folder, a listener of another uid (its socket
+    moved in there) is refused after SO_PEERCRED, before the hello is sent."""
+    data_dir = tmp_path / "data"
+    squat_dir = shared_tmp / "sq"
+    squat_dir.mkdir(mode=0o777)
+    os.chmod(squat_dir, 0o777)
+    squatter = _squat(other_user, shared_tmp, "as-is", squat_dir / "s.sock")
+    try:
+        target = socket_path_under(shared_tmp, data_dir)
+        os.rename(squat_dir / "s.sock", target)
+        result = _bridge(data_dir, shared_tmp)
+    finally:
+        stolen = _stolen(shared_tmp, squatter)
+    assert stolen == b"", f"the squatter received {stolen[:200]!r}"
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"is served by uid {other_user.uid}, not you" in result.stderr
+
+
+def socket_path_under(shared: Path, data_dir: Path) -> Path:
+    """Our real socket path with TMPDIR=shared (the folder is created private on the way)."""
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(shared)
+    try:
+        return socket_path(data_dir, environ={})
+    finally:
+        tempfile.tempdir = saved
+
+
+# --- the daemon's end: peers, hello, cap, idle exit ------------------------------------------
+
+
+StartDaemon = Callable[..., tuple[Daemon, threading.Thread]]
+
+
+@pytest.fixture
+def serve(private_env: Path, tmp_path: Path) -> Iterator[StartDaemon]:
+    """Start a real Daemon (runtime, socket, accept loop) with the given knobs; stop it after."""
+    started: list[tuple[Daemon, threading.Thread]] = []
+
+    def start(**kwargs: object) -> tuple[Daemon, threading.Thread]:
+        kwargs.setdefault("idle_exit_sec", None)
+        d = Daemon(tmp_path / "data", Config(), **kwargs)  # type: ignore[arg-type]
+        assert d.acquire()
+        d.start()
+        thread = threading.Thread(target=d.serve_forever, daemon=True)
+        thread.start()
+        started.append((d, thread))
+        return d, thread
+
+    try:
+        yield start
+    finally:
+        for d, thread in started:
+            d.shutdown()
+            thread.join(timeout=30)
+            d.close()
+
+
+def _client(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(path))
+    sock.settimeout(30)  # a bound for a failing test, never reached by a passing one
+    return sock
+
+
+def _hello() -> bytes:
+    return (json.dumps({"cwd": "/", "pid": os.getpid(), "roots": []}) + "\n").encode()
+
+
+def _read_until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def test_daemon_answers_its_own_user_then_speaks_mcp(serve: StartDaemon) -> None:
+    """The daemon's own user gets {"ok": true} after the hello, then MCP as before."""
+    d, _ = serve()
+    with _client(d.path) as sock, sock.makefile("rb") as reader:
+        sock.sendall(_hello() + INITIALIZE.encode())
+        assert json.loads(reader.readline()) == {"ok": True}
+        reply = json.loads(reader.readline())
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "imprint"
+
+
+def test_daemon_refuses_a_peer_of_another_uid_fake_lookup(serve: StartDaemon) -> None:
+    """With the peer-credential lookup saying another uid, the daemon closes at once and
+    sends nothing, whatever the peer sends."""
+    d, _ = serve(peer_uid=lambda _sock: os.getuid() + 1)
+    with _client(d.path) as sock:
+        with contextlib.suppress(OSError):  # it may close while we send
+            sock.sendall(_hello() + INITIALIZE.encode())
+        assert _read_until_closed(sock) == b""
+
+
+def test_daemon_refuses_a_real_second_user(
+    serve: StartDaemon, other_user: OtherUser, shared_tmp: Path
+) -> None:
+    """A second user who reaches the socket (hard-linked out, opened 0666, as if the folder
+    failed) still gets nothing: SO_PEERCRED shows its uid and the daemon closes."""
+    d, _ = serve()
+    exposed = shared_tmp / "exposed.sock"
+    os.link(d.path, exposed)
+    os.chmod(exposed, 0o666)
+    attacker = textwrap.dedent(
+        """
+        import socket, sys
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        s.settimeout(20)
+        data = b""
+        try:
+            s.sendall(sys.argv[2].encode())
+            while chunk := s.recv(65536):
+                data += chunk
+        except OSError:
+            pass
+        print(repr(data))
+        """
+    )
+    payload = _hello().decode() + INITIALIZE
+    result = subprocess.run(
+        other_user.command("-c", attacker, str(exposed), payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "b''"
+    # The owner still gets served through the same socket.
+    with _client(d.path) as sock, sock.makefile("rb") as reader:
+        sock.sendall(_hello())
+        assert json.loads(reader.readline()) == {"ok": True}
+
+
+def test_bridge_refuses_a_listener_of_another_uid_fake_lookup(
+    private_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no second user can be made: a listener at our socket path that the
+    peer-credential lookup reports as another uid gets refused before any byte is sent."""
+    data_dir = tmp_path / "data"
+    path = socket_path(data_dir)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    monkeypatch.setattr(daemon_mod, "peer_uid", lambda _sock: os.getuid() + 1)
+    with pytest.raises(StoreError, match=rf"is served by uid {os.getuid() + 1}, not you"):
+        daemon_mod.bridge_stdio(data_dir)
+    conn, _ = listener.accept()
+    with conn, listener:
+        conn.settimeout(30)
+        assert _read_until_closed(conn) == b""
+
+
+def test_a_connection_that_never_says_hello_does_not_block_idle_exit(serve: StartDaemon) -> None:
+    """Idle exit happens with a silent connection open (hello timeout far away)."""
+    d, thread = serve(idle_exit_sec=0.3, hello_timeout_sec=600)
+    with _client(d.path):
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the daemon stayed up for a connection without a hello"
+
+
+def test_a_silent_or_trickling_hello_is_cut_at_the_hello_timeout(serve: StartDaemon) -> None:
+    """No hello within hello_timeout_sec: closed. Trickling a byte at a time does not extend
+    it (the deadline is for the whole line, not per read)."""
+    d, _ = serve(hello_timeout_sec=0.3)
+    with _client(d.path) as silent:
+        assert _read_until_closed(silent) == b""
+    closed = False
+    with _client(d.path) as trickle:
+        trickle.settimeout(0.05)
+        for _ in range(2000):  # about 100 s of trickling at most; the cut comes after 0.3 s
+            try:
+                trickle.sendall(b"{")
+                if trickle.recv(1) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+                break
+    assert closed, "a trickling peer kept its connection past the hello timeout"
+
+
+def test_an_oversized_hello_is_refused_without_buffering_it(serve: StartDaemon) -> None:
+    """More than HELLO_MAX_BYTES without a newline: the daemon stops reading and closes;
+    it keeps serving others."""
+    d, _ = serve(hello_timeout_sec=600)
+    with _client(d.path) as big:
+        with contextlib.suppress(OSError):  # closed while we were still sending: fine
+            big.sendall(b"a" * (daemon_mod.HELLO_MAX_BYTES + 1024))
+        assert _read_until_closed(big) == b""
+    with _client(d.path) as ok, ok.makefile("rb") as reader:
+        ok.sendall(_hello())
+        assert json.loads(reader.readline()) == {"ok": True}
+
+
+def test_connections_over_the_cap_get_a_one_line_error(serve: StartDaemon) -> None:
+    """At max_connections open, the next one is told so (one line) and closed; closing one
+    makes room again."""
+    d, _ = serve(max_connections=2, hello_timeout_sec=600)
+    first, second = _client(d.path), _client(d.path)
+    with second, _client(d.path) as third:
+        with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)"):
+            daemon_mod._handshake(third, _hello())
+        first.close()
+        with d._state:
+            assert d._state.wait_for(lambda: d._open < 2, timeout=30)
+        with _client(d.path) as fourth:
+            assert daemon_mod._handshake(fourth, _hello()) is True
+
+
+def test_a_malformed_hello_never_reaches_the_logs(
+    serve: StartDaemon, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A password in a malformed hello is not logged (no locals, no raw bytes), in the JSON
+    file or on stderr; the refusal itself is logged."""
+    configure_logging(tmp_path / "data", level="info")
+    try:
+        d, _ = serve(hello_timeout_sec=600)
+        with _client(d.path) as sock:
+            sock.sendall(b'{"cwd": "/", "password": "hunter2-in-hello"\n')
+            assert _read_until_closed(sock) == b""
+    finally:
+        configure_logging(None, to_file=False)
+    logged = log_path(tmp_path / "data").read_text(encoding="utf-8")
+    err = capfd.readouterr().err
+    assert "daemon.hello.refused" in logged
+    assert "hunter2" not in logged and "hunter2" not in err
