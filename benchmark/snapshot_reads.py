@@ -24,12 +24,12 @@ from typing import Any
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-import anyio  # noqa: E402
-from mcp.client import Client  # noqa: E402
+import anyio
+from mcp.client import Client
 
-from imprint.actors.lifecycle import Runtime  # noqa: E402
-from imprint.config import load_config  # noqa: E402
-from imprint.server import build_server  # noqa: E402
+from imprint.actors.lifecycle import Runtime
+from imprint.config import load_config
+from imprint.server import build_server
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"

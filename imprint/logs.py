@@ -13,13 +13,25 @@ from typing import Any
 
 import structlog
 
-__all__ = ["configure_logging", "get_logger", "log_path"]
+__all__ = ["configure_logging", "get_logger", "log_files", "log_path"]
 
 _configured: list[logging.Handler] = []
 
 
 def log_path(data_dir: Path) -> Path:
     return data_dir / "logs" / "imprint.jsonl"
+
+
+def log_files(data_dir: Path) -> list[Path]:
+    """The JSON log and its rotated copies, oldest first (imprint.jsonl.3 ... imprint.jsonl)."""
+    current = log_path(data_dir)
+    rotated = []
+    for path in current.parent.glob(current.name + ".*"):
+        suffix = path.name[len(current.name) + 1 :]
+        if suffix.isdigit():
+            rotated.append((int(suffix), path))
+    older = [p for _, p in sorted(rotated, reverse=True)]
+    return [*older, current] if current.exists() else older
 
 
 def _shared_processors() -> list[Any]:
@@ -32,7 +44,12 @@ def _shared_processors() -> list[Any]:
 
 
 def configure_logging(
-    data_dir: Path | None, *, level: str = "warning", to_file: bool = True
+    data_dir: Path | None,
+    *,
+    level: str = "warning",
+    to_file: bool = True,
+    max_bytes: int = 20 * 1024 * 1024,
+    keep: int = 3,
 ) -> Path | None:
     """Route structlog and stdlib loggers (pykka, mcp, httpx, chromadb) to stderr and a file."""
     root = logging.getLogger()
@@ -67,7 +84,7 @@ def configure_logging(
         path = log_path(data_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=20 * 1024 * 1024, backupCount=3, encoding="utf-8"
+            path, maxBytes=max_bytes, backupCount=keep, encoding="utf-8"
         )
         handler.setLevel(logging.INFO)
         handler.setFormatter(

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["load_recalls", "render_trace"]
+__all__ = ["load_recalls", "render_trace", "write_svg"]
 
 
 def load_recalls(lines: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -72,3 +72,20 @@ def render_trace(log: Path, recall: str = "", console: Console | None = None) ->
             )
         console.print(table)
     return 0
+
+
+def write_svg(logs: list[Path], recall: str, out: Path) -> str:
+    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
+    from imprint.dashboard.waterfall import build_waterfall, read_recall_events, render_svg
+    from imprint.errors import ImprintError
+
+    found = read_recall_events(logs, recall)
+    if not found:
+        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
+    if len(found) > 1:
+        raise ImprintError(
+            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
+        )
+    rid, events = next(iter(found.items()))
+    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
+    return f"wrote {out} (recall {rid})"

@@ -104,6 +104,7 @@ class Writer:
             "facts": counts["facts"],
             "facts_current": counts["facts_current"],
             "journal_pending": counts["journal_pending"],
+            "project_last_write": counts["project_last_write"],
             "only_in_vectors": len(vector_ids - lexical_ids),
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],

@@ -6,12 +6,15 @@ the two overlap. A file's source is its path relative to the folder given.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pathspec
@@ -28,7 +31,7 @@ from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
 from imprint.tools._reads import Deadline, Pending
 
-__all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "walk"]
+__all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "running_ingests", "walk"]
 
 Progress = Callable[[int, int, str], None]
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
@@ -173,6 +176,17 @@ def _candidates(root: Path, files: list[str]) -> Iterator[str]:
             yield rel
 
 
+_RUNNING: dict[int, dict[str, Any]] = {}
+_RUNNING_LOCK = threading.Lock()
+_RUNNING_IDS = itertools.count(1)
+
+
+def running_ingests(data_dir: Path) -> list[dict[str, Any]]:
+    """Ingests in progress in this process for one data dir: path, files done and total."""
+    with _RUNNING_LOCK:
+        return [dict(v) for v in _RUNNING.values() if v["data_dir"] == str(data_dir)]
+
+
 def ingest_path(
     runtime: Runtime,
     path: Path,
@@ -180,6 +194,39 @@ def ingest_path(
     project: str = "",
     workspace: str = "",
     progress: Progress | None = None,
+) -> IngestReport:
+    key = next(_RUNNING_IDS)
+    entry: dict[str, Any] = {
+        "data_dir": str(runtime.data_dir),
+        "path": str(path),
+        "done": 0,
+        "total": 0,
+        "current": "",
+        "started": time.time(),
+    }
+
+    def shown(done: int, total: int, source: str) -> None:
+        with _RUNNING_LOCK:
+            entry.update(done=done, total=total, current=source)
+        if progress:
+            progress(done, total, source)
+
+    with _RUNNING_LOCK:
+        _RUNNING[key] = entry
+    try:
+        return _ingest_path(runtime, path, project=project, workspace=workspace, progress=shown)
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.pop(key, None)
+
+
+def _ingest_path(
+    runtime: Runtime,
+    path: Path,
+    *,
+    project: str,
+    workspace: str,
+    progress: Progress,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
@@ -206,8 +253,7 @@ def ingest_path(
 
     for done, rel in enumerate(candidates, start=1):
         file = root / rel
-        if progress:
-            progress(done, len(candidates), rel)
+        progress(done, len(candidates), rel)
         try:
             mtime = file.stat().st_mtime
         except OSError:
