@@ -383,9 +383,16 @@ def render_svg(wf: Waterfall) -> str:
             label = f"{bar.outcome.upper()} · {label}"
         if bar.slowest:
             label += " · slowest"
+        after = x(bar.end_at) + 4
+        colour = "#c8372d" if marked else "#444"
+        if after + 6.5 * len(label) > _WIDTH:
+            # No room after the bar: write it inside the bar's end instead.
+            place = f'x="{x(bar.end_at) - 4}" text-anchor="end"'
+            colour = "#ffffff"
+        else:
+            place = f'x="{after}"'
         out.append(
-            f'<text class="mark" x="{min(x(bar.end_at) + 4, _WIDTH - 150)}" y="{y + 15}" '
-            f'fill="{"#c8372d" if marked else "#444"}">{escape(label)}</text>'
+            f'<text class="mark" {place} y="{y + 15}" fill="{colour}">{escape(label)}</text>'
         )
         out.append("</g>")
     if wf.deadline_ms is not None:
