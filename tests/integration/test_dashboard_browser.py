@@ -21,9 +21,7 @@ from imprint.store.embedder import Embedder
 from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-SHOTS = Path(
-    os.environ.get("DASHBOARD_SCREENSHOTS", Path(__file__).resolve().parents[2] / "docs")
-)
+SHOTS = Path(os.environ.get("DASHBOARD_SCREENSHOTS", Path(__file__).resolve().parents[2] / "docs"))
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -82,9 +80,9 @@ def _drive(browser: Any, server: DashboardServer, data: Path) -> None:
     problems: list[str] = []
     page.on(
         "console",
-        lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-        if msg.type == "error"
-        else None,
+        lambda msg: (
+            problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+        ),
     )
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
 
@@ -106,7 +104,9 @@ def _drive(browser: Any, server: DashboardServer, data: Path) -> None:
     shot("search")
 
     page.goto(base + "/settings")
-    row = page.locator("form.setting", has=page.locator('input[data-key="recall.step_timeout_sec"]'))
+    row = page.locator(
+        "form.setting", has=page.locator('input[data-key="recall.step_timeout_sec"]')
+    )
     row.locator("input[name=value]").fill("0.5")
     row.locator("button").click()
     page.wait_for_selector("p.saved")
