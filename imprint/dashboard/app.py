@@ -420,7 +420,7 @@ class Pages:
                 e(s.steps),
                 e(f"{s.total_ms:.0f} ms" if s.total_ms is not None else "-"),
                 e(f"{s.slowest} ({s.slowest_ms:.0f} ms)" if s.slowest_ms is not None else "-"),
-                '<span class="bad">failed</span>' if s.failed else "ok",
+                f'<span class="bad">failed</span> {e(s.problems)}' if s.failed else "ok",
             ]
             for s in summaries
         ]

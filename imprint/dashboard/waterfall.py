@@ -96,6 +96,7 @@ class RecallSummary:
     slowest_ms: float | None
     failed: bool
     steps: int
+    problems: str = ""  # "step 3 kg_query: timeout", for a failed one
 
 
 def _when(event: dict[str, Any]) -> float | None:
@@ -275,6 +276,10 @@ def recall_summaries(events_by_id: dict[str, list[dict[str, Any]]]) -> list[Reca
                 slowest_ms=slowest.total_ms if slowest else None,
                 failed=wf.failed,
                 steps=len(wf.steps),
+                problems=", ".join(
+                    f"{b.label}: {b.outcome}" for b in wf.bars if b.outcome in MARKED
+                )
+                or ("recall: error" if wf.outcome == "error" else ""),
             )
         )
     out.reverse()
