@@ -71,7 +71,7 @@ def spread_copy(corpus: Path, limit: int, into: Path) -> Path:
 
 def percentile(samples: Sequence[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
