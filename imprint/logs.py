@@ -103,7 +103,8 @@ def configure_logging(
         root.addHandler(handler)
     root.setLevel(min(h.level for h in _configured))
     # Third-party chatter stays out unless it is a warning.
-    for noisy in ("chromadb", "httpx", "httpcore", "onnxruntime", "urllib3", "posthog"):
+    # httpx2 (the mcp SDK's client) logs every request URL at info, query string and all.
+    for noisy in ("chromadb", "httpx", "httpx2", "httpcore", "onnxruntime", "urllib3", "posthog"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return path
 

@@ -512,3 +512,37 @@ def _unescape(text: str) -> str:
     import html
 
     return html.unescape(text)
+
+
+def test_the_token_is_in_no_log_line(dash: Dash) -> None:
+    """The one-time token and the session cookie never reach the owner's log."""
+    token = dash.guard.issue_token()
+    r = dash.client.get(f"/?token={token}", follow_redirects=False)
+    session = r.cookies["imprint_dashboard"]
+    dash.client.get("/")
+    logged = _log_text(dash)
+    assert token not in logged and session not in logged and dash.guard.csrf not in logged
+
+
+def test_a_busy_port_is_a_one_line_error(dash: Dash) -> None:
+    """A port already taken on 127.0.0.1 is refused with the port named; nothing serves."""
+    import socket
+
+    from imprint.dashboard import DashboardServer
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(ImprintError, match=rf"^port: {port} on 127.0.0.1 is not free"):
+            DashboardServer(dash.runtime, owner(), port=port).start()
+    server = DashboardServer(dash.runtime, owner(), port=0).start()
+    try:
+        import httpx
+
+        base = f"http://127.0.0.1:{server.port}"
+        assert httpx.get(base + "/").status_code == 401
+        with httpx.Client(follow_redirects=True) as client:
+            assert client.get(server.url()).status_code == 200
+    finally:
+        server.stop()
