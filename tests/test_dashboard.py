@@ -546,3 +546,37 @@ def test_a_busy_port_is_a_one_line_error(dash: Dash) -> None:
             assert client.get(server.url()).status_code == 200
     finally:
         server.stop()
+
+
+def test_waterfall_shows_the_model_phases(
+    tmp_path: Path, embedder: Embedder, small_tree: Path
+) -> None:
+    """With the model path on, the waterfall has a model: plan and a model: answer bar."""
+    from imprint.config import Config
+    from imprint.ingest.pipeline import ingest_path
+    from tests.fakes import FakeProvider
+
+    plan = json.dumps({"steps": [{"tool": "search", "args": {"query": "garden compost"}}]})
+    provider = FakeProvider(responses=[[plan], ["Compost is turned [1]."]])
+    config = Config()
+    config.recall.llm = True
+    config.tagger.provider = "local"
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    rt = Runtime(data, config, embedder=embedder, provider_factory=lambda: provider).start()
+    try:
+        ingest_path(rt, small_tree, project="proj")
+        guard = Guard(PORT)
+        with TestClient(build_app(rt, guard, owner()), base_url=BASE) as client:
+            dash = Dash(rt, guard, client)
+            dash.sign_in()
+            r = dash.post("/recall", {"question": "how is compost made?", "condense": "on"})
+        assert r.status_code == 200, r.text
+        assert "answer: Compost is turned [1]." in _unescape(r.text)
+        svg = re.search(r"<svg .*?</svg>", r.text, re.S)[0]
+        labels = re.findall(r'data-kind="model" data-outcome="ok"><title>([^(]+) \(', svg)
+        assert [label.strip() for label in labels] == ["model: plan", "model: answer"]
+        assert svg.count('data-kind="step"') == 2  # the question's search and the planned one
+    finally:
+        rt.stop()
+        configure_logging(None, level="warning", to_file=False)
