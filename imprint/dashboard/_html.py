@@ -63,10 +63,12 @@ def select(name: str, label: str, options: Iterable[str], chosen: str) -> str:
 
 def table(head: Iterable[str], rows: Iterable[Iterable[str]], *, cls: str = "") -> str:
     """Cells are HTML already (escape them with e() where they are built)."""
-    ths = "".join(f"<th>{h}</th>" for h in head)
+    heads = list(head)
+    ths = "".join(f"<th>{h}</th>" for h in heads)
+    thead = f"<thead><tr>{ths}</tr></thead>" if any(heads) else ""
     trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     klass = f' class="{e(cls)}"' if cls else ""
-    return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody></table>"
+    return f"<table{klass}>{thead}<tbody>{trs}</tbody></table>"
 
 
 def layout(title: str, body: str, *, active: str, csrf: str, workspace: str = "") -> str:

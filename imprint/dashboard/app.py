@@ -717,9 +717,10 @@ class Pages:
             ("source on this computer", row.path_context.get("path", "not found here")),
         ]
         links = []
+        source_link = ""
         if r.source:
-            links.append(
-                link("/source", "open its source", source=r.source, project=r.project, workspace=ws)
+            source_link = link(
+                "/source", "open its source", source=r.source, project=r.project, workspace=ws
             )
         if r.source_type == "memory" or r.chunk_count <= 1:
             links.append(link("/delete", "Delete this record…", id=r.id, workspace=ws))
@@ -736,6 +737,7 @@ class Pages:
         body = (
             table(["", ""], [[e(k), e(v)] for k, v in info], cls="kv")
             + f'<pre class="record">{e(r.content)}</pre>'
+            + (f"<p>{source_link}</p>" if source_link else "")
             + f'<p class="danger">{" · ".join(links)}</p>'
         )
         return self.page(f"Record {r.id}", body, "/sources")
