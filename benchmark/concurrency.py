@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmark/concurrency.py [--data-dir /tmp/bench-recall-data] [--repeats 7]
 
+(`python -m benchmark.concurrency ...` is the same.)
+
 Uses a data dir where `benchmark/runtime.py recall` ingested the corpus (it ingests the
 corpus itself when the folder is new, which takes minutes). For each 4-step plan it times
 (a) `run_plan`: the RecallCoordinator fans the steps out to StepRunners at once, and
@@ -17,14 +19,18 @@ import sys
 import time
 from pathlib import Path
 
-from imprint.actors.lifecycle import Runtime
+if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from imprint.actors.recall import run_plan
+
+from benchmark._common import DEFAULT_CORPUS as CORPUS
+from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.gateway import ActorReads
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
-from imprint.tools._reads import ActorReads
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 PLANS = [
     [
         {"tool": "search", "args": {"query": "how does pykka stop an actor"}},

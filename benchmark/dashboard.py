@@ -27,30 +27,24 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-# ../shared/corpus beside a clone; ../../shared/corpus beside a worktree under wt/.
-DEFAULT_CORPUS = next(
-    (p / "shared" / "corpus" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()),
-    ROOT.parent / "shared" / "corpus",
-)
+if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from benchmark import _common as common
+from benchmark._common import OUT_DIR, latency, note
+
 PLAN = (
     '[{"tool": "search", "args": {"query": "actor mailbox", "limit": 5}},'
     ' {"tool": "list_sources", "args": {"limit": 10}},'
     ' {"tool": "kg_query", "args": {"subject": "imprint"}}]'
 )
-
-
-def note(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def spread_copy(corpus: Path, limit: int, into: Path) -> Path:
@@ -69,25 +63,20 @@ def spread_copy(corpus: Path, limit: int, into: Path) -> Path:
     return target
 
 
-def percentile(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=common.DEFAULT_CORPUS)
     parser.add_argument("--corpus-limit", type=int, default=60, metavar="FILES")
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args(argv)
     if args.runs < 1 or args.corpus_limit < 0:
         parser.error("--runs: at least 1; --corpus-limit: 0 (all) or more")
-    work = Path(tempfile.mkdtemp(prefix="imprint-dash-bench-"))
-    os.environ["IMPRINT_DATA_DIR"] = str(work / "data")
-    try:
+    corpus = common.corpus_dir(args.corpus, "dashboard")
+    if corpus is None:
+        return 2
+    args.corpus = corpus
+    with common.data_dir(None, "imprint-dash-bench-") as work:
         return run(args, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, work: Path) -> int:
@@ -96,11 +85,11 @@ def run(args: argparse.Namespace, work: Path) -> int:
     from imprint.dashboard import DashboardServer, Owner
     from imprint.ingest.pipeline import ingest_path
     from imprint.logs import configure_logging
-    from imprint.tools._reads import ActorReads
-    from imprint.tools.recall import recall_text
-    from imprint.tools.search import search_rows
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.search import search_rows
+    from imprint.recall.respond import recall_text
 
-    data = work / "data"
+    data = work
     configure_logging(data, level="warning")
     load_start = os.getloadavg()[0]
     runtime = Runtime(data, load_config(data)).start()
@@ -129,9 +118,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
     for name, (p50, p95) in results.items():
         lines.append(f"{name:<22} {p50:>8.1f} {p95:>8.1f}")
     print("\n".join(lines))
-    out = ROOT / "benchmark" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"dashboard-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"dashboard-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     path.write_text(
         json.dumps(
             {
@@ -188,12 +176,13 @@ def measure(
                     r = client.get(path, params=params)
                 else:
                     r = client.post(path, data=params, headers=origin)
-                elapsed = (time.perf_counter() - t0) * 1000
+                elapsed = time.perf_counter() - t0
                 if r.status_code != 200:
                     raise SystemExit(f"{name}: HTTP {r.status_code}: {r.text[:300]}")
                 if i >= 2:
                     samples.append(elapsed)
-            results[name] = (statistics.median(samples), percentile(samples, 0.95))
+            lat = latency(samples)
+            results[name] = (lat.p50_ms, lat.p95_ms)
             note(f"{name}: p50 {results[name][0]:.1f} ms")
     return results
 

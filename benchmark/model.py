@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmark/model.py [--model PATH] [--threads 1,2] [--repeats 3]
 
+(`python -m benchmark.model ...` is the same.)
+
 Method: for each thread count, load the GGUF (timed), then per repeat
 - prompt processing: reset the model, evaluate a ~400-token prompt (the corpus text
   tokenized by the model itself) with no generation; tokens / seconds;
@@ -22,10 +24,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from benchmark._common import DEFAULT_CORPUS, OUT_DIR
 from imprint.providers.local import bundled_gguf
 
-ROOT = Path(__file__).resolve().parents[1]
-TEXT = ROOT.parent / "shared" / "corpus" / "pykka" / "docs" / "index.md"
+TEXT = DEFAULT_CORPUS / "pykka" / "docs" / "index.md"
 FALLBACK = "Pykka is a Python implementation of the actor model. " * 60
 
 
@@ -112,10 +117,9 @@ def main() -> int:
                 f"{r['prompt_tok_s'] / base['prompt_tok_s']:.2f}, generation x"
                 f"{r['gen_tok_s'] / base['gen_tok_s']:.2f}"
             )
-    out = ROOT / "benchmark" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    (out / f"model-{stamp}.json").write_text(json.dumps({"model": str(model), "rows": rows}))
+    (OUT_DIR / f"model-{stamp}.json").write_text(json.dumps({"model": str(model), "rows": rows}))
     return 0
 
 

@@ -5,6 +5,8 @@ Run from the repository root:
     .venv/bin/python benchmark/store.py [--corpus ../shared/corpus] [--corpus-limit FILES]
                                         [--sizes 1000,10000] [--queries 50]
 
+(`python -m benchmark.store ...` is the same.)
+
 It prints one table to stdout (progress goes to stderr) and writes the same figures as JSON
 to `benchmark/out/store-<UTC timestamp>.json`. Everything it stores lives in one temporary
 folder, removed at the end: each Runtime gets its own data dir there, and IMPRINT_DATA_DIR
@@ -52,43 +54,51 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from imprint.actors.write_messages import Check, Write
+
+if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from benchmark import _common as common
+from benchmark._common import (
+    DEFAULT_CORPUS,
+    OUT_DIR,
+    REPO,
+    Latency,
+    ingest_progress,
+    latency,
+    note,
+)
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import Check, Write
 from imprint.config import Config, load_config
 from imprint.ingest.pipeline import ingest_path, walk
 from imprint.ingest.tags import supported
 from imprint.logs import configure_logging
+from imprint.reads.gateway import ActorReads, DirectReads, Reads
+from imprint.reads.search import search_rows
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.records import Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._reads import ActorReads, DirectReads, Reads
-from imprint.tools.search import search_rows
 from imprint.types import WorkspaceName
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
-OUT_DIR = REPO / "benchmark" / "out"
 SEED = 20240601
 NOISE_SIGMA = 0.01
 WRITE_BATCH = 500
 WRITE_TIMEOUT_SEC = 600.0
 WARMUP_QUERIES = 10
 SEARCH_LIMIT = 10
+PACKAGES = ("imprint", "chromadb", "onnxruntime", "pykka", "numpy")
 
 _MD_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}\s*$")
@@ -114,14 +124,6 @@ class IngestFigures:
 
 
 @dataclass
-class Latency:
-    queries: int
-    p50_ms: float
-    p95_ms: float
-    mean_ms: float
-
-
-@dataclass
 class SizeFigures:
     records: int
     corpus_chunks: int
@@ -141,11 +143,7 @@ class Comparison:
 
 
 @dataclass
-class Results:
-    started_at: str
-    command: list[str]
-    machine: dict[str, Any]
-    config: dict[str, Any]
+class Results(common.Run):
     corpus: dict[str, Any]
     method: dict[str, str]
     ingest: IngestFigures | None = None
@@ -156,14 +154,6 @@ class Results:
 
 
 # -- helpers -----------------------------------------------------------------------------
-
-
-_T0 = time.perf_counter()
-
-
-def note(message: str) -> None:
-    """Progress on stderr; stdout holds only the table."""
-    print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
 
 
 def parse_sizes(raw: str) -> list[int]:
@@ -179,26 +169,6 @@ def parse_sizes(raw: str) -> list[int]:
     if not sizes:
         raise argparse.ArgumentTypeError("--sizes: give at least one size, e.g. 1000,10000")
     return sorted(set(sizes))
-
-
-def latency(samples: Sequence[float]) -> Latency:
-    ms = np.asarray(samples, dtype=np.float64) * 1000.0
-    return Latency(
-        queries=len(samples),
-        p50_ms=float(np.percentile(ms, 50)),
-        p95_ms=float(np.percentile(ms, 95)),
-        mean_ms=float(ms.mean()),
-    )
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for name in ("imprint", "chromadb", "onnxruntime", "pykka", "numpy"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "?"
-    return out
 
 
 def corpus_files(corpus: Path) -> tuple[Path, list[str]]:
@@ -311,7 +281,7 @@ def bench_ingest(
 
         note(f"ingest: {len(files)} files from {corpus}")
         started = time.perf_counter()
-        report = ingest_path(runtime, corpus, progress=_progress())
+        report = ingest_path(runtime, corpus, progress=ingest_progress())
         ingest_seconds = time.perf_counter() - started
         note(f"ingest: {report.summary()}")
 
@@ -356,18 +326,6 @@ def bench_ingest(
         reingest_over_first=reingest_seconds / ingest_seconds if ingest_seconds > 0 else 0.0,
     )
     return figures, records, vectors, embedder
-
-
-def _progress() -> Callable[[int, int, str], None]:
-    last = [time.perf_counter()]
-
-    def progress(done: int, total: int, source: str) -> None:
-        now = time.perf_counter()
-        if now - last[0] >= 15.0:
-            last[0] = now
-            note(f"ingest: {done}/{total} files ({source})")
-
-    return progress
 
 
 # -- 2. stores of N records --------------------------------------------------------------
@@ -489,9 +447,12 @@ def compare(runtime: Runtime, queries: Sequence[str], n: int) -> Comparison:
 def table(res: Results) -> str:
     cfg = res.config
     lines = [
-        f"imprint store benchmark  {res.started_at}  ({res.machine['cpus']} CPUs; embedding "
-        f"threads {cfg['embedding_threads']}, batch {cfg['embedding_batch_size']}; "
-        f"reader pool {cfg['reader_pool_size']})",
+        common.title(
+            res,
+            "store",
+            f"; embedding threads {cfg['embedding_threads']}, batch "
+            f"{cfg['embedding_batch_size']}; reader pool {cfg['reader_pool_size']}",
+        ),
         f"corpus {res.corpus['path']}: {res.corpus['files']} files"
         + (f" (limited to {res.corpus['limit']})" if res.corpus["limit"] else ""),
         "",
@@ -591,21 +552,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    corpus: Path = args.corpus.expanduser().resolve()
-    if not corpus.is_dir():
-        print(
-            f"store benchmark: corpus folder {corpus} not found; it is the shared evaluation "
-            "corpus (../shared/corpus beside the repository), or pass --corpus FOLDER",
-            file=sys.stderr,
-        )
+    corpus = common.corpus_dir(args.corpus, "store")
+    if corpus is None:
         return 2
 
-    started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    work = Path(tempfile.mkdtemp(prefix="imprint-bench-store-"))
-    # Nothing may fall back to ~/.local/share/imprint; every Runtime gets a path under here.
-    os.environ["IMPRINT_DATA_DIR"] = str(work)
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    try:
+    started_at = common.utc_now()
+    # Every Runtime gets a data dir under `work`, removed at the end.
+    with common.data_dir(None, "imprint-bench-store-") as work:
         configure_logging(work, level="warning", to_file=True)
         config = load_config(work)
         source = corpus
@@ -618,13 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         res = Results(
             started_at=started_at,
             command=[sys.executable, *sys.argv],
-            machine={
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "versions": versions(),
-                "loadavg_start": os.getloadavg(),
-            },
+            machine=common.machine(PACKAGES),
             config={
                 "embedding_threads": config.embedding.threads,
                 "embedding_batch_size": config.embedding.batch_size,
@@ -654,14 +601,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         res.sizes, res.comparison = bench_sizes(
             work, config, embedder, records, vectors, args.sizes, res.queries
         )
-        res.total_seconds = time.perf_counter() - _T0
+        res.total_seconds = common.elapsed()
         res.machine["loadavg_end"] = os.getloadavg()
         print(table(res))
         path = write_json(res)
         print(f"json: {path.relative_to(REPO)}")
         return 0
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

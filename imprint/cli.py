@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import structlog
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -87,6 +88,10 @@ def _setup() -> tuple[Path, cfg.Config]:
         max_bytes=config.log.max_bytes,
         keep=config.log.keep,
     )
+    from imprint.actors._trace import new_request_id
+
+    # One command, one request: every actor message it causes carries this id.
+    structlog.contextvars.bind_contextvars(request_id=new_request_id())
     return root, config
 
 
@@ -146,8 +151,8 @@ def search(
 ) -> None:
     """Print exactly what the MCP search tool returns."""
     from imprint.actors.lifecycle import running
-    from imprint.tools._reads import ActorReads
-    from imprint.tools.search import search_text
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.search import search_text
 
     root, config = _setup()
     args = {
@@ -185,7 +190,8 @@ def search(
 def status(workspace: WorkspaceOpt = "") -> None:
     """Counts per project, facts, and whether the two indexes agree."""
     from imprint.actors.lifecycle import running
-    from imprint.tools.status import format_status, status_row
+    from imprint.reads.status import status_row
+    from imprint.tools.status import format_status
 
     root, config = _setup()
     via = _via_daemon(root, "status", {"workspace": workspace})
@@ -211,8 +217,8 @@ def recall(
 ) -> None:
     """Print exactly what the MCP recall tool returns."""
     from imprint.actors.lifecycle import running
-    from imprint.tools._reads import ActorReads
-    from imprint.tools.recall import recall_text
+    from imprint.reads.gateway import ActorReads
+    from imprint.recall.respond import recall_text
 
     root, config = _setup()
     args: dict[str, object] = {

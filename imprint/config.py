@@ -69,6 +69,12 @@ class EmbeddingConfig(_Group):
 
 class ReadersConfig(_Group):
     pool_size: int = Field(default=4, ge=1, le=32, description="actors per reader pool")
+    timeout_sec: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="deadline of one tool call's reads (a recall step uses the recall's)",
+    )
 
 
 class IngestConfig(_Group):
@@ -114,6 +120,12 @@ class RecallConfig(_Group):
     llm: bool = Field(default=False, description="let a model on this computer plan and answer")
     llm_timeout_sec: float = Field(default=30.0, gt=0, le=600)
     step_timeout_sec: float = Field(default=10.0, gt=0, le=300)
+    pool_size: int = Field(
+        default=16, ge=1, le=128, description="recalls gathered at once (coordinator actors)"
+    )
+    step_runners: int = Field(
+        default=32, ge=1, le=256, description="step runner actors shared by all recalls"
+    )
 
 
 class ServerConfig(_Group):

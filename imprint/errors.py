@@ -2,9 +2,11 @@
 
 __all__ = [
     "ConfigError",
+    "DeadlineExceeded",
     "ImprintError",
     "InputError",
     "ModelMissingError",
+    "SkippedLate",
     "StoreBusyError",
     "StoreError",
     "WorkspaceError",
@@ -29,6 +31,14 @@ class WorkspaceError(InputError):
 
 class StoreError(ImprintError):
     """The store could not do what was asked."""
+
+
+class DeadlineExceeded(StoreError):
+    """A read got no answer by the deadline of the call that caused it."""
+
+
+class SkippedLate(DeadlineExceeded):
+    """An actor took a message whose deadline had already passed and did not run it."""
 
 
 class StoreBusyError(StoreError):

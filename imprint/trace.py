@@ -76,8 +76,8 @@ def render_trace(log: Path, recall: str = "", console: Console | None = None) ->
 
 def write_svg(logs: list[Path], recall: str, out: Path) -> str:
     """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
-    from imprint.dashboard.waterfall import build_waterfall, read_recall_events, render_svg
     from imprint.errors import ImprintError
+    from imprint.waterfall import build_waterfall, read_recall_events, render_svg
 
     found = read_recall_events(logs, recall)
     if not found:

@@ -15,13 +15,13 @@ from starlette.testclient import TestClient
 from imprint.actors.lifecycle import Runtime
 from imprint.config import config_path
 from imprint.dashboard import Guard, build_app, build_waterfall, check_host, render_svg
-from imprint.dashboard.waterfall import read_recall_events, recall_summaries
 from imprint.errors import ImprintError
 from imprint.logs import configure_logging, get_logger, log_files, log_path
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_explained, search_rows, search_text
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
-from imprint.tools._reads import ActorReads
-from imprint.tools.search import search_explained, search_rows, search_text
+from imprint.waterfall import read_recall_events, recall_summaries
 from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
 
 PORT = 8766
@@ -493,6 +493,41 @@ def test_waterfall_rows_from_the_log() -> None:
     assert svg.count('data-kind="step"') == 3 and "TIMEOUT" in svg and "deadline 1005 ms" in svg
     summary = recall_summaries({"r1": events})[0]
     assert summary.failed and summary.slowest == "step 3 kg_query" and summary.steps == 3
+
+
+def test_a_late_skipped_read_is_marked() -> None:
+    """A reader message skipped at its deadline (outcome skipped_late) is a marked bar."""
+    t0 = 1_700_000_000.0
+    events = [
+        _event(
+            t0, event="recall.start", recall_id="r2", steps=1, tools=["search"], timeout_sec=0.1
+        ),
+        _event(
+            t0 + 0.150,
+            event="actor.message",
+            message="vector_query",
+            step=1,
+            actor="VectorReader-1",
+            queue_ms=140.0,
+            run_ms=0.0,
+            outcome="skipped_late",
+        ),
+        _event(
+            t0 + 0.160,
+            event="actor.message",
+            message="recall.step",
+            step=1,
+            actor="StepRunner-1",
+            queue_ms=1.0,
+            run_ms=158.0,
+            outcome="error",
+        ),
+    ]
+    wf = build_waterfall("r2", events)
+    assert [(b.kind, b.outcome) for b in wf.bars] == [("step", "error"), ("read", "skipped_late")]
+    assert wf.failed
+    svg = render_svg(wf)
+    assert 'data-outcome="skipped_late"' in svg and "SKIPPED_LATE" in svg
 
 
 def test_read_recall_events_skips_garbage_lines(tmp_path: Path) -> None:

@@ -16,14 +16,14 @@ from mcp.client import Client
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_rows
+from imprint.reads.status import status_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.tools import ingest_url as ingest_url_module
 from imprint.tools._app import App
-from imprint.tools._reads import ActorReads
 from imprint.tools.ingest_url import fetch_and_index
-from imprint.tools.search import search_rows
-from imprint.tools.status import status_row
 
 HANG_LIMIT_SEC = 60.0
 

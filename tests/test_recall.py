@@ -17,18 +17,18 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.evidence import MIN_EXCERPT
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.evidence import Item, StepResult, merge
 from imprint.recall.plan import parse_plan
+from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.sqlite import SqliteStore
 from imprint.store.vectors import VectorIndex
 from imprint.tools._app import App
-from imprint.tools._evidence import MIN_EXCERPT
-from imprint.tools._reads import ActorReads
-from imprint.tools.recall import recall_text
-from imprint.tools.search import search_text
 from imprint.tools.store import store_memory
 from tests.conftest import TOPICS, write_tree
 

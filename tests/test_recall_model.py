@@ -15,10 +15,10 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import ModelMissingError
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_text
+from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
-from imprint.tools._reads import ActorReads
-from imprint.tools.recall import recall_text
-from imprint.tools.search import search_text
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 

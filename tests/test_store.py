@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import Write
+from imprint.actors.write_messages import Write
 from imprint.config import Config
 from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_rows, search_text
+from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, make_id
 from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
 from imprint.store.vectors import VectorIndex
-from imprint.tools._reads import ActorReads
-from imprint.tools.search import search_rows, search_text
-from imprint.tools.status import status_row
 
 
 def _sources(rows: object) -> list[str]:

@@ -12,10 +12,10 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.memory import memory_row
 from imprint.store.embedder import Embedder
 from imprint.tools._app import App
 from imprint.tools.device_context import device_row
-from imprint.tools.get_memory import memory_row
 from imprint.tools.store import store_memory
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider

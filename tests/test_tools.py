@@ -85,7 +85,7 @@ def ingest(session: Session) -> str:
     return session.ok("ingest_path", path="proj", project="proj")
 
 
-def test_sixteen_tools_with_annotations_and_short_descriptions(session: Session) -> None:
+def test_seventeen_tools_with_annotations_and_short_descriptions(session: Session) -> None:
     """17 tools; reads are read-only, deleting/replacing writes destructive; descriptions fit."""
     tools = {t.name: t for t in session.tools()}
     assert len(tools) == 17

@@ -180,7 +180,8 @@ class InferenceActor(pykka.ThreadingActor):
     def on_stop(self) -> None:
         self.logic.close()
 
-    @traced("inference.complete")
+    # The logic skips a late request itself and says so in its Completion.
+    @traced("inference.complete", skip_late=False)
     def complete(self, msg: CompleteRequest) -> Completion:
         result = self.logic.complete(msg)
         log.info(

@@ -1,32 +1,28 @@
 """All starts and stops in one place: the Runtime owns a data dir's stores and actors.
 
 Start order: embedder (lazily), reader pools, then each workspace as it is first used
-(lock, Chroma, SQLite, journal recovery, writer). Stop is the reverse, in `finally`.
+(lock, Chroma, SQLite, journal recovery, writer); services of the layers above (the recall
+pools) attach themselves and are stopped first. Start is all-or-nothing: a failure stops
+what already started. Stop is the reverse and tries every part, reporting each failure.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import pykka
 
 from imprint._fs import atomic_write_text
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
-from imprint.actors.readers import (
-    FactReader,
-    FactReaderProxy,
-    LexicalReader,
-    LexicalReaderProxy,
-    ReaderPool,
-    VectorReader,
-    VectorReaderProxy,
-)
+from imprint.actors.read_messages import Family
+from imprint.actors.readers import ReaderPool, pools_for
 from imprint.actors.writer import Writer, WriterActor, WriterProxy
 from imprint.config import Config
 from imprint.errors import StoreError
@@ -38,9 +34,18 @@ from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from imprint.workspaces import create_workspace, resolve_workspace
 
-__all__ = ["Runtime", "running"]
+__all__ = ["Runtime", "Service", "running"]
 
 log = get_logger("imprint.lifecycle")
+
+
+class Service(Protocol):
+    """Actors a layer above starts over this runtime; stopped before the runtime's own."""
+
+    def stop(self) -> list[str]: ...
+
+
+S = TypeVar("S", bound=Service)
 
 
 class _Workspace:
@@ -70,23 +75,40 @@ class Runtime:
         self._inference_ref: pykka.ActorRef[Any] | None = None
         self._inference_lock = threading.Lock()
         self._provider_factory = provider_factory
-        self.vector_pool: ReaderPool[VectorReaderProxy] | None = None
-        self.lexical_pool: ReaderPool[LexicalReaderProxy] | None = None
-        self.fact_pool: ReaderPool[FactReaderProxy] | None = None
+        self._pools: dict[Family, ReaderPool] = {}
+        self._services: dict[str, Service] = {}
+        self._services_lock = threading.Lock()
         self._started = False
 
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Runtime:
         size = self.config.readers.pool_size
-        self.vector_pool = ReaderPool(
-            [VectorReader.start(self, self.embedder, i) for i in range(size)]
-        )
-        self.lexical_pool = ReaderPool([LexicalReader.start(self, i) for i in range(size)])
-        self.fact_pool = ReaderPool([FactReader.start(self, i) for i in range(size)])
+        try:
+            self._pools = pools_for(size, self, self.embedder)
+        except BaseException:
+            self.stop()
+            raise
         self._started = True
         log.info("runtime.started", data_dir=str(self.data_dir), pool_size=size)
         return self
+
+    def pool(self, family: Family) -> ReaderPool:
+        pool = self._pools.get(family)
+        if pool is None:
+            raise StoreError("runtime: reader pools are not started")
+        return pool
+
+    def service(self, name: str, make: Callable[[Runtime], S]) -> S:
+        """The runtime's one `name` service, started by `make` on first use."""
+        with self._services_lock:
+            if not self._started:
+                raise StoreError("runtime: not started")
+            found = self._services.get(name)
+            if found is None:
+                found = make(self)
+                self._services[name] = found
+            return cast(S, found)
 
     def embedder(self) -> Embedder:
         """Loaded on first use: a command that never embeds never pays for the model."""
@@ -185,30 +207,49 @@ class Runtime:
 
     # -- stop ----------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Writers first (they finish queued writes), then readers, then the stores."""
-        try:
-            with self._open_lock:
-                workspaces = list(self._open.values())
-                self._open.clear()
-            for opened in reversed(workspaces):
-                # block=True: queued writes are handled before the actor stops.
-                opened.writer_ref.stop(block=True)
-            if self._inference_ref is not None:
-                # The model is below every reader and writer: nothing waits on it here.
-                self._inference_ref.stop(block=True, timeout=60)
-                self._inference_ref = None
-            for pool in (self.fact_pool, self.lexical_pool, self.vector_pool):
-                if pool is not None:
-                    pool.stop()
-            for opened in reversed(workspaces):
-                opened.store.close()
-        finally:
-            self._started = False
-            alive = pykka.ActorRegistry.get_all()
-            if alive:
-                log.error("runtime.actors_alive", actors=[str(a) for a in alive])
-            log.info("runtime.stopped", data_dir=str(self.data_dir))
+    def stop(self) -> list[str]:
+        """Services above first, then writers (they finish queued writes), the model, the
+        readers and the stores. Every part is tried; returns (and logs) each failure."""
+        failures: list[str] = []
+
+        def attempt(what: str, stop: Callable[[], object]) -> None:
+            try:
+                result = stop()
+            except Exception as exc:
+                failures.append(f"{what}: {type(exc).__name__}: {exc}")
+                log.error("runtime.stop_failed", part=what, error=f"{type(exc).__name__}: {exc}")
+                return
+            if isinstance(result, list):
+                for failure in result:
+                    failures.append(f"{what}: {failure}")
+                    log.error("runtime.stop_failed", part=what, error=str(failure))
+
+        self._started = False
+        with self._services_lock:
+            services = list(self._services.items())
+            self._services.clear()
+        for name, service in reversed(services):
+            attempt(f"service {name}", service.stop)
+        with self._open_lock:
+            workspaces = list(self._open.items())
+            self._open.clear()
+        for ws, opened in reversed(workspaces):
+            # block=True: queued writes are handled before the actor stops.
+            attempt(f"writer {ws}", functools.partial(opened.writer_ref.stop, block=True))
+        if self._inference_ref is not None:
+            # The model is below every reader and writer: nothing waits on it here.
+            ref, self._inference_ref = self._inference_ref, None
+            attempt("inference", functools.partial(ref.stop, block=True, timeout=60))
+        pools, self._pools = self._pools, {}
+        for family, pool in reversed(list(pools.items())):
+            attempt(f"{family.value} readers", pool.stop)
+        for ws, opened in reversed(workspaces):
+            attempt(f"store {ws}", opened.store.close)
+        alive = pykka.ActorRegistry.get_all()
+        if alive:
+            log.error("runtime.actors_alive", actors=[str(a) for a in alive])
+        log.info("runtime.stopped", data_dir=str(self.data_dir), failures=len(failures))
+        return failures
 
 
 @contextmanager

@@ -1,44 +1,61 @@
 """Reader actors, pooled per data source: Chroma vectors, FTS5 lexical, SQLite facts.
 
-Readers are stateless apart from their own read-only SQLite connections, so a pool of them
-lets several reads of one source run at the same time.
+Each family's logic is a plain class (`VectorReading`, `LexicalReading`, `FactReading`) that
+answers one message type per query; `ReaderActor` runs one of them in its own thread, and
+`DirectReads` (benchmarks) calls the very same objects in the caller's thread. Readers are
+stateless apart from their own read-only SQLite connections, so a pool of them lets several
+reads of one source run at the same time. A pool hands each message to its least-loaded
+actor (`_pool.ActorPool`).
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pykka
 from pykka.typing import proxy_method
 
+from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import traced
-from imprint.actors.messages import (
+from imprint.actors.read_messages import (
+    FactById,
     FactQuery,
+    Family,
     FetchRecords,
     LexicalQuery,
+    ListSources,
     Neighbors,
-    SqlRead,
+    Projects,
+    ReadMessage,
+    SourceChunks,
+    SourceEntryQuery,
+    SourceRoot,
+    Topics,
     VectorQuery,
+    WithTopic,
 )
-from imprint.errors import StoreError
 from imprint.store.embedder import Embedder
-from imprint.store.records import Fact, Record
 from imprint.store.sqlite import SqliteStore
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
-    "FactReader",
-    "LexicalReader",
+    "FactReading",
+    "LexicalReading",
+    "ReaderActor",
     "ReaderPool",
+    "ReaderProxy",
+    "Reading",
     "StoreDirectory",
-    "VectorReader",
+    "VectorReading",
+    "pools_for",
+    "reading_for",
 ]
 
 Hits = list[tuple[MemoryId, float]]
+# Chunk indexes are small; this stands for "to the last chunk" in SQL.
+_LAST = 2**31 - 1
 
 
 class StoreDirectory(Protocol):
@@ -47,8 +64,15 @@ class StoreDirectory(Protocol):
     def opened(self, workspace: WorkspaceName) -> WorkspaceStore: ...
 
 
+class Reading(Protocol):
+    """One reader family's logic: answers the messages of its family."""
+
+    def handle(self, msg: ReadMessage) -> Any: ...
+    def close(self) -> None: ...
+
+
 class _SqliteReading:
-    """Per-actor read-only connections, one per workspace."""
+    """Per-reader read-only connections, one per workspace."""
 
     def __init__(self, stores: StoreDirectory) -> None:
         self._stores = stores
@@ -67,107 +91,150 @@ class _SqliteReading:
         self._conns.clear()
 
 
-class VectorReader(pykka.ThreadingActor):
-    def __init__(
-        self, stores: StoreDirectory, embedder: Callable[[], Embedder], index: int
-    ) -> None:
-        super().__init__()
+class VectorReading:
+    def __init__(self, stores: StoreDirectory, embedder: Callable[[], Embedder]) -> None:
         self._stores = stores
         self._embedder = embedder
-        self.actor_name = f"VectorReader-{index}"
 
-    @traced("vector_query")
-    def query(self, msg: VectorQuery) -> Hits:
-        vector = self._embedder().embed([msg.text])[0]
-        return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
+    def handle(self, msg: ReadMessage) -> Any:
+        if isinstance(msg, VectorQuery):
+            vector = self._embedder().embed([msg.text])[0]
+            return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
+        if isinstance(msg, Neighbors):
+            # Empty for an unknown id.
+            return self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k)
+        raise TypeError(f"vector reader: no handler for {type(msg).__name__}")
 
-    @traced("neighbors")
-    def neighbors(self, msg: Neighbors) -> Hits:
-        """The k records nearest to one record, itself excluded; empty for an unknown id."""
-        return self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k)
+    def close(self) -> None:
+        pass
 
 
-class LexicalReader(pykka.ThreadingActor):
-    def __init__(self, stores: StoreDirectory, index: int) -> None:
-        super().__init__()
+class LexicalReading:
+    def __init__(self, stores: StoreDirectory) -> None:
         self._sql = _SqliteReading(stores)
-        self.actor_name = f"LexicalReader-{index}"
 
-    def on_stop(self) -> None:
+    def handle(self, msg: ReadMessage) -> Any:
+        conn = self._sql.conn(msg.workspace)
+        match msg:
+            case LexicalQuery():
+                return conn.match(msg.text, msg.limit, msg.filters, phrase_only=msg.phrase_only)
+            case FetchRecords():
+                return conn.fetch(msg.ids)
+            case SourceChunks():
+                end = _LAST if msg.end is None else msg.end
+                return conn.source_chunks(msg.project, msg.source, msg.start, end)
+            case SourceRoot():
+                return conn.source_root(msg.project, msg.source)
+            case SourceEntryQuery():
+                return conn.source_entry(msg.project, msg.source)
+            case ListSources():
+                return conn.list_sources(msg.project, msg.lang, msg.layer, msg.limit)
+            case Projects():
+                return conn.projects()
+            case Topics():
+                return conn.topics(msg.project, msg.limit)
+            case WithTopic():
+                return conn.with_topic(msg.topic, msg.limit)
+        raise TypeError(f"lexical reader: no handler for {type(msg).__name__}")
+
+    def close(self) -> None:
         self._sql.close()
 
-    @traced("lexical_query")
-    def query(self, msg: LexicalQuery) -> Hits:
-        return self._sql.conn(msg.workspace).match(
-            msg.text, msg.limit, msg.filters, phrase_only=msg.phrase_only
-        )
 
-    @traced("fetch_records")
-    def fetch(self, msg: FetchRecords) -> dict[MemoryId, Record]:
-        return self._sql.conn(msg.workspace).fetch(msg.ids)
-
-    def read(self, msg: SqlRead) -> Any:
-        return _traced_sql(msg.op)(self, msg)
-
-
-def _traced_sql(op: str) -> Callable[[LexicalReader, SqlRead], Any]:
-    @traced(op)
-    def run(self: LexicalReader, msg: SqlRead) -> Any:
-        return getattr(self._sql.conn(msg.workspace), msg.op)(**msg.args)
-
-    return run
-
-
-class FactReader(pykka.ThreadingActor):
-    def __init__(self, stores: StoreDirectory, index: int) -> None:
-        super().__init__()
+class FactReading:
+    def __init__(self, stores: StoreDirectory) -> None:
         self._sql = _SqliteReading(stores)
-        self.actor_name = f"FactReader-{index}"
 
-    def on_stop(self) -> None:
+    def handle(self, msg: ReadMessage) -> Any:
+        conn = self._sql.conn(msg.workspace)
+        if isinstance(msg, FactQuery):
+            return conn.facts(msg.subject, msg.predicate, msg.include_ended, msg.limit)
+        if isinstance(msg, FactById):
+            return conn.fact(msg.fact_id)
+        raise TypeError(f"fact reader: no handler for {type(msg).__name__}")
+
+    def close(self) -> None:
         self._sql.close()
 
-    @traced("fact_query")
-    def query(self, msg: FactQuery) -> list[Fact]:
-        return self._sql.conn(msg.workspace).facts(
-            msg.subject, msg.predicate, msg.include_ended, msg.limit
-        )
+
+def reading_for(
+    family: Family, stores: StoreDirectory, embedder: Callable[[], Embedder]
+) -> Reading:
+    """A new logic object of one family; the actors and DirectReads both make theirs here."""
+    if family is Family.VECTOR:
+        return VectorReading(stores, embedder)
+    if family is Family.LEXICAL:
+        return LexicalReading(stores)
+    return FactReading(stores)
 
 
-class VectorReaderProxy:
-    query = proxy_method(VectorReader.query)
-    neighbors = proxy_method(VectorReader.neighbors)
+class ReaderActor(pykka.ThreadingActor):
+    def __init__(self, logic: Reading, name: str, load: Load) -> None:
+        super().__init__()
+        self.logic = logic
+        self.actor_name = name
+        self._load = load
+
+    def on_stop(self) -> None:
+        self.logic.close()
+
+    def read(self, msg: ReadMessage) -> Any:
+        try:
+            return self._read(msg)
+        finally:
+            self._load.done()
+
+    @traced()
+    def _read(self, msg: ReadMessage) -> Any:
+        return self.logic.handle(msg)
 
 
-class LexicalReaderProxy:
-    query = proxy_method(LexicalReader.query)
-    fetch = proxy_method(LexicalReader.fetch)
-    read = proxy_method(LexicalReader.read)
+class ReaderProxy:
+    """Typed view of `ReaderActor`'s proxy."""
+
+    read = proxy_method(ReaderActor.read)
 
 
-class FactReaderProxy:
-    query = proxy_method(FactReader.query)
+class ReaderPool:
+    """The reader actors of one family; each message goes to the least loaded."""
+
+    def __init__(
+        self,
+        family: Family,
+        size: int,
+        stores: StoreDirectory,
+        embedder: Callable[[], Embedder],
+    ) -> None:
+        self.family = family
+
+        def start(index: int, load: Load) -> pykka.ActorRef[Any]:
+            logic = reading_for(family, stores, embedder)
+            name = f"{family.value.capitalize()}Reader-{index}"
+            return ReaderActor.start(logic, name, load)
+
+        self._actors: ActorPool[ReaderProxy] = ActorPool(f"readers.{family.value}", size, start)
+        self.refs = self._actors.refs
+
+    def loads(self) -> list[int]:
+        return self._actors.loads()
+
+    def send(self, msg: ReadMessage) -> pykka.Future[Any]:
+        return self._actors.send(lambda proxy: proxy.read(msg))
+
+    def stop(self) -> list[str]:
+        return self._actors.stop()
 
 
-P = TypeVar("P")
-
-
-class ReaderPool(Generic[P]):
-    """A fixed set of actors of one kind, handed out round-robin."""
-
-    def __init__(self, refs: Sequence[pykka.ActorRef[Any]]) -> None:
-        if not refs:
-            raise StoreError("readers.pool_size: a pool needs at least one actor")
-        self.refs = list(refs)
-        self._proxies: list[P] = [ref.proxy() for ref in refs]  # type: ignore[misc]
-        self._next = itertools.count()
-        self._lock = threading.Lock()
-
-    def pick(self) -> P:
-        with self._lock:
-            index = next(self._next) % len(self._proxies)
-        return self._proxies[index]
-
-    def stop(self) -> None:
-        for ref in reversed(self.refs):
-            ref.stop(block=True)
+def pools_for(
+    size: int, stores: StoreDirectory, embedder: Callable[[], Embedder]
+) -> dict[Family, ReaderPool]:
+    """One pool per family, all or none."""
+    pools: dict[Family, ReaderPool] = {}
+    try:
+        for family in Family:
+            pools[family] = ReaderPool(family, size, stores, embedder)
+    except BaseException:
+        for pool in pools.values():
+            pool.stop()
+        raise
+    return pools

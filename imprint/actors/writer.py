@@ -18,7 +18,7 @@ from pykka.typing import proxy_method
 
 from imprint._faults import failpoint
 from imprint.actors._trace import traced
-from imprint.actors.messages import Check, SourceState, Write
+from imprint.actors.write_messages import Check, SourceState, Write
 from imprint.logs import get_logger
 from imprint.store.embedder import Embedder
 from imprint.store.sqlite import SourceEntry, WriteBatch
@@ -128,7 +128,9 @@ class WriterActor(pykka.ThreadingActor):
         self.logic = logic
         self.actor_name = logic.actor_name
 
-    @traced("write")
+    # Never skipped when late: a write that reached the mailbox is applied, so a caller that
+    # gave up waiting cannot leave it half-known (it can read it back, or write it again).
+    @traced("write", skip_late=False)
     def write(self, msg: Write, embeddings: np.ndarray | None = None) -> WriteAck:
         return self.logic.write(msg.batch, embeddings)
 

@@ -3,7 +3,7 @@
 from imprint.dashboard._security import Guard
 from imprint.dashboard.app import Owner, build_app
 from imprint.dashboard.server import DashboardServer, check_host
-from imprint.dashboard.waterfall import build_waterfall, read_recall_events, render_svg
+from imprint.waterfall import build_waterfall, read_recall_events, render_svg
 
 __all__ = [
     "DashboardServer",

@@ -1,25 +1,24 @@
 """Every read and write the dashboard makes, imported in this one place.
 
-They are the MCP tools' own row functions, so a page shows what a tool returns. The row
-functions are moving from `imprint/tools/` to `imprint/reads/` (same names): repoint the
-imports here and nowhere else.
+They are the MCP tools' own row functions (`imprint/reads/`), so a page shows what a tool
+returns; delete and device_context still live with their tools.
 """
 
 from __future__ import annotations
 
 from imprint.ingest.pipeline import running_ingests
+from imprint.reads.chunks import chunk_rows
+from imprint.reads.facts import fact_rows
+from imprint.reads.gateway import ActorReads
+from imprint.reads.memory import memory_row
+from imprint.reads.search import format_search, search_explained
+from imprint.reads.sources import source_rows
+from imprint.reads.status import status_row
+from imprint.reads.summary import summary_row
+from imprint.recall.respond import recall_text
 from imprint.tools._app import App
-from imprint.tools._reads import ActorReads
 from imprint.tools.delete import delete_records
 from imprint.tools.device_context import device_row
-from imprint.tools.file_chunks import chunk_rows
-from imprint.tools.file_summary import summary_row
-from imprint.tools.get_memory import memory_row
-from imprint.tools.kg_query import fact_rows
-from imprint.tools.list_sources import source_rows
-from imprint.tools.recall import recall_text
-from imprint.tools.search import format_search, search_explained
-from imprint.tools.status import status_row
 
 __all__ = [
     "ActorReads",

@@ -28,16 +28,16 @@ from imprint.actors.lifecycle import Runtime
 from imprint.dashboard import _rows as rows
 from imprint.dashboard._html import ago, e, field, layout, link, select, stamp, table
 from imprint.dashboard._security import CSRF_FIELD, CSRF_HEADER, Guard, GuardMiddleware
-from imprint.dashboard.waterfall import (
+from imprint.errors import ImprintError
+from imprint.logs import get_logger, log_files
+from imprint.recall.plan import parse_plan
+from imprint.store.records import RECORD_TYPES
+from imprint.waterfall import (
     build_waterfall,
     read_recall_events,
     recall_summaries,
     render_svg,
 )
-from imprint.errors import ImprintError
-from imprint.logs import get_logger, log_files
-from imprint.recall.plan import parse_plan
-from imprint.store.records import RECORD_TYPES
 from imprint.workspaces import active_workspace, list_workspaces
 
 __all__ = ["LIVE_KEYS", "Owner", "build_app"]

@@ -21,15 +21,15 @@ import pathspec
 from pydantic import BaseModel
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import SourceState, Write
+from imprint.actors.write_messages import SourceState, Write
 from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
+from imprint.reads.deadline import Deadline, Pending
 from imprint.store.records import Record, SourceType, content_sha, make_id
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
-from imprint.tools._reads import Deadline, Pending
 
 __all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "running_ingests", "walk"]
 

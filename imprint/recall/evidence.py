@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.reads.chunks import ChunkRows
+from imprint.reads.memory import MemoryRow
+from imprint.reads.search import SearchHit, SearchRows, meta_line
+from imprint.reads.summary import SummaryRow, format_summary
 from imprint.store.records import Fact, Record
-from imprint.tools.file_chunks import ChunkRows
-from imprint.tools.file_summary import SummaryRow, format_summary
-from imprint.tools.get_memory import MemoryRow
-from imprint.tools.search import SearchHit, SearchRows, meta_line
 
 __all__ = ["Item", "StepResult", "merge", "to_items"]
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from imprint.actors.inference import CompleteRequest, InferenceProxy, ask_model
 from imprint.errors import InputError
 from imprint.recall.plan import Step, parse_plan
+from imprint.types import RecallId
 
 __all__ = [
     "ANSWER_SYSTEM",
@@ -134,7 +135,7 @@ def plan_steps(
     result = ask_model(
         inference,
         CompleteRequest(
-            recall_id=recall_id,
+            recall_id=RecallId(recall_id),
             messages=(
                 {"role": "system", "content": PLAN_SYSTEM},
                 {"role": "user", "content": f"Projects: {shown_projects}\nQuestion: {question}"},
@@ -184,7 +185,7 @@ def answer(
     result = ask_model(
         inference,
         CompleteRequest(
-            recall_id=recall_id,
+            recall_id=RecallId(recall_id),
             messages=(
                 {"role": "system", "content": ANSWER_SYSTEM},
                 {"role": "user", "content": f"{evidence}\n\nQuestion: {question}"},

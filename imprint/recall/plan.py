@@ -16,13 +16,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from imprint.errors import InputError
-from imprint.tools.file_chunks import chunk_rows
-from imprint.tools.file_summary import summary_row
-from imprint.tools.get_memory import memory_row
-from imprint.tools.kg_query import fact_rows
-from imprint.tools.list_sources import source_rows
-from imprint.tools.neighbors import neighbor_rows
-from imprint.tools.search import search_rows
+from imprint.reads.chunks import chunk_rows
+from imprint.reads.facts import fact_rows
+from imprint.reads.memory import memory_row
+from imprint.reads.neighbors import neighbor_rows
+from imprint.reads.search import search_rows
+from imprint.reads.sources import source_rows
+from imprint.reads.summary import summary_row
 
 __all__ = ["MAX_STEPS", "STEP_FUNCTIONS", "Step", "arg_model", "parse_plan"]
 

@@ -10,18 +10,21 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import anyio
+import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
+from imprint.actors._trace import new_request_id
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import Write
+from imprint.actors.write_messages import Write
 from imprint.actors.writer import WriteAck
 from imprint.errors import ImprintError
+from imprint.reads.deadline import Deadline
+from imprint.reads.gateway import ActorReads
 from imprint.store.sqlite import WriteBatch
-from imprint.tools._reads import ActorReads, Deadline
 
-__all__ = ["READ", "REPLACE", "WRITE", "App", "clamp", "run_tool", "tool"]
+__all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool", "tool"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,12 +57,15 @@ class App:
 async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run a blocking row function in a worker thread; Imprint errors become tool errors.
 
-    Waiting on pykka futures blocks, so it never happens on the event loop.
+    Waiting on pykka futures blocks, so it never happens on the event loop. Each call gets a
+    request id here, at the edge: the worker thread runs in a copy of this context, and every
+    actor message the call causes carries the id.
     """
-    try:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-    except ImprintError as exc:
-        raise ToolError(str(exc)) from exc
+    with structlog.contextvars.bound_contextvars(request_id=new_request_id()):
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+        except ImprintError as exc:
+            raise ToolError(str(exc)) from exc
 
 
 def tool(
@@ -79,7 +85,3 @@ def tool(
         return fn
 
     return register
-
-
-def clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(high, int(value)))

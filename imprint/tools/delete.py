@@ -7,12 +7,12 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import FetchRecords, SqlRead
+from imprint.actors.read_messages import FetchRecords, SourceChunks
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
+from imprint.reads.memory import check_id
 from imprint.store.sqlite import WriteBatch
 from imprint.tools._app import REPLACE, App, run_tool, tool
-from imprint.tools._reads import Deadline
-from imprint.tools.get_memory import check_id
 
 __all__ = ["delete_records", "register"]
 
@@ -40,28 +40,12 @@ def delete_records(
         else:
             app.write(ws, WriteBatch(drop_sources=((record.project, record.source),)), create=False)
         return f"deleted {rid}"
-    _, total = deadline.wait(
-        app.reads.sql(
-            SqlRead(
-                workspace=ws,
-                op="source_chunks",
-                args={"project": project, "source": source, "start": 0, "end": 0},
-            )
-        ),
+    records, total = deadline.wait(
+        app.reads.source_chunks(SourceChunks(workspace=ws, project=project, source=source)),
         "delete",
     )
     if total == 0:
         raise InputError(f"source: no source {source!r}; list_sources shows what exists")
-    records, _ = deadline.wait(
-        app.reads.sql(
-            SqlRead(
-                workspace=ws,
-                op="source_chunks",
-                args={"project": project, "source": source, "start": 0, "end": 1_000_000},
-            )
-        ),
-        "delete",
-    )
     projects = sorted({r.project for r in records})
     if len(projects) > 1:
         raise InputError(

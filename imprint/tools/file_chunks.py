@@ -5,62 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from imprint.actors.messages import SqlRead
-from imprint.errors import InputError
-from imprint.store.records import Record
-from imprint.tools._app import READ, App, clamp, run_tool, tool
-from imprint.tools._reads import Deadline, Reads
+from imprint.reads.chunks import ChunkRows, chunk_rows
+from imprint.reads.evidence import clamp
+from imprint.tools._app import READ, App, run_tool, tool
 
-__all__ = ["ChunkRows", "chunk_rows", "format_chunks", "register"]
-
-READ_TIMEOUT_SEC = 30.0
-MAX_RANGE = 50
-
-
-class ChunkRows(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    source: str
-    start: int
-    end: int
-    total: int
-    records: tuple[Record, ...]
-
-
-def chunk_rows(
-    reads: Reads,
-    source: str,
-    start: int = 0,
-    end: int = -1,
-    project: str = "",
-    workspace: str = "",
-) -> ChunkRows:
-    """Chunks start..end (inclusive; end -1 = start + 9) of `source`, at most 50 at once."""
-    if not isinstance(source, str) or not source.strip():
-        raise InputError("source: must be a source path as search shows it (docs/index.md)")
-    if start < 0:
-        raise InputError(f"start: {start} is not allowed; a chunk index >= 0")
-    end = start + 9 if end < 0 else end
-    if end < start:
-        raise InputError(f"end: {end} is not allowed; >= start ({start}), or -1")
-    end = min(end, start + MAX_RANGE - 1)
-    ws = reads.open(workspace)
-    records, total = Deadline(READ_TIMEOUT_SEC).wait(
-        reads.sql(
-            SqlRead(
-                workspace=ws,
-                op="source_chunks",
-                args={"project": project, "source": source, "start": start, "end": end},
-            )
-        ),
-        "file_chunks",
-    )
-    if total == 0:
-        where = f" in project {project!r}" if project else ""
-        raise InputError(f"source: no source {source!r}{where}; list_sources shows what exists")
-    return ChunkRows(source=source, start=start, end=end, total=total, records=tuple(records))
+__all__ = ["format_chunks", "register"]
 
 
 def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:

@@ -2,92 +2,15 @@
 
 from __future__ import annotations
 
-import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from imprint.actors.messages import SqlRead
-from imprint.errors import InputError
+from imprint.reads.summary import format_summary, summary_row
 from imprint.tools._app import READ, App, run_tool, tool
-from imprint.tools._evidence import clip, one_line
-from imprint.tools._reads import Deadline, Reads
 
-__all__ = ["SummaryRow", "format_summary", "register", "summary_row"]
-
-READ_TIMEOUT_SEC = 30.0
-
-
-class SummaryRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    project: str
-    source: str
-    source_type: str
-    chunks: int
-    mtime: float
-    lang: str
-    layer: str
-    kind: str
-    types: tuple[str, ...]
-    topics: tuple[str, ...]
-    preview: str
-
-
-def summary_row(reads: Reads, source: str, project: str = "", workspace: str = "") -> SummaryRow:
-    if not isinstance(source, str) or not source.strip():
-        raise InputError("source: must be a source path as search shows it (docs/index.md)")
-    ws = reads.open(workspace)
-    deadline = Deadline(READ_TIMEOUT_SEC)
-    records, total = deadline.wait(
-        reads.sql(
-            SqlRead(
-                workspace=ws,
-                op="source_chunks",
-                args={"project": project, "source": source, "start": 0, "end": 1_000_000},
-            )
-        ),
-        "file_summary",
-    )
-    if total == 0:
-        where = f" in project {project!r}" if project else ""
-        raise InputError(f"source: no source {source!r}{where}; list_sources shows what exists")
-    first = records[0]
-    same = [r for r in records if r.project == first.project]
-    topics: dict[str, int] = {}
-    for r in same:
-        for t in r.topics:
-            topics[t] = topics.get(t, 0) + 1
-    info: dict[str, Any] = {
-        "project": first.project,
-        "source": source,
-        "source_type": first.source_type,
-        "chunks": len(same),
-        "mtime": first.source_mtime,
-        "lang": first.lang,
-        "layer": first.layer,
-        "kind": first.kind,
-        "types": tuple(sorted({r.type for r in same})),
-        "topics": tuple(t for t, _ in sorted(topics.items(), key=lambda kv: -kv[1])[:8]),
-        "preview": clip(one_line(first.content), 600),
-    }
-    return SummaryRow.model_validate(info)
-
-
-def format_summary(row: SummaryRow) -> str:
-    mtime = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.mtime)) if row.mtime else "-"
-    return "\n".join(
-        [
-            f"{row.source} ({row.project or '-'}, {row.source_type})",
-            f"chunks: {row.chunks} (file_chunks reads them by index 0-{row.chunks - 1})",
-            f"modified: {mtime} UTC",
-            f"tags: lang={row.lang or '-'} layer={row.layer or '-'} kind={row.kind or '-'} "
-            f"types={','.join(row.types)}",
-            f"topics: {', '.join(row.topics) or '-'}",
-            f"preview: {row.preview}",
-        ]
-    )
+__all__ = ["register"]
 
 
 def register(server: MCPServer, app: App) -> None:

@@ -3,67 +3,15 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from imprint.actors.messages import FetchRecords, SqlRead
-from imprint.errors import InputError
-from imprint.store.records import Record
+from imprint.reads.memory import MemoryRow, memory_row
 from imprint.tools._app import READ, App, run_tool, tool
-from imprint.tools._reads import Deadline, Reads
-from imprint.types import MemoryId
 
-__all__ = ["MemoryRow", "format_memory", "memory_row", "register"]
-
-READ_TIMEOUT_SEC = 30.0
-
-
-class MemoryRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    record: Record
-    path_context: dict[str, Any]
-
-
-def check_id(value: str, argument: str = "id") -> MemoryId:
-    text = value.strip() if isinstance(value, str) else ""
-    if not text or len(text) > 64 or not all(c.isalnum() or c in "-_:" for c in text):
-        raise InputError(f"{argument}: {value!r} is not a record id; use an id from search")
-    return MemoryId(text)
-
-
-def memory_row(reads: Reads, id: str, workspace: str = "", cwd: Path | None = None) -> MemoryRow:
-    """The record with this id, or an error naming the id."""
-    rid = check_id(id)
-    ws = reads.open(workspace)
-    deadline = Deadline(READ_TIMEOUT_SEC)
-    found = deadline.wait(reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "get_memory")
-    if rid not in found:
-        raise InputError(f"id: no record {rid!r} in workspace {ws!r}; use an id from search")
-    record = found[rid]
-    here = (cwd or Path.cwd()).resolve()
-    context: dict[str, Any] = {"working_directory": str(here), "source_exists_here": False}
-    if record.source_type == "file" and record.source:
-        root = deadline.wait(
-            reads.sql(
-                SqlRead(
-                    workspace=ws,
-                    op="source_root",
-                    args={"project": record.project, "source": record.source},
-                )
-            ),
-            "get_memory",
-        )
-        candidates = [Path(root) / record.source] if root else []
-        candidates.append(here / record.source)
-        existing = next((p for p in candidates if p.is_file()), None)
-        context["source_exists_here"] = existing is not None
-        if existing is not None:
-            context["path"] = str(existing)
-    return MemoryRow(record=record, path_context=context)
+__all__ = ["format_memory", "register"]
 
 
 def format_memory(row: MemoryRow) -> str:

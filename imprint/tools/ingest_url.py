@@ -15,11 +15,11 @@ import httpx
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import SqlRead
+from imprint.actors.read_messages import SourceEntryQuery
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
 from imprint.store.records import content_sha
 from imprint.tools._app import REPLACE, App, run_tool, tool
-from imprint.tools._reads import Deadline
 from imprint.tools.ingest_content import index_text
 
 __all__ = ["fetch_and_index", "register"]
@@ -46,9 +46,7 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
     entry = Deadline(30).wait(
-        app.reads.sql(
-            SqlRead(workspace=ws, op="source_entry", args={"project": project, "source": source})
-        ),
+        app.reads.source_entry(SourceEntryQuery(workspace=ws, project=project, source=source)),
         "ingest_url",
     )
     headers = {"User-Agent": "imprint/0.1 (+local memory server)"}

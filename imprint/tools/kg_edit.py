@@ -8,12 +8,12 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import FactQuery, SqlRead
+from imprint.actors.read_messages import FactById, FactQuery
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
 from imprint.store.records import Fact, make_id
 from imprint.store.sqlite import WriteBatch
 from imprint.tools._app import WRITE, App, run_tool, tool
-from imprint.tools._reads import Deadline
 
 __all__ = ["edit_facts", "register"]
 
@@ -62,11 +62,10 @@ def edit_facts(
     fid = fact_id.removeprefix("fact:").strip() if isinstance(fact_id, str) else ""
     if not fid:
         raise InputError("fact_id: required to end a fact; kg_query shows fact ids")
-    fact = deadline.wait(
-        app.reads.sql(SqlRead(workspace=ws, op="fact", args={"fact_id": fid})), "kg_edit"
-    )
-    if fact is None:
+    found = deadline.wait(app.reads.fact(FactById(workspace=ws, fact_id=fid)), "kg_edit")
+    if found is None:
         raise InputError(f"fact_id: no fact {fid!r} in workspace {ws!r}")
+    fact = found
     if fact.ended is not None:
         raise InputError(f"fact_id: fact:{fid} has already ended")
     app.write(ws, WriteBatch(end_facts=((fid, time.time()),)))

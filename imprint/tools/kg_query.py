@@ -8,35 +8,11 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import FactQuery
+from imprint.reads.facts import fact_rows
 from imprint.store.records import Fact
-from imprint.tools._app import READ, App, clamp, run_tool, tool
-from imprint.tools._reads import Deadline, Reads
+from imprint.tools._app import READ, App, run_tool, tool
 
-__all__ = ["fact_rows", "format_facts", "register"]
-
-READ_TIMEOUT_SEC = 30.0
-
-
-def fact_rows(
-    reads: Reads,
-    subject: str = "",
-    predicate: str = "",
-    include_ended: bool = False,
-    limit: int = 20,
-    workspace: str = "",
-) -> list[Fact]:
-    """Facts matching subject and predicate (case-insensitive), newest first; limit 1-200."""
-    limit = clamp(limit, 1, 200)
-    ws = reads.open(workspace)
-    query = FactQuery(
-        workspace=ws,
-        subject=subject.strip(),
-        predicate=predicate.strip(),
-        include_ended=include_ended,
-        limit=limit,
-    )
-    return Deadline(READ_TIMEOUT_SEC).wait(reads.facts(query), "kg_query")
+__all__ = ["format_facts", "register"]
 
 
 def _day(ts: float) -> str:

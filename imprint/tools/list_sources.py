@@ -7,38 +7,12 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import SqlRead
-from imprint.tools._app import READ, App, clamp, run_tool, tool
-from imprint.tools._reads import Deadline, Reads
+from imprint.reads.sources import source_rows
+from imprint.tools._app import READ, App, run_tool, tool
 
-__all__ = ["format_sources", "register", "source_rows"]
+__all__ = ["format_sources", "register"]
 
-READ_TIMEOUT_SEC = 30.0
 MAX_OUTPUT = 9000
-
-
-def source_rows(
-    reads: Reads,
-    project: str = "",
-    lang: str = "",
-    layer: str = "",
-    limit: int = 50,
-    workspace: str = "",
-) -> tuple[list[dict[str, Any]], int]:
-    """Sources (up to `limit`, 1-200) with their chunk counts, and how many match in all."""
-    limit = clamp(limit, 1, 200)
-    ws = reads.open(workspace)
-    rows, total = Deadline(READ_TIMEOUT_SEC).wait(
-        reads.sql(
-            SqlRead(
-                workspace=ws,
-                op="list_sources",
-                args={"project": project, "lang": lang, "layer": layer, "limit": limit},
-            )
-        ),
-        "list_sources",
-    )
-    return list(rows), int(total)
 
 
 def format_sources(rows: list[dict[str, Any]], total: int) -> str:

@@ -7,33 +7,12 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import FetchRecords, Neighbors
-from imprint.errors import InputError
-from imprint.tools._app import READ, App, clamp, run_tool, tool
-from imprint.tools._evidence import Block, render_blocks
-from imprint.tools._reads import Deadline, Reads
-from imprint.tools.get_memory import check_id
-from imprint.tools.search import SearchHit, meta_line, normalize_max_chars
+from imprint.reads.evidence import Block, render_blocks
+from imprint.reads.neighbors import neighbor_rows
+from imprint.reads.search import SearchHit, meta_line, normalize_max_chars
+from imprint.tools._app import READ, App, run_tool, tool
 
-__all__ = ["format_neighbors", "neighbor_rows", "register"]
-
-READ_TIMEOUT_SEC = 30.0
-
-
-def neighbor_rows(reads: Reads, id: str, k: int = 10, workspace: str = "") -> list[SearchHit]:
-    """Up to k (1-30) records nearest to the record `id`, best first."""
-    rid = check_id(id)
-    k = clamp(k, 1, 30)
-    ws = reads.open(workspace)
-    deadline = Deadline(READ_TIMEOUT_SEC)
-    known = deadline.wait(reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "neighbors")
-    if rid not in known:
-        raise InputError(f"id: no record {rid!r} in workspace {ws!r}; use an id from search")
-    hits = deadline.wait(reads.neighbors(Neighbors(workspace=ws, id=rid, k=k)), "neighbors")
-    records = deadline.wait(
-        reads.fetch(FetchRecords(workspace=ws, ids=tuple(h for h, _ in hits))), "neighbors"
-    )
-    return [SearchHit(record=records[h], score=s) for h, s in hits if h in records]
+__all__ = ["format_neighbors", "register"]
 
 
 def format_neighbors(id: str, hits: list[SearchHit], max_chars: int = 4000) -> str:

@@ -5,53 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from imprint.actors.lifecycle import Runtime
-from imprint.actors.messages import Check
+from imprint.reads.status import StatusRow, status_row
 from imprint.tools._app import READ, App, run_tool, tool
-from imprint.tools._reads import Deadline
 
-__all__ = ["StatusRow", "format_status", "register", "status_row"]
-
-STATUS_TIMEOUT_SEC = 120.0
-
-
-class StatusRow(BaseModel):
-    workspace: str
-    projects: dict[str, dict[str, int]]
-    records: int
-    vectors: int
-    facts: int
-    facts_current: int
-    journal_pending: int
-    only_in_vectors: int
-    only_in_lexical: int
-    fts_ok: bool
-    store: str
-    # Newest record's created_at per project (epoch seconds); for the dashboard.
-    project_last_write: dict[str, float] = {}
-
-    @property
-    def last_write(self) -> float:
-        return max(self.project_last_write.values(), default=0.0)
-
-    @property
-    def consistent(self) -> bool:
-        return (
-            self.fts_ok
-            and self.only_in_vectors == 0
-            and self.only_in_lexical == 0
-            and self.journal_pending == 0
-        )
-
-
-def status_row(runtime: Runtime, workspace: str = "") -> StatusRow:
-    ws = runtime.resolve(workspace)
-    store = runtime.workspace(ws)
-    # Through the writer's mailbox: no write is half-applied while the indexes are compared.
-    check = Deadline(STATUS_TIMEOUT_SEC).wait(runtime.writer(ws).check(Check()), "status")
-    return StatusRow(workspace=ws, store=store.chroma_url or "embedded", **check)
+__all__ = ["format_status", "register"]
 
 
 def format_status(row: StatusRow) -> str:

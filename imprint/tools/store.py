@@ -7,14 +7,14 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.actors.messages import FetchRecords
+from imprint.actors.read_messages import FetchRecords
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
+from imprint.reads.deadline import Deadline
 from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
 from imprint.tagging import model_tags
 from imprint.tools._app import WRITE, App, run_tool, tool
-from imprint.tools._reads import Deadline
 from imprint.types import MemoryId
 
 __all__ = ["MAX_MEMORY_CHARS", "register", "store_memory"]

@@ -14,9 +14,9 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
+from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.vectors import VectorIndex, open_client
-from imprint.tools.status import status_row
 from imprint.types import WorkspaceName
 from tests.conftest import write_tree
 

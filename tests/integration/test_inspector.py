@@ -67,7 +67,7 @@ def _run(data_dir: Path, *method: str) -> dict[str, object]:
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-def test_inspector_lists_sixteen_tools_and_calls_search(data_dir: Path) -> None:
+def test_inspector_lists_seventeen_tools_and_calls_search(data_dir: Path) -> None:
     """The Inspector lists the 17 tools and gets a search answer from a real stdio server."""
     listed = _run(data_dir, "--method", "tools/list")
     names = sorted(t["name"] for t in listed["tools"])  # type: ignore[union-attr, index]

@@ -108,8 +108,8 @@ def test_recall_model_path_runs_on_the_bundled_model(tmp_path: Path, embedder: A
     from imprint.actors.lifecycle import Runtime
     from imprint.config import Config
     from imprint.ingest.pipeline import ingest_path
-    from imprint.tools._reads import ActorReads
-    from imprint.tools.recall import recall_text
+    from imprint.reads.gateway import ActorReads
+    from imprint.recall.respond import recall_text
     from tests.conftest import TOPICS, write_tree
 
     config = Config()

@@ -90,7 +90,7 @@ def _status(data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess([], 0, anyio.run(go), "")
 
 
-def test_stdio_subprocess_serves_the_sixteen_tools(data_dir: Path, tmp_path: Path) -> None:
+def test_stdio_subprocess_serves_the_seventeen_tools(data_dir: Path, tmp_path: Path) -> None:
     """A real `imprint serve` subprocess: 17 tools, store then search, logs off stdout."""
 
     async def go() -> tuple[int, str, str]:

@@ -7,7 +7,8 @@ step that missed the deadline, the model phases (`recall.model.plan`, `recall.mo
 and `recall.done` (outcome, total). An `actor.message` is logged when its handler ends, so its
 run started `run_ms` earlier and it entered the mailbox `queue_ms` before that.
 
-The dashboard and `imprint trace --svg` draw the same picture from the same function.
+The dashboard and `imprint trace --svg` draw the same picture from the same function; it
+lives below both (it needs only the standard library).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ __all__ = [
     "render_svg",
 ]
 
-MARKED = ("timeout", "skipped-late", "error")
+# Outcomes drawn as marked bars; the log spells a late skip skipped_late (older: skipped-late).
+MARKED = ("timeout", "skipped_late", "skipped-late", "error")
 
 
 @dataclass
@@ -300,7 +302,12 @@ _FILL = {
     "read": "#74a7e0",
     "model": "#8a5cc2",
 }
-_OUTCOME_FILL = {"timeout": "#e08a1e", "error": "#c8372d", "skipped-late": "#9e9e9e"}
+_OUTCOME_FILL = {
+    "timeout": "#e08a1e",
+    "error": "#c8372d",
+    "skipped_late": "#9e9e9e",
+    "skipped-late": "#9e9e9e",
+}
 
 
 def _tick_step(span: float) -> float:
@@ -410,8 +417,8 @@ def render_svg(wf: Waterfall) -> str:
         )
     legend_y = height - 8
     out.append(
-        f'<text x="6" y="{legend_y}" fill="#555">grey: queue wait · colour: run · '
-        "orange: timeout · red: error</text>"
+        f'<text x="6" y="{legend_y}" fill="#555">light grey: queue wait · colour: run · '
+        "orange: timeout · red: error · grey: skipped late</text>"
     )
     out.append("</svg>")
     return "\n".join(out)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MIN_EXCERPT", "Block", "clip", "one_line", "render_blocks"]
+__all__ = ["MIN_EXCERPT", "Block", "clamp", "clip", "one_line", "render_blocks"]
 
 MIN_EXCERPT = 300
 _SPACE = re.compile(r"\s+")
@@ -24,6 +24,10 @@ class Block(BaseModel):
 
     meta: str
     content: str
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, int(value)))
 
 
 def one_line(text: str) -> str:

@@ -1,0 +1,147 @@
+"""The reader actors' messages: one frozen model per query, each naming its reader family.
+
+A message is the whole request: its arguments, its ids and the deadline of the call that
+caused it (see `_trace.Message`). Readers dispatch on the message's type, never on a name.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import ClassVar
+
+from imprint.actors._trace import Message
+from imprint.store.sqlite import Filters
+from imprint.types import MemoryId, WorkspaceName
+
+__all__ = [
+    "FactById",
+    "FactQuery",
+    "Family",
+    "FetchRecords",
+    "LexicalQuery",
+    "ListSources",
+    "Neighbors",
+    "Projects",
+    "ReadMessage",
+    "SourceChunks",
+    "SourceEntryQuery",
+    "SourceRoot",
+    "Topics",
+    "VectorQuery",
+    "WithTopic",
+]
+
+
+class Family(Enum):
+    """Which reader pool serves a message."""
+
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+    FACT = "fact"
+
+
+class ReadMessage(Message):
+    family: ClassVar[Family]
+    workspace: WorkspaceName
+
+
+class VectorQuery(ReadMessage):
+    kind = "vector_query"
+    family = Family.VECTOR
+    text: str
+    limit: int
+    filters: Filters = Filters()
+
+
+class Neighbors(ReadMessage):
+    """The k records nearest to one record, itself excluded."""
+
+    kind = "neighbors"
+    family = Family.VECTOR
+    id: MemoryId
+    k: int
+
+
+class LexicalQuery(ReadMessage):
+    kind = "lexical_query"
+    family = Family.LEXICAL
+    text: str
+    limit: int
+    filters: Filters = Filters()
+    phrase_only: bool = False
+
+
+class FetchRecords(ReadMessage):
+    kind = "fetch_records"
+    family = Family.LEXICAL
+    ids: tuple[MemoryId, ...]
+
+
+class SourceChunks(ReadMessage):
+    """Chunks start..end (inclusive) of one source, and how many it has in all."""
+
+    kind = "source_chunks"
+    family = Family.LEXICAL
+    source: str
+    project: str = ""
+    start: int = 0
+    end: int | None = None  # None: to the last chunk
+
+
+class SourceRoot(ReadMessage):
+    kind = "source_root"
+    family = Family.LEXICAL
+    project: str
+    source: str
+
+
+class SourceEntryQuery(ReadMessage):
+    """The source registry's entry (type, mtime, sha, validators) for one source."""
+
+    kind = "source_entry"
+    family = Family.LEXICAL
+    project: str
+    source: str
+
+
+class ListSources(ReadMessage):
+    kind = "list_sources"
+    family = Family.LEXICAL
+    project: str = ""
+    lang: str = ""
+    layer: str = ""
+    limit: int = 50
+
+
+class Projects(ReadMessage):
+    kind = "projects"
+    family = Family.LEXICAL
+
+
+class Topics(ReadMessage):
+    kind = "topics"
+    family = Family.LEXICAL
+    project: str = ""
+    limit: int = 10
+
+
+class WithTopic(ReadMessage):
+    kind = "with_topic"
+    family = Family.LEXICAL
+    topic: str
+    limit: int
+
+
+class FactQuery(ReadMessage):
+    kind = "fact_query"
+    family = Family.FACT
+    subject: str = ""
+    predicate: str = ""
+    include_ended: bool = False
+    limit: int = 20
+
+
+class FactById(ReadMessage):
+    kind = "fact"
+    family = Family.FACT
+    fact_id: str

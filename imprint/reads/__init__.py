@@ -1,0 +1,10 @@
+"""Row functions below the tools and recall: normalize arguments, fetch rows through `Reads`.
+
+A tool and a recall step call the same function here, so clamps, filters and workspace scope
+cannot drift apart. Nothing here knows MCP.
+"""
+
+from imprint.reads.deadline import Deadline, Pending, call_deadline
+from imprint.reads.gateway import ActorReads, DirectReads, Reads
+
+__all__ = ["ActorReads", "Deadline", "DirectReads", "Pending", "Reads", "call_deadline"]

@@ -1,0 +1,130 @@
+"""How row functions reach the data: through the reader pools, or directly (benchmarks).
+
+Both gateways hand each typed message to the same reader logic (`imprint.actors.readers`):
+`ActorReads` sends it to the least-loaded actor of its family's pool, so reads issued
+together run at the same time; `DirectReads` calls a logic object in the caller's thread.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, cast
+
+from imprint.actors import read_messages as m
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.readers import Reading, reading_for
+from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
+from imprint.store.records import Fact, Record
+from imprint.store.sqlite import SourceEntry
+from imprint.types import MemoryId, WorkspaceName
+
+__all__ = ["ActorReads", "DirectReads", "Hits", "Reads"]
+
+Hits = list[tuple[MemoryId, float]]
+
+
+class Reads(Protocol):
+    runtime: Runtime
+
+    def open(self, workspace: str) -> WorkspaceName: ...
+    def deadline(self) -> AbstractContextManager[Deadline]: ...
+    def vector(self, q: m.VectorQuery) -> Pending[Hits]: ...
+    def neighbors(self, q: m.Neighbors) -> Pending[Hits]: ...
+    def lexical(self, q: m.LexicalQuery) -> Pending[Hits]: ...
+    def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]: ...
+    def source_chunks(self, q: m.SourceChunks) -> Pending[tuple[list[Record], int]]: ...
+    def source_root(self, q: m.SourceRoot) -> Pending[str]: ...
+    def source_entry(self, q: m.SourceEntryQuery) -> Pending[SourceEntry | None]: ...
+    def list_sources(self, q: m.ListSources) -> Pending[tuple[list[dict[str, Any]], int]]: ...
+    def projects(self, q: m.Projects) -> Pending[list[tuple[str, int]]]: ...
+    def topics(self, q: m.Topics) -> Pending[list[tuple[str, int]]]: ...
+    def with_topic(self, q: m.WithTopic) -> Pending[list[Record]]: ...
+    def facts(self, q: m.FactQuery) -> Pending[list[Fact]]: ...
+    def fact(self, q: m.FactById) -> Pending[Fact | None]: ...
+
+
+class _Gateway:
+    """The typed methods of `Reads`, over one `_send`."""
+
+    runtime: Runtime
+
+    def _send(self, msg: m.ReadMessage) -> Pending[Any]:
+        raise NotImplementedError
+
+    def deadline(self) -> AbstractContextManager[Deadline]:
+        """The deadline of the call in progress, or `readers.timeout_sec` from now."""
+        return call_deadline(self.runtime.config.readers.timeout_sec)
+
+    def vector(self, q: m.VectorQuery) -> Pending[Hits]:
+        return cast(Pending[Hits], self._send(q))
+
+    def neighbors(self, q: m.Neighbors) -> Pending[Hits]:
+        return cast(Pending[Hits], self._send(q))
+
+    def lexical(self, q: m.LexicalQuery) -> Pending[Hits]:
+        return cast(Pending[Hits], self._send(q))
+
+    def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]:
+        return cast(Pending[dict[MemoryId, Record]], self._send(q))
+
+    def source_chunks(self, q: m.SourceChunks) -> Pending[tuple[list[Record], int]]:
+        return cast(Pending[tuple[list[Record], int]], self._send(q))
+
+    def source_root(self, q: m.SourceRoot) -> Pending[str]:
+        return cast(Pending[str], self._send(q))
+
+    def source_entry(self, q: m.SourceEntryQuery) -> Pending[SourceEntry | None]:
+        return cast(Pending[SourceEntry | None], self._send(q))
+
+    def list_sources(self, q: m.ListSources) -> Pending[tuple[list[dict[str, Any]], int]]:
+        return cast(Pending[tuple[list[dict[str, Any]], int]], self._send(q))
+
+    def projects(self, q: m.Projects) -> Pending[list[tuple[str, int]]]:
+        return cast(Pending[list[tuple[str, int]]], self._send(q))
+
+    def topics(self, q: m.Topics) -> Pending[list[tuple[str, int]]]:
+        return cast(Pending[list[tuple[str, int]]], self._send(q))
+
+    def with_topic(self, q: m.WithTopic) -> Pending[list[Record]]:
+        return cast(Pending[list[Record]], self._send(q))
+
+    def facts(self, q: m.FactQuery) -> Pending[list[Fact]]:
+        return cast(Pending[list[Fact]], self._send(q))
+
+    def fact(self, q: m.FactById) -> Pending[Fact | None]:
+        return cast(Pending[Fact | None], self._send(q))
+
+
+class ActorReads(_Gateway):
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def open(self, workspace: str) -> WorkspaceName:
+        ws = self.runtime.resolve(workspace)
+        self.runtime.workspace(ws)
+        return ws
+
+    def _send(self, msg: m.ReadMessage) -> Pending[Any]:
+        return self.runtime.pool(msg.family).send(msg)
+
+
+class DirectReads(_Gateway):
+    """The same reader logic in the caller's thread, one read at a time; for benchmarks."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._logic: dict[m.Family, Reading] = {
+            family: reading_for(family, runtime, runtime.embedder) for family in m.Family
+        }
+
+    def open(self, workspace: str) -> WorkspaceName:
+        ws = self.runtime.resolve(workspace)
+        self.runtime.workspace(ws)
+        return ws
+
+    def _send(self, msg: m.ReadMessage) -> Pending[Any]:
+        return Done(self._logic[msg.family].handle(msg))
+
+    def close(self) -> None:
+        for logic in self._logic.values():
+            logic.close()

@@ -1,0 +1,115 @@
+"""graph_scope rows: the workspace as a graph of projects, topics, sources and chunks.
+
+Every node id (project:X, topic:X, source:X, chunk:ID) is accepted back as a scope.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from imprint.actors.read_messages import ListSources, Projects, SourceChunks, Topics, WithTopic
+from imprint.errors import InputError
+from imprint.reads.deadline import Deadline, Pending
+from imprint.reads.evidence import clamp, clip, one_line
+from imprint.reads.gateway import Reads
+from imprint.reads.memory import check_id
+from imprint.reads.neighbors import neighbor_rows
+from imprint.types import WorkspaceName
+
+__all__ = ["GraphNode", "GraphRows", "graph_rows"]
+
+MAX_CHILDREN = 25
+MAX_GRANDCHILDREN = 10
+
+T = TypeVar("T")
+
+
+class GraphNode(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    node: str  # an id accepted back as a scope
+    label: str
+    children: tuple[GraphNode, ...] = ()
+
+
+class GraphRows(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    head: str  # the scope's own line
+    nodes: tuple[GraphNode, ...]
+
+
+def _wait(deadline: Deadline, pending: Pending[T]) -> T:
+    return deadline.wait(pending, "graph_scope")
+
+
+def _children(
+    reads: Reads, ws: WorkspaceName, scope: str, deadline: Deadline
+) -> tuple[str, list[tuple[str, str]]]:
+    """A scope's own line and its children as (node id, label)."""
+    if scope == "root":
+        projects = _wait(deadline, reads.projects(Projects(workspace=ws)))
+        topics = _wait(deadline, reads.topics(Topics(workspace=ws, project="", limit=10)))
+        kids = [(f"project:{p}", f"{n} records") for p, n in projects]
+        kids += [(f"topic:{t}", f"{n} records") for t, n in topics]
+        return f"root of workspace {ws}", kids
+    kind, _, name = scope.partition(":")
+    if not name:
+        raise InputError(f"scope: {scope!r} names nothing after '{kind}:'")
+    if kind == "project":
+        rows, total = _wait(
+            deadline,
+            reads.list_sources(ListSources(workspace=ws, project=name, limit=MAX_CHILDREN)),
+        )
+        if total == 0:
+            raise InputError(f"scope: no project {name!r}; graph_scope('root') lists them")
+        topics = _wait(deadline, reads.topics(Topics(workspace=ws, project=name, limit=10)))
+        kids = [(f"source:{r['source']}", f"{r['chunks']} chunks") for r in rows]
+        kids += [(f"topic:{t}", f"{n} records") for t, n in topics]
+        return f"project:{name} ({total} sources)", kids
+    if kind == "topic":
+        records = _wait(
+            deadline, reads.with_topic(WithTopic(workspace=ws, topic=name, limit=MAX_CHILDREN))
+        )
+        if not records:
+            raise InputError(f"scope: no records with topic {name!r}")
+        kids = [(f"chunk:{r.id}", f"{r.source or '(memory)'}#{r.chunk_index}") for r in records]
+        return f"topic:{name}", kids
+    if kind == "source":
+        query = SourceChunks(workspace=ws, source=name, start=0, end=MAX_CHILDREN - 1)
+        records, total = _wait(deadline, reads.source_chunks(query))
+        if total == 0:
+            raise InputError(f"scope: no source {name!r}; list_sources shows what exists")
+        kids = [(f"chunk:{r.id}", clip(one_line(r.content), 80)) for r in records]
+        kids.append((f"project:{records[0].project}", "its project"))
+        return f"source:{name} ({total} chunks)", kids
+    if kind == "chunk":
+        rid = check_id(name, "scope")
+        try:
+            hits = neighbor_rows(reads, rid, 8, ws)
+        except InputError as exc:
+            raise InputError(f"scope: no chunk {rid!r} in workspace {ws!r}") from exc
+        kids = [(f"chunk:{h.record.id}", f"similar {h.score:.2f}: {h.record.source}") for h in hits]
+        return f"chunk:{rid}", kids
+    raise InputError(
+        f"scope: {scope!r} is not allowed; root, project:X, topic:X, source:X or chunk:ID"
+    )
+
+
+def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str = "") -> GraphRows:
+    """A scope's line and its children; with depth 2, up to 10 grandchildren of each."""
+    scope = (scope or "root").strip()
+    depth = clamp(depth, 1, 2)
+    ws = reads.open(workspace)
+    with reads.deadline() as deadline:
+        head, kids = _children(reads, ws, scope, deadline)
+        nodes: list[GraphNode] = []
+        for node, label in kids:
+            grand: list[GraphNode] = []
+            if depth > 1 and not node.startswith("chunk:"):
+                _, below = _children(reads, ws, node, deadline)
+                grand = [GraphNode(node=n, label=lab) for n, lab in below[:MAX_GRANDCHILDREN]]
+            nodes.append(GraphNode(node=node, label=label, children=tuple(grand)))
+    return GraphRows(head=head, nodes=tuple(nodes))

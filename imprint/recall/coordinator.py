@@ -1,0 +1,244 @@
+"""RecallCoordinator: fans a plan's steps out as messages, gathers them under ONE deadline.
+
+Coordinators and step runners are long-lived pools started once per runtime (`recall.pool_size`
+coordinators, `recall.step_runners` runners), each message going to the least-loaded actor,
+so concurrent recalls do not queue behind one another; their reads meet again only in the
+reader pools. The deadline is fixed when the recall is asked, carried by every message it
+causes (step runners bind it, so the reads they send carry it too) and each wait gets only
+what is left of it: pykka's `get_all(timeout=)` would give every future the whole timeout.
+A step that misses the deadline is reported as timed out; its runner finishes in the
+background, its later reads are skipped by the readers, and its result is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pykka
+from pykka.typing import proxy_method
+
+from imprint.actors._pool import ActorPool, Load
+from imprint.actors._trace import Message, traced
+from imprint.actors.lifecycle import Runtime
+from imprint.errors import DeadlineExceeded, ImprintError, StoreError
+from imprint.logs import get_logger
+from imprint.reads.gateway import Reads
+from imprint.recall.evidence import Item, StepResult, to_items
+from imprint.recall.plan import STEP_FUNCTIONS, Step
+from imprint.types import RecallId, WorkspaceName
+
+__all__ = [
+    "RecallCoordinator",
+    "RecallCoordinatorProxy",
+    "RecallPools",
+    "RecallRequest",
+    "RunStep",
+    "StepRunner",
+    "StepRunnerProxy",
+    "recall_pools",
+    "run_plan",
+]
+
+log = get_logger("imprint.recall")
+
+
+class RunStep(Message):
+    """One step of a recall; `step` (from Message) is its 1-based index."""
+
+    kind = "recall.step"
+    workspace: WorkspaceName
+    task: Step
+    cwd: str = ""
+
+
+class RecallRequest(Message):
+    kind = "recall.gather"
+    workspace: WorkspaceName
+    steps: tuple[Step, ...]
+    timeout_sec: float
+
+
+def _call(reads: Reads, msg: RunStep) -> Any:
+    fn = STEP_FUNCTIONS[msg.task.tool]
+    kwargs = dict(msg.task.args)
+    if msg.task.tool == "get_memory" and msg.cwd:
+        kwargs["cwd"] = Path(msg.cwd)
+    return fn(reads, **kwargs, workspace=msg.workspace)
+
+
+class StepRunner(pykka.ThreadingActor):
+    """Runs one step's row function at a time; its reads go to the reader pools."""
+
+    def __init__(self, reads: Reads, index: int, load: Load) -> None:
+        super().__init__()
+        self.reads = reads
+        self.actor_name = f"StepRunner-{index}"
+        self._load = load
+
+    def run(self, msg: RunStep) -> StepResult:
+        try:
+            return self._run(msg)
+        finally:
+            self._load.done()
+
+    @traced("recall.step")
+    def _run(self, msg: RunStep) -> StepResult:
+        # The recall's deadline is bound here (by `traced`): the step's reads carry it.
+        started = time.monotonic()
+        items: list[Item] = []
+        try:
+            items, detail = to_items(msg.task.tool, _call(self.reads, msg))
+            outcome = "ok"
+        except ImprintError as exc:
+            detail = str(exc)
+            outcome = "timeout" if isinstance(exc, DeadlineExceeded) else "error"
+        return StepResult(
+            index=msg.step,
+            label=msg.task.label(),
+            outcome=outcome,
+            detail=detail,
+            items=tuple(items),
+            run_ms=(time.monotonic() - started) * 1000,
+        )
+
+
+class StepRunnerProxy:
+    run = proxy_method(StepRunner.run)
+
+
+def _runs(task: RunStep) -> Callable[[StepRunnerProxy], pykka.Future[StepResult]]:
+    return lambda runner: runner.run(task)
+
+
+class RecallCoordinator(pykka.ThreadingActor):
+    def __init__(self, runners: ActorPool[StepRunnerProxy], index: int, load: Load) -> None:
+        super().__init__()
+        self._runners = runners
+        self._load = load
+        self.actor_name = f"RecallCoordinator-{index}"
+
+    def recall(self, msg: RecallRequest, cwd: str = "") -> list[StepResult]:
+        try:
+            return self._recall(msg, cwd)
+        finally:
+            self._load.done()
+
+    # Not skipped when late: a late recall still answers, with every step timed out.
+    @traced("recall.gather", skip_late=False)
+    def _recall(self, msg: RecallRequest, cwd: str) -> list[StepResult]:
+        deadline = msg.deadline if msg.deadline is not None else time.monotonic() + msg.timeout_sec
+        futures: list[pykka.Future[StepResult] | StoreError] = []
+        for i, step in enumerate(msg.steps, start=1):
+            task = RunStep(
+                request_id=msg.request_id,
+                recall_id=msg.recall_id,
+                step=i,
+                deadline=deadline,
+                workspace=msg.workspace,
+                task=step,
+                cwd=cwd,
+            )
+            try:
+                futures.append(self._runners.send(_runs(task)))
+            except StoreError as exc:
+                futures.append(exc)
+        results: list[StepResult] = []
+        for i, (future, step) in enumerate(zip(futures, msg.steps, strict=True), start=1):
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                if isinstance(future, StoreError):
+                    raise future
+                results.append(future.get(timeout=left))
+            except (pykka.Timeout, DeadlineExceeded):
+                log.warning(
+                    "recall.step.timeout",
+                    recall_id=msg.recall_id,
+                    step=i,
+                    tool=step.tool,
+                    timeout_sec=msg.timeout_sec,
+                )
+                results.append(
+                    StepResult(
+                        index=i,
+                        label=step.label(),
+                        outcome="timeout",
+                        detail=f"no answer within the recall's {msg.timeout_sec:g} s deadline",
+                    )
+                )
+            except Exception as exc:  # a step that crashed must not sink the others
+                log.exception("recall.step.crashed", recall_id=msg.recall_id, step=i)
+                results.append(
+                    StepResult(
+                        index=i,
+                        label=step.label(),
+                        outcome="error",
+                        detail=f"failed ({type(exc).__name__})",
+                    )
+                )
+        return results
+
+
+class RecallCoordinatorProxy:
+    recall = proxy_method(RecallCoordinator.recall)
+
+
+class RecallPools:
+    """The runtime's coordinators and step runners, started together, stopped together."""
+
+    def __init__(self, reads: Reads, coordinators: int, runners: int) -> None:
+        self._runners: ActorPool[StepRunnerProxy] = ActorPool(
+            "recall.step_runners",
+            runners,
+            lambda i, load: StepRunner.start(reads, i, load),
+        )
+        try:
+            self._coordinators: ActorPool[RecallCoordinatorProxy] = ActorPool(
+                "recall.pool_size",
+                coordinators,
+                lambda i, load: RecallCoordinator.start(self._runners, i, load),
+            )
+        except BaseException:
+            self._runners.stop()
+            raise
+
+    def ask(self, request: RecallRequest, cwd: str) -> pykka.Future[list[StepResult]]:
+        return self._coordinators.send(lambda coordinator: coordinator.recall(request, cwd))
+
+    def stop(self) -> list[str]:
+        # Coordinators first: they wait on runners, never the other way round.
+        return self._coordinators.stop() + self._runners.stop()
+
+
+def recall_pools(runtime: Runtime, reads: Reads) -> RecallPools:
+    """The runtime's recall pools, started with their sizes from config on first use."""
+    cfg = runtime.config.recall
+    # One set per gateway kind: step runners read through the gateway they were given.
+    return runtime.service(
+        f"recall.{type(reads).__name__}",
+        lambda rt: RecallPools(reads, cfg.pool_size, cfg.step_runners),
+    )
+
+
+def run_plan(
+    reads: Reads,
+    workspace: WorkspaceName,
+    steps: list[Step],
+    timeout_sec: float,
+    *,
+    recall_id: str,
+    cwd: str = "",
+) -> list[StepResult]:
+    """Ask a pooled coordinator to run one recall's steps under one deadline."""
+    request = RecallRequest(
+        recall_id=RecallId(recall_id),
+        deadline=time.monotonic() + timeout_sec,
+        workspace=workspace,
+        steps=tuple(steps),
+        timeout_sec=timeout_sec,
+    )
+    future = recall_pools(reads.runtime, reads).ask(request, cwd)
+    # The coordinator answers by the deadline; the margin only guards against a hang.
+    return future.get(timeout=timeout_sec + 30)

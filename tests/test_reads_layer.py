@@ -1,0 +1,274 @@
+"""The reads layer: deadlines reach the readers, least-loaded pools, pooled recall actors,
+request ids from the edge, an all-or-nothing start and a stop that tries everything."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pykka
+import pytest
+from mcp.client import Client
+
+from imprint.actors import readers
+from imprint.actors._pool import ActorPool, Load
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.read_messages import Family, FetchRecords, LexicalQuery, ReadMessage
+from imprint.config import Config
+from imprint.errors import SkippedLate
+from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging, log_path
+from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.search import search_rows
+from imprint.recall.coordinator import StepRunner
+from imprint.recall.respond import recall_text
+from imprint.server import build_server
+from imprint.store.embedder import Embedder
+from imprint.types import WorkspaceName
+from tests.conftest import TOPICS, write_tree
+
+
+def _events(data: Path) -> list[dict[str, Any]]:
+    lines = log_path(data).read_text(encoding="utf-8").splitlines()
+    return [e for e in map(json.loads, lines) if e.get("event") == "actor.message"]
+
+
+@pytest.fixture
+def logged_runtime(tmp_path: Path, embedder: Embedder) -> Any:
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    rt = Runtime(data, Config(), embedder=embedder).start()
+    ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+    try:
+        yield rt, data
+    finally:
+        rt.stop()
+
+
+def test_a_reader_skips_a_message_whose_deadline_passed(logged_runtime: Any) -> None:
+    """A read message that reaches its reader after its deadline is not run: the caller gets
+    SkippedLate and the log says `skipped_late`."""
+    rt, data = logged_runtime
+    late = FetchRecords(workspace=WorkspaceName("default"), ids=(), deadline=time.monotonic() - 1)
+    with pytest.raises(SkippedLate):
+        rt.pool(Family.LEXICAL).send(late).get(timeout=30)
+    outcomes = [e["outcome"] for e in _events(data) if e["message"] == "fetch_records"]
+    assert outcomes[-1] == "skipped_late"
+
+
+def test_pool_prefers_idle_then_the_freshest_busy_actor() -> None:
+    """Least-loaded: a message never goes to an actor stuck on an older message while another
+    has fewer or younger outstanding ones."""
+
+    class Echo(pykka.ThreadingActor):
+        def __init__(self, load: Load, gate: threading.Event) -> None:
+            super().__init__()
+            self.load, self.gate = load, gate
+
+        def run(self, block: bool) -> int:
+            try:
+                if block:
+                    self.gate.wait(timeout=30)
+                return 1
+            finally:
+                self.load.done()
+
+    gate = threading.Event()
+    pool: ActorPool[Any] = ActorPool("test", 3, lambda i, load: Echo.start(load, gate))
+    try:
+        stuck = pool.send(lambda p: p.run(True))  # actor 0, stuck until the gate opens
+        assert pool.loads() == [1, 0, 0]
+        # Keep 1 and 2 busy with queued work too: equal loads now, actor 0's is the oldest.
+        held = [pool.send(lambda p: p.run(True)) for _ in range(2)]
+        assert pool.loads() == [1, 1, 1]
+        pool.send(lambda p: p.run(True))
+        assert pool.loads()[0] == 1  # not the stuck one
+        gate.set()
+        assert stuck.get(timeout=30) == 1 and all(f.get(timeout=30) == 1 for f in held)
+    finally:
+        gate.set()
+        pool.stop()
+
+
+class _Gate:
+    """Makes the first lexical query for "slowstep" hang until `gate` is set."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.gate = threading.Event()
+        self.stuck = threading.Event()
+        self._taken = threading.Lock()
+        real = readers.reading_for
+        outer = self
+
+        class Gated:
+            def __init__(self, inner: Any) -> None:
+                self.inner = inner
+
+            def handle(self, msg: ReadMessage) -> Any:
+                slow = isinstance(msg, LexicalQuery) and "slowstep" in msg.text
+                if slow and not msg.phrase_only and outer._taken.acquire(blocking=False):
+                    outer.stuck.set()
+                    outer.gate.wait(timeout=60)
+                return self.inner.handle(msg)
+
+            def close(self) -> None:
+                self.inner.close()
+
+        monkeypatch.setattr(readers, "reading_for", lambda *a: Gated(real(*a)))
+
+
+def _gated_runtime(tmp_path: Path, embedder: Embedder, pool_size: int) -> tuple[Runtime, Path]:
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    config = Config()
+    config.readers.pool_size = pool_size
+    rt = Runtime(data, config, embedder=embedder).start()
+    ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+    return rt, data
+
+
+def test_next_recall_does_not_wait_behind_a_timed_out_step(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall whose step hangs on a reader times out; the next recall's reads go to the
+    other readers and return while the first is still stuck (blind round-robin handed the
+    third read to the stuck reader)."""
+    gated = _Gate(monkeypatch)
+    rt, data = _gated_runtime(tmp_path, embedder, pool_size=3)
+    try:
+        reads = ActorReads(rt)
+        slow = [{"tool": "search", "args": {"query": "slowstep espresso", "mode": "lexical"}}]
+        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        assert gated.stuck.is_set() and ": timeout" in first
+        plan = [
+            {"tool": "search", "args": {"query": q, "mode": "lexical"}}
+            for q in ("espresso grind", "tomatoes sun", "compost heap")
+        ]
+        second = recall_text(reads, "second", plan, timeout_sec=30.0)
+        assert not gated.gate.is_set()  # the first recall's read is still stuck
+        assert ": timeout" not in second, second
+        assert "docs/espresso.md#0" in second and "docs/gardening.md" in second
+    finally:
+        gated.gate.set()
+        rt.stop()
+    events = _events(data)
+    first_id = next(e["recall_id"] for e in events if e["message"] == "recall.gather")
+    steps = [e for e in events if e.get("recall_id") == first_id and e["message"] == "recall.step"]
+    assert [e["outcome"] for e in steps] == ["timeout"]
+
+
+def test_reads_queued_behind_a_timed_out_step_are_skipped(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one reader, a timed-out step's read queued behind its stuck read carries the
+    recall's deadline: when the reader gets to it, it is skipped, not run."""
+    gated = _Gate(monkeypatch)
+    rt, data = _gated_runtime(tmp_path, embedder, pool_size=1)
+    try:
+        reads = ActorReads(rt)
+        slow = [{"tool": "search", "args": {"query": "slowstep espresso"}}]  # + phrase read
+        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        assert gated.stuck.is_set() and ": timeout" in first
+        gated.gate.set()
+        after = recall_text(reads, "after", [{"tool": "search", "args": {"query": "espresso"}}])
+        assert "docs/espresso.md#0" in after
+    finally:
+        gated.gate.set()
+        rt.stop()
+    events = _events(data)
+    first_id = next(e["recall_id"] for e in events if e["message"] == "recall.gather")
+    phrase = [
+        e for e in events if e.get("recall_id") == first_id and e["message"] == "lexical_query"
+    ]
+    assert [e["outcome"] for e in phrase] == ["ok", "skipped_late"], phrase
+
+
+def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) -> None:
+    """Step runners and coordinators start once per runtime; recalls reuse them."""
+    rt, _ = logged_runtime
+    reads = ActorReads(rt)
+    plan = [
+        {"tool": "search", "args": {"query": "espresso"}},
+        {"tool": "kg_query", "args": {}},
+    ]
+    recall_text(reads, "q", plan)
+    runners = pykka.ActorRegistry.get_by_class(StepRunner)
+    assert len(runners) == rt.config.recall.step_runners
+    for _ in range(3):
+        recall_text(reads, "q", plan)
+    assert pykka.ActorRegistry.get_by_class(StepRunner) == runners
+
+
+def test_direct_and_actor_reads_give_the_same_rows(logged_runtime: Any) -> None:
+    """DirectReads runs the readers' own logic objects: same rows as through the actors."""
+    rt, _ = logged_runtime
+    direct = DirectReads(rt)
+    try:
+        for mode in ("hybrid", "semantic", "lexical"):
+            a = search_rows(ActorReads(rt), "espresso shot grind", mode=mode)  # type: ignore[arg-type]
+            b = search_rows(direct, "espresso shot grind", mode=mode)  # type: ignore[arg-type]
+            assert a == b
+    finally:
+        direct.close()
+
+
+def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) -> None:
+    """Every reader message a search causes carries that call's request id; two calls, two."""
+    rt, data = logged_runtime
+    server = build_server(rt)
+
+    async def go() -> None:
+        async with Client(server) as client:
+            for query in ("espresso grind", "tomatoes sun"):
+                result = await client.call_tool("search", {"query": query})
+                assert not result.is_error
+
+    anyio.run(go)
+    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_query")]
+    ids = [e["request_id"] for e in reads[-6:]]  # 2 searches x (vector, lexical, phrase)
+    assert len(set(ids)) == 2 and ids.count(ids[0]) == 3
+
+
+def test_start_is_all_or_nothing(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure while starting stops every actor that did start, and is raised."""
+    real = readers.reading_for
+
+    def failing(family: Family, *args: Any) -> Any:
+        if family is Family.FACT:
+            raise RuntimeError("no fact reader today")
+        return real(family, *args)
+
+    monkeypatch.setattr(readers, "reading_for", failing)
+    with pytest.raises(RuntimeError, match="no fact reader"):
+        Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    assert pykka.ActorRegistry.get_all() == []
+
+
+def test_stop_tries_every_part_and_reports_each_failure(tmp_path: Path, embedder: Embedder) -> None:
+    """One writer whose stop fails does not keep the other writer, the readers or the stores
+    from stopping; the failure is returned and logged."""
+    data = tmp_path / "data"
+    configure_logging(data, level="error")
+    rt = Runtime(data, Config(), embedder=embedder).start()
+    rt.workspace("alpha", create=True)
+    rt.workspace("beta", create=True)
+    broken = rt._open[WorkspaceName("alpha")].writer_ref
+    real_stop = broken.stop
+
+    def failing_stop(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("stuck writer")
+
+    broken.stop = failing_stop  # type: ignore[method-assign]
+    failures = rt.stop()
+    assert len(failures) == 1 and "writer alpha" in failures[0] and "stuck writer" in failures[0]
+    alive = pykka.ActorRegistry.get_all()
+    assert alive == [broken]  # everything else stopped
+    real_stop(block=True)
+    logged = log_path(data).read_text(encoding="utf-8")
+    assert '"runtime.stop_failed"' in logged
