@@ -192,6 +192,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         return round((t - zero) * 1000, 3)
 
     gather_run: float | None = None
+    gather_sent: float | None = None
     steps: dict[int, Bar] = {}
     reads: dict[int, list[Bar]] = {}
     models: list[Bar] = []
@@ -203,7 +204,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         outcome = str(e.get("outcome", "ok"))
         actor = str(e.get("actor", ""))
         if kind == "recall.gather":
-            gather_run = run
+            gather_run, gather_sent = run, queued
             gathers.append(
                 Bar("gather", "gather", None, ms(queued), ms(run), ms(end), outcome, actor)
             )
@@ -216,8 +217,9 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         elif step > 0:
             bar = Bar(kind, "read", step, ms(queued), ms(run), ms(end), outcome, actor, depth=1)
             reads.setdefault(step, []).append(bar)
-    if gather_run is not None and wf.timeout_sec is not None:
-        wf.deadline_ms = ms(gather_run + wf.timeout_sec)
+    if gather_sent is not None and wf.timeout_sec is not None:
+        # run_plan sets the one deadline as it sends the gather message.
+        wf.deadline_ms = ms(gather_sent + wf.timeout_sec)
     elif start_event is not None and wf.timeout_sec is not None:
         wf.deadline_ms = ms(float(_when(start_event) or zero) + wf.timeout_sec)
     for index, e in timed_out.items():

@@ -485,12 +485,13 @@ def test_waterfall_rows_from_the_log() -> None:
     assert step1.label == "step 1 search"
     assert step1.queue_ms == pytest.approx(2.0) and step1.run_ms == pytest.approx(55.0)
     assert wf.bars[2].depth == 1
-    assert wf.deadline_ms == pytest.approx(1005.0 - 1000.0 + 1000.0, abs=0.01)
+    # The deadline is set as the gather message is sent: 1005 - 1000 run - 1 queue + 1000.
+    assert wf.deadline_ms == pytest.approx(1004.0, abs=0.01)
     assert wf.bars[4].end_at == wf.deadline_ms and wf.bars[4].slowest
     assert wf.bars[5].label == "model: plan" and wf.bars[5].queue_ms == pytest.approx(100.0)
     assert wf.failed and wf.total_ms == 1500.0
     svg = render_svg(wf)
-    assert svg.count('data-kind="step"') == 3 and "TIMEOUT" in svg and "deadline 1005 ms" in svg
+    assert svg.count('data-kind="step"') == 3 and "TIMEOUT" in svg and "deadline 1004 ms" in svg
     summary = recall_summaries({"r1": events})[0]
     assert summary.failed and summary.slowest == "step 3 kg_query" and summary.steps == 3
 
