@@ -247,6 +247,8 @@ def test_sources_source_record_and_delete_behind_confirmation(dash: Dash) -> Non
     dash.sign_in()
     html = dash.client.get("/sources", params={"project": "proj"}).text
     assert "6 sources match" in html and "docs/espresso.md" in html
+    facts = re.search(r'<table class="facts">.*?</table>', html, re.S)[0]
+    assert "<td>imprint</td><td>uses</td><td>sqlite</td>" in facts
     src = dash.client.get("/source", params={"source": "docs/espresso.md", "project": "proj"})
     assert src.status_code == 200 and "ristretto" in src.text and "chunks 0-0 of 1" in src.text
     rid = re.search(r'href="/memory/([0-9a-f]{16})', src.text)[1]

@@ -622,8 +622,34 @@ class Pages:
                 body_rows,
                 cls="sources",
             )
+            + self._facts(ws)
         )
         return self.page("Sources", body, "/sources")
+
+    def _facts(self, ws: str) -> str:
+        """The newest facts (kg_query's rows), ended ones included and marked."""
+        try:
+            facts = rows.fact_rows(self.reads, include_ended=True, limit=50, workspace=ws)
+        except ImprintError as exc:
+            return f'<h2>facts</h2><p class="error">{e(exc)}</p>'
+        if not facts:
+            return "<h2>facts</h2><p>none</p>"
+        return "<h2>facts <small>(newest 50)</small></h2>" + table(
+            ["subject", "predicate", "object", "since", "ended", "source", "id"],
+            [
+                [
+                    e(f.subject),
+                    e(f.predicate),
+                    e(f.object),
+                    e(stamp(f.valid_from)),
+                    e(stamp(f.ended) if f.ended else "-"),
+                    e(f.source or "-"),
+                    f"<code>{e(f.id)}</code>",
+                ]
+                for f in facts
+            ],
+            cls="facts",
+        )
 
     def source(self, request: Request) -> Response:
         q = request.query_params
