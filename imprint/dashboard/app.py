@@ -601,11 +601,14 @@ class Pages:
                 e(r["project"] or "-"),
                 link(
                     "/source",
-                    r["source"] or "(inline)",
+                    r["source"],
                     source=r["source"],
                     project=r["project"],
                     workspace=ws,
-                ),
+                )
+                if r["source"]
+                # Stored memories have no source: each is opened by its id (from Search).
+                else "(memories, no source)",
                 e(r["chunks"]),
                 e(r["source_type"]),
                 e(r["lang"] or "-"),
