@@ -9,6 +9,8 @@ corpus itself when the folder is new, which takes minutes). For each 4-step plan
 (a) `run_plan`: the RecallCoordinator fans the steps out to StepRunners at once, and
 (b) the same step functions called in turn in one thread, through the same reader pools.
 It prints the medians and the speedup (sequential / concurrent) per plan and overall.
+Concurrent steps' query embeddings are coalesced into batched inferences
+(`imprint.store.embedder.QueryEmbedder`); the query cache is off unless `--query-cache`.
 """
 
 from __future__ import annotations
@@ -22,13 +24,12 @@ from pathlib import Path
 if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from imprint.actors.recall import run_plan
-
 from benchmark._common import DEFAULT_CORPUS as CORPUS
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
+from imprint.recall.coordinator import run_plan
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
 
 PLANS = [
@@ -57,14 +58,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default="/tmp/bench-recall-data")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--query-cache",
+        type=int,
+        default=0,
+        help="embedding.query_cache_size (default 0: every repeat embeds its queries, so the "
+        "figures show batching, not the cache)",
+    )
     args = parser.parse_args()
     data = Path(args.data_dir)
     config = load_config(data, environ={})
+    config.embedding.query_cache_size = args.query_cache
     rt = Runtime(data, config).start()
     try:
         if not (data / "workspaces" / "default").exists():
             if not CORPUS.is_dir():
-                print(f"no corpus at {CORPUS}", file=sys.stderr)
+                print(
+                    f"concurrency benchmark: corpus folder {CORPUS} not found; it is the shared "
+                    "evaluation corpus (../shared/corpus beside the repository), which a clone "
+                    "alone does not have",
+                    file=sys.stderr,
+                )
                 return 2
             print("ingesting the corpus (minutes)...", file=sys.stderr)
             ingest_path(rt, CORPUS, project="corpus")
@@ -89,7 +103,10 @@ def main() -> int:
             rows.append((plan, statistics.median(apart), statistics.median(together)))
     finally:
         rt.stop()
-    print(f"4-step plans, median of {args.repeats}; reader pool {config.readers.pool_size}")
+    print(
+        f"4-step plans, median of {args.repeats}; reader pool {config.readers.pool_size}; "
+        f"query cache {args.query_cache}"
+    )
     print(f"{'plan':<48} {'one after another ms':>21} {'recall ms':>10} {'speedup':>8}")
     for plan, apart_s, together_s in rows:
         name = ", ".join(str(s["tool"]) for s in plan)[:48]

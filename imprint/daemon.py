@@ -46,6 +46,7 @@ __all__ = [
     "daemon_alive",
     "run_daemon",
     "socket_path",
+    "stop_daemon",
 ]
 
 log = get_logger("imprint.daemon")
@@ -328,6 +329,33 @@ def daemon_alive(data_dir: Path) -> bool:
         return False
     sock.close()
     return True
+
+
+def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
+    """SIGTERM the process that owns the data dir (the daemon, or `serve --http`) and wait
+    until it has exited, its stores closed; a one-line report."""
+    info = _run_dir(data_dir) / "daemon.json"
+    if not daemon_alive(data_dir):
+        return f"no imprint daemon is running for {data_dir}"
+    try:
+        pid = int(json.loads(info.read_text(encoding="utf-8"))["pid"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise StoreError(f"stop: a daemon answers but {info} names no pid") from exc
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return f"no imprint daemon is running for {data_dir}"
+    deadline = time.monotonic() + wait_sec
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return f"stopped the imprint daemon (process {pid}) for {data_dir}"
+        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    raise StoreError(
+        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM; "
+        f"see {_run_dir(data_dir) / 'daemon.stderr.log'}"
+    )
 
 
 def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:

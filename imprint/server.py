@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from imprint import __version__
@@ -57,7 +58,8 @@ TOOL_MODULES = (
 INSTRUCTIONS = (
     "Imprint is this user's local memory. Search it before answering questions about "
     "their projects; store decisions, findings and fixes worth keeping. Results are "
-    "numbered blocks with ids and sources you can expand with get_memory or file_chunks."
+    "numbered blocks with ids and sources you can expand with get_memory or file_chunks. "
+    "Every tool's workspace argument may stay empty: the active workspace."
 )
 
 
@@ -71,8 +73,41 @@ def _one_line(exc: ValidationError) -> str:
     return f"{name}: {given!r} is not allowed; {err['msg'].rstrip('.')}"
 
 
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
+
+
+def untitled(schema: Any) -> Any:
+    """A JSON schema without its `title` keywords. Pydantic titles every argument with its
+    own name re-cased ("max_chars" -> "Max Chars") and every tool's arguments
+    "<tool>Arguments": about a fifth of tools/list, which every client loads at every
+    session start, telling the calling model nothing. Property *names* are kept, so an
+    argument called `title` survives."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [untitled(sub) for sub in value]
+        elif key in _SUBSCHEMAS:
+            out[key] = untitled(value)
+        else:
+            out[key] = value
+    return out
+
+
 class ImprintServer(MCPServer):
-    """MCPServer whose argument-validation errors are one line naming the argument."""
+    """MCPServer whose argument-validation errors are one line naming the argument, and
+    whose tool schemas carry no generated titles."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": untitled(t.input_schema)}) for t in tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite: install, lint, type-check, then every test.
+# The whole test suite: install, lint, type-check, then every test (what .ci/run runs).
+# --quick: the same but skips the tests marked slow (servers, subprocesses, a real corpus,
+# the local model), for a fast local run. Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+select=()
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  select=(-m "not slow")
+  quick=1
+fi
 bash scripts/install.sh
 # A client nobody here wrote, for tests/integration/test_inspector.py.
-if command -v npm >/dev/null 2>&1; then
+if [ "$quick" -eq 0 ] && command -v npm >/dev/null 2>&1; then
   npm install --prefix .ci/node --no-audit --no-fund --loglevel=error \
     @modelcontextprotocol/inspector@0.15.0 >/dev/null
 fi
@@ -25,7 +34,7 @@ fi
 # The layering: a new upward import (or mcp below the tools) fails the build.
 .venv/bin/lint-imports
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "${select[@]}" "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

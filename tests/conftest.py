@@ -19,8 +19,6 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.store.embedder import Embedder
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-
 TOPICS = {
     "docs/actors.md": (
         "# Actors\n\nAn actor processes one message at a time from its mailbox. "

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import socket
 import threading
-from collections.abc import Iterator
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +21,7 @@ from mcp.client import Client
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
+from imprint.ingest.html import html_to_text
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
 from imprint.reads.status import status_row
@@ -51,6 +57,7 @@ class Page:
     last_modified: str = ""
     send_length: bool = True
     hang: bool = False
+    trickle: bool = False
 
 
 @dataclass
@@ -85,6 +92,21 @@ class _Handler(BaseHTTPRequestHandler):
         page = site.pages.get(self.path)
         if page is None:
             self._answer(404, "text/plain", {}, b"no such page", send_length=True)
+            return
+        if page.trickle:
+            # A few bytes every 20 ms, each read well within any read timeout; stops when
+            # released or after 500 pieces (10 s).
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                for _ in range(500):
+                    self.wfile.write(b"drip ")
+                    self.wfile.flush()
+                    if site.release.wait(0.02):
+                        break
+            except (BrokenPipeError, ConnectionResetError):
+                pass
             return
         if page.hang:
             # Blocks until the fixture's teardown; the client gives up long before.
@@ -156,8 +178,11 @@ def site() -> Iterator[Site]:
 
 @pytest.fixture
 def rt(data_dir: Path, embedder: Embedder) -> Iterator[Runtime]:
-    """An embedded-store runtime (the store mode does not matter to fetching)."""
-    runtime = Runtime(data_dir, Config(), embedder=embedder).start()
+    """An embedded-store runtime (the store mode does not matter to fetching); the test
+    server is on 127.0.0.1, so private addresses are allowed here (refusal is tested below)."""
+    config = Config()
+    config.ingest.allow_private_urls = True
+    runtime = Runtime(data_dir, config, embedder=embedder).start()
     try:
         yield runtime
     finally:
@@ -417,3 +442,374 @@ def test_changed_page_replaces_old_chunks(app: App, rt: Runtime, site: Site) -> 
     assert found(rt, "zephyrine") == []
     assert found(rt, "gloriander") == [url]
     assert status_row(rt).consistent
+
+
+# --- private addresses (issue 10 point 2) ---------------------------------------------------
+
+
+@pytest.fixture
+def strict_app(data_dir: Path, embedder: Embedder, tmp_path: Path) -> Iterator[App]:
+    """A runtime with the default configuration: private addresses refused."""
+    runtime = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        yield App(runtime, tmp_path)
+    finally:
+        runtime.stop()
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the resolver says, a socket may only ever be opened to loopback."""
+    real = ingest_url_module.open_tcp
+
+    def guarded(address: str, port: int, timeout: float, options: object) -> object:
+        assert address in ("127.0.0.1", "::1"), f"test tried to connect to {address}"
+        return real(address, port, timeout, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest_url_module, "open_tcp", guarded)
+
+
+def fake_dns(monkeypatch: pytest.MonkeyPatch, names: dict[str, list[str]]) -> None:
+    real = ingest_url_module.resolve_host
+
+    def resolve(host: str, port: int) -> list[str]:
+        return names[host] if host in names else real(host, port)
+
+    monkeypatch.setattr(ingest_url_module, "resolve_host", resolve)
+
+
+@VIA
+def test_loopback_url_is_refused_by_default(
+    strict_app: App, site: Site, via: str, loopback_only: None
+) -> None:
+    """With default settings a URL on 127.0.0.1 is refused before any request is sent."""
+    site.pages["/page"] = Page(body=PAGE)
+    before = stored(strict_app.runtime)
+    is_error, text = ingest(strict_app, site.url("/page"), via)
+    assert is_error, text
+    assert text.startswith("url: ")
+    assert "127.0.0.1 (loopback)" in text
+    assert "ingest.allow_private_urls" in text
+    assert site.requests_to("/page") == []
+    assert stored(strict_app.runtime) == before
+
+
+def test_loopback_url_is_fetched_when_allowed(app: App, rt: Runtime, site: Site) -> None:
+    """ingest.allow_private_urls = true lifts the refusal (the `app` fixture sets it)."""
+    assert rt.config.ingest.allow_private_urls
+    site.pages["/page"] = Page(body=PAGE)
+    assert fetch_and_index(app, site.url("/page")).startswith("ingested ")
+    assert found(rt, "zephyrine") == [site.url("/page")]
+
+
+def test_redirect_to_loopback_is_refused(
+    strict_app: App, site: Site, monkeypatch: pytest.MonkeyPatch, loopback_only: None
+) -> None:
+    """A public host redirecting to 127.0.0.1 is refused at the hop; the target is never asked.
+
+    `allowed.test` resolves to 127.0.0.1 too (no traffic leaves loopback), and the check is
+    told, for this host only, that its address is public."""
+    port = site.base.rsplit(":", 1)[1]
+    fake_dns(monkeypatch, {"allowed.test": ["127.0.0.1"]})
+    real = ingest_url_module.address_problem
+    monkeypatch.setattr(
+        ingest_url_module,
+        "address_problem",
+        lambda host, address: None if host == "allowed.test" else real(host, address),
+    )
+    site.pages["/page"] = Page(body=PAGE)
+    site.pages["/hop"] = Page(
+        status=302, headers={"Location": f"http://127.0.0.1:{port}/page"}, content_type=""
+    )
+    before = stored(strict_app.runtime)
+    with pytest.raises(InputError, match=r"^url: host '127\.0\.0\.1' resolves to .*loopback"):
+        fetch_and_index(strict_app, f"http://allowed.test:{port}/hop")
+    assert len(site.requests_to("/hop")) == 1
+    assert site.requests_to("/page") == []
+    assert stored(strict_app.runtime) == before
+
+
+@pytest.mark.parametrize(
+    ("addresses", "kind"),
+    [
+        (["10.1.2.3"], "private"),
+        (["192.168.1.10"], "private"),
+        (["169.254.169.254"], "link-local"),
+        (["fe80::1"], "link-local"),
+        (["0.0.0.0"], "unspecified"),
+        (["::ffff:127.0.0.1"], "loopback"),
+        (["93.184.216.34", "10.0.0.1"], "private"),
+    ],
+    ids=["10/8", "192.168/16", "metadata", "fe80", "unspecified", "mapped-loopback", "mixed"],
+)
+def test_private_and_link_local_hosts_are_refused(
+    strict_app: App,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback_only: None,
+    addresses: list[str],
+    kind: str,
+) -> None:
+    """A host with any non-public address among those it resolves to is refused before
+    connecting (the resolver is faked; no socket is opened to these addresses)."""
+    fake_dns(monkeypatch, {"intranet.test": addresses})
+    with pytest.raises(InputError, match=rf"^url: host 'intranet\.test' resolves to .*\({kind}\)"):
+        fetch_and_index(strict_app, "http://intranet.test/admin")
+
+
+# --- decompression bombs (issue 18 point 3) -------------------------------------------------
+
+
+def gzip_of_zeros(size: int, layers: int = 1) -> bytes:
+    """`size` zero bytes gzipped `layers` times, built in pieces (nothing big is held)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    piece = bytes(1 << 20)
+    out = [packer.compress(piece) for _ in range(size // len(piece))]
+    data = b"".join(out) + packer.flush()
+    for _ in range(layers - 1):
+        data = gzip.compress(data, 9)
+    return data
+
+
+def peak_bytes_during(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(InputError):
+            fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("layers", [1, 2], ids=["gzip", "gzip-gzip"])
+def test_gzip_bomb_memory_stays_near_the_cap(
+    app: App, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch, layers: int
+) -> None:
+    """A 64 MiB gzip bomb (one layer or two) is refused while memory stays within the cap
+    plus a small constant; stacked encodings are refused by name."""
+    cap = 1 << 20
+    monkeypatch.setattr(ingest_url_module, "MAX_BYTES", cap)
+    bomb = gzip_of_zeros(64 << 20, layers)
+    assert len(bomb) < 200_000
+    encoding = ", ".join(["gzip"] * layers)
+    site.pages["/bomb"] = Page(
+        body=bomb, content_type="text/plain", headers={"Content-Encoding": encoding}
+    )
+    before = stored(rt)
+    errors: list[str] = []
+
+    def fetch() -> None:
+        try:
+            fetch_and_index(app, site.url("/bomb"))
+        except InputError as exc:
+            errors.append(str(exc))
+            raise
+
+    peak = peak_bytes_during(fetch)
+    assert errors, "the bomb was accepted"
+    if layers > 1:
+        assert "Content-Encoding 'gzip, gzip'" in errors[0]
+    else:
+        assert f"over {cap} bytes" in errors[0]
+    assert peak < 2 * cap, f"peak {peak} bytes for a {cap}-byte cap"
+    assert stored(rt) == before
+
+
+def test_gzip_page_is_decoded_and_indexed(app: App, rt: Runtime, site: Site) -> None:
+    """A page sent with one gzip layer is decompressed and indexed as usual."""
+    site.pages["/page"] = Page(body=gzip.compress(PAGE), headers={"Content-Encoding": "gzip"})
+    assert fetch_and_index(app, site.url("/page")).startswith("ingested ")
+    assert found(rt, "zephyrine") == [site.url("/page")]
+
+
+@pytest.mark.parametrize("encoding", ["br", "compress", "gzip, deflate"])
+def test_unknown_or_stacked_encoding_is_refused(
+    app: App, rt: Runtime, site: Site, encoding: str
+) -> None:
+    """An encoding other than one layer of gzip or deflate is refused; nothing stored."""
+    site.pages["/page"] = Page(body=PAGE, headers={"Content-Encoding": encoding})
+    with pytest.raises(InputError, match=r"^url: .*Content-Encoding"):
+        fetch_and_index(app, site.url("/page"))
+    assert stored(rt) == 0
+
+
+# --- HTML conversion bounds (issue 18 point 4) ----------------------------------------------
+
+
+@pytest.mark.parametrize("tag", ["ul", "ol"])
+def test_nested_lists_convert_to_linear_text(tag: str) -> None:
+    """10 KB and 100 KB of nested `<ul><li>x` / `<ol><li>x` give text linear in the input
+    (html2text alone gave 1.2-1.8 MB for 10 KB, 156 MB for 100 KB)."""
+    for repeats in (1_100, 11_000):
+        html = f"<{tag}><li>x" * repeats
+        text = html_to_text(html, max_chars=2_000_000, deadline=time.monotonic() + 60)
+        assert text.count("x") == repeats
+        assert len(text) < 10 * len(html)
+
+
+def test_converted_text_is_capped(app: App, rt: Runtime, site: Site, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """HTML whose text passes the 2M-character cap (here lowered) is refused; nothing stored."""
+    monkeypatch.setattr(ingest_url_module, "MAX_CONTENT_CHARS", 5_000)
+    site.pages["/long"] = Page(body=b"<html><body><p>" + b"wordy text " * 2_000 + b"</p>")
+    with pytest.raises(InputError, match=r"^url: .*over 5000 characters"):
+        fetch_and_index(app, site.url("/long"))
+    assert stored(rt) == 0
+
+
+def test_nested_list_page_is_ingested_bounded(app: App, rt: Runtime, site: Site) -> None:
+    """A 10 KB page of nested lists stores a bounded amount of text (was ~1,000 chunks)."""
+    site.pages["/lists"] = Page(body=b"<html><body>" + b"<ul><li>nestedword" * 700)
+    assert fetch_and_index(app, site.url("/lists")).startswith("ingested ")
+    assert status_row(rt).records < 60
+
+
+# --- total deadline and fetch concurrency (issue 18 point 5) --------------------------------
+
+
+@VIA
+def test_trickling_server_hits_the_total_limit(app: App, rt: Runtime, site: Site, via: str) -> None:
+    """A server sending a few bytes every 20 ms (never idle long enough for the read timeout)
+    is cut at ingest.url_timeout_sec; nothing is stored."""
+    rt.config.ingest.url_timeout_sec = 0.5
+    site.pages["/drip"] = Page(trickle=True)
+    is_error, text = ingest(app, site.url("/drip"), via)
+    assert is_error, text
+    assert "did not finish within 0.5 s (ingest.url_timeout_sec)" in text
+    assert stored(rt) == 0
+
+
+def test_fetches_never_hold_the_threads_reads_need(
+    app: App, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the worker-thread limiter shrunk to 2, three hanging fetches leave status free:
+    status answers while every fetch is still waiting on the server."""
+    monkeypatch.setattr(ingest_url_module, "READ_TIMEOUT", 3.0)
+    site.pages["/hang"] = Page(body=PAGE, hang=True)
+    finished: list[bool] = []
+
+    async def go() -> tuple[str, int]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 2
+        async with Client(build_server(app.runtime, app.cwd)) as client:
+
+            async def fetch() -> None:
+                result = await client.call_tool("ingest_url", {"url": site.url("/hang")})
+                finished.append(bool(result.is_error))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(3):
+                    group.start_soon(fetch)
+                with anyio.fail_after(30):
+                    while len(site.requests_to("/hang")) < 2:
+                        await anyio.sleep(0.01)
+                result = await client.call_tool("status", {})
+                done_before = len(finished)
+                site.release.set()
+            return getattr(result.content[0], "text", ""), done_before
+
+    text, done_before = anyio.run(go)
+    assert text.startswith("workspace default"), text
+    assert done_before == 0, "status waited for fetches to finish"
+    assert len(finished) == 3
+
+
+# --- https through the guarded connection ---------------------------------------------------
+
+
+@pytest.fixture
+def tls_site(site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    """The same pages over https on 127.0.0.1, with a self-signed certificate the client
+    is told to trust."""
+    pytest.importorskip("cryptography")
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert_file, key_file)
+    server.socket = server_ctx.wrap_socket(server.socket, server_side=True)
+    server.site = Site(base=f"https://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setattr(
+        ingest_url_module, "TLS_VERIFY", ssl.create_default_context(cafile=str(cert_file))
+    )
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="test-https", daemon=True
+    )
+    thread.start()
+    try:
+        yield server.site
+    finally:
+        server.site.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_https_page_is_fetched_through_the_guarded_connection(
+    app: App, rt: Runtime, tls_site: Site
+) -> None:
+    """An https page on 127.0.0.1 (allowed here) is fetched over TLS and indexed."""
+    tls_site.pages["/page"] = Page(body=PAGE)
+    url = tls_site.url("/page")
+    assert fetch_and_index(app, url).startswith(f"ingested {url}: ")
+    assert found(rt, "zephyrine") == [url]
+
+
+def test_https_hang_hits_the_total_limit(app: App, rt: Runtime, tls_site: Site) -> None:
+    """A TLS server that never answers is cut at ingest.url_timeout_sec, not later."""
+    rt.config.ingest.url_timeout_sec = 0.5
+    tls_site.pages["/slow"] = Page(body=PAGE, hang=True)
+    with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
+        fetch_and_index(app, tls_site.url("/slow"))
+    assert stored(rt) == 0
+
+
+def test_slow_name_lookup_hits_the_total_limit(
+    app: App, rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name lookup that never returns is given up at ingest.url_timeout_sec."""
+    rt.config.ingest.url_timeout_sec = 0.5
+    release = threading.Event()
+
+    def stuck(host: str, port: int) -> list[str]:
+        release.wait(HANG_LIMIT_SEC)
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(ingest_url_module, "resolve_host", stuck)
+    try:
+        with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
+            fetch_and_index(app, "http://slow-dns.test/page")
+    finally:
+        release.set()
+    assert stored(rt) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.server import build_server
+from imprint.server import build_server, untitled
 from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
 
@@ -302,4 +303,41 @@ def test_ingest_path_reports_progress_notifications(session: Session) -> None:
         "docs/gardening.md",
         "notes.txt",
         "src/retry.py",
+    }
+
+
+def test_tools_list_stays_under_twelve_thousand_characters(session: Session) -> None:
+    """tools/list, which every client loads at every session start, is at most 12,000
+    characters of JSON, and still gives each argument its name, type and default."""
+    tools = session.tools()
+    listed = {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
+    size = len(json.dumps(listed))
+    assert size <= 12_000, size
+    search = next(t for t in listed["tools"] if t["name"] == "search")["inputSchema"]
+    assert search["properties"]["limit"] == {
+        "default": 10,
+        "description": "1-50",
+        "type": "integer",
+    }
+    assert search["properties"]["mode"]["enum"] == ["hybrid", "semantic", "lexical"]
+    assert search["required"] == ["query"]
+    assert '"title"' not in json.dumps([t["inputSchema"] for t in listed["tools"]])
+
+
+def test_untitled_drops_schema_titles_but_keeps_an_argument_named_title() -> None:
+    """Only `title` keywords go: a property called title, and every other key, stay."""
+    schema = {
+        "title": "fooArguments",
+        "type": "object",
+        "properties": {
+            "title": {"title": "Title", "type": "string", "default": ""},
+            "plan": {"anyOf": [{"type": "array", "items": {"title": "Step", "type": "object"}}]},
+        },
+    }
+    assert untitled(schema) == {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "default": ""},
+            "plan": {"anyOf": [{"type": "array", "items": {"type": "object"}}]},
+        },
     }

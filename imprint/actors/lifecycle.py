@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+import numpy as np
 import pykka
 
 from imprint._fs import atomic_write_text
@@ -28,7 +29,7 @@ from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
-from imprint.store.embedder import Embedder
+from imprint.store.embedder import Embedder, QueryEmbedder
 from imprint.store.vectors import open_client
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
@@ -69,6 +70,7 @@ class Runtime:
         self.config = config
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
+        self._query_embedder: QueryEmbedder | None = None
         self._open: dict[WorkspaceName, _Workspace] = {}
         self._open_lock = threading.Lock()
         self._http_client: Any = None
@@ -85,7 +87,7 @@ class Runtime:
     def start(self) -> Runtime:
         size = self.config.readers.pool_size
         try:
-            self._pools = pools_for(size, self, self.embedder)
+            self._pools = pools_for(size, self, self.embed_query)
         except BaseException:
             self.stop()
             raise
@@ -123,6 +125,25 @@ class Runtime:
                     tokenizer_path=cfg.tokenizer_path,
                 )
             return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query's embedding: concurrent callers are batched into one inference, repeated
+        queries come from a small cache (`embedding.query_cache_size`)."""
+        with self._embedder_lock:
+            batcher = self._query_embedder
+        if batcher is None:
+            embedder = self.embedder()
+            with self._embedder_lock:
+                if self._query_embedder is None:
+                    self._query_embedder = QueryEmbedder(
+                        embedder, cache_size=self.config.embedding.query_cache_size
+                    )
+                batcher = self._query_embedder
+        return batcher.embed(text)
+
+    def embed_query_direct(self, text: str) -> np.ndarray:
+        """The same embedding in the caller's thread, unbatched and uncached (benchmarks)."""
+        return self.embedder().embed([text])[0]
 
     def workspace(self, name: str = "", *, create: bool = False) -> WorkspaceStore:
         """Open (once) and return a workspace. Empty name = the active workspace."""
@@ -245,6 +266,9 @@ class Runtime:
             attempt(f"{family.value} readers", pool.stop)
         for ws, opened in reversed(workspaces):
             attempt(f"store {ws}", opened.store.close)
+        batcher, self._query_embedder = self._query_embedder, None
+        if batcher is not None:
+            attempt("query embedder", batcher.close)
         alive = pykka.ActorRegistry.get_all()
         if alive:
             log.error("runtime.actors_alive", actors=[str(a) for a in alive])

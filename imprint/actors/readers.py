@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import numpy as np
 import pykka
 from pykka.typing import proxy_method
 
@@ -35,7 +36,6 @@ from imprint.actors.read_messages import (
     VectorQuery,
     WithTopic,
 )
-from imprint.store.embedder import Embedder
 from imprint.store.sqlite import SqliteStore
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
@@ -91,14 +91,17 @@ class _SqliteReading:
         self._conns.clear()
 
 
+EmbedQuery = Callable[[str], np.ndarray]
+
+
 class VectorReading:
-    def __init__(self, stores: StoreDirectory, embedder: Callable[[], Embedder]) -> None:
+    def __init__(self, stores: StoreDirectory, embed_query: EmbedQuery) -> None:
         self._stores = stores
-        self._embedder = embedder
+        self._embed_query = embed_query
 
     def handle(self, msg: ReadMessage) -> Any:
         if isinstance(msg, VectorQuery):
-            vector = self._embedder().embed([msg.text])[0]
+            vector = self._embed_query(msg.text)
             return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
         if isinstance(msg, Neighbors):
             # Empty for an unknown id.
@@ -157,12 +160,10 @@ class FactReading:
         self._sql.close()
 
 
-def reading_for(
-    family: Family, stores: StoreDirectory, embedder: Callable[[], Embedder]
-) -> Reading:
+def reading_for(family: Family, stores: StoreDirectory, embed_query: EmbedQuery) -> Reading:
     """A new logic object of one family; the actors and DirectReads both make theirs here."""
     if family is Family.VECTOR:
-        return VectorReading(stores, embedder)
+        return VectorReading(stores, embed_query)
     if family is Family.LEXICAL:
         return LexicalReading(stores)
     return FactReading(stores)
@@ -203,12 +204,12 @@ class ReaderPool:
         family: Family,
         size: int,
         stores: StoreDirectory,
-        embedder: Callable[[], Embedder],
+        embed_query: EmbedQuery,
     ) -> None:
         self.family = family
 
         def start(index: int, load: Load) -> pykka.ActorRef[Any]:
-            logic = reading_for(family, stores, embedder)
+            logic = reading_for(family, stores, embed_query)
             name = f"{family.value.capitalize()}Reader-{index}"
             return ReaderActor.start(logic, name, load)
 
@@ -226,13 +227,13 @@ class ReaderPool:
 
 
 def pools_for(
-    size: int, stores: StoreDirectory, embedder: Callable[[], Embedder]
+    size: int, stores: StoreDirectory, embed_query: EmbedQuery
 ) -> dict[Family, ReaderPool]:
     """One pool per family, all or none."""
     pools: dict[Family, ReaderPool] = {}
     try:
         for family in Family:
-            pools[family] = ReaderPool(family, size, stores, embedder)
+            pools[family] = ReaderPool(family, size, stores, embed_query)
     except BaseException:
         for pool in pools.values():
             pool.stop()

@@ -45,12 +45,21 @@ class Writer:
         self.store = store
         self.embedder = embedder
         self.actor_name = f"Writer[{store.name}]"
+        self._needs_recovery = False
 
     def recover(self) -> int:
-        """Finish every write a crash interrupted; returns how many were replayed."""
+        """Finish every write a crash or a failure interrupted; returns how many were replayed.
+
+        An entry that fails again here has now failed twice (its first attempt, and this
+        replay): it is set aside in the quarantine table, logged, and counted by `status`,
+        so one bad write cannot block every later call to the workspace."""
         started = time.monotonic()
         pending = self.store.sqlite.journal_pending()
+        replayed = 0
         for seq, batch in pending:
+            if isinstance(batch, str):
+                self._quarantine(seq, batch, 0, 0)
+                continue
             log.warning(
                 "writer.recover",
                 workspace=self.store.name,
@@ -58,20 +67,47 @@ class Writer:
                 upserts=len(batch.upserts),
                 deletes=len(batch.delete_ids),
             )
-            self._apply(batch, seq, None)
+            try:
+                self._apply(batch, seq, None)
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:500]
+                self._quarantine(seq, error, len(batch.upserts), len(batch.delete_ids))
+                continue
+            replayed += 1
+        self._needs_recovery = False
         if pending:
             log.warning(
                 "writer.recovered",
                 workspace=self.store.name,
-                writes=len(pending),
+                writes=replayed,
+                quarantined=len(pending) - replayed,
                 elapsed_ms=round((time.monotonic() - started) * 1000, 1),
             )
-        return len(pending)
+        return replayed
+
+    def _quarantine(self, seq: int, error: str, upserts: int, deletes: int) -> None:
+        self.store.sqlite.journal_quarantine(seq, error)
+        log.error(
+            "writer.quarantined",
+            workspace=self.store.name,
+            seq=seq,
+            upserts=upserts,
+            deletes=deletes,
+            error=error,
+        )
 
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
+        if self._needs_recovery:
+            # A failed write left its entry in the journal: finish or set it aside first,
+            # so it is never replayed later on top of newer writes.
+            self.recover()
         batch = self._with_stale_ids(batch)
         seq = self.store.sqlite.journal_begin(batch)
-        self._apply(batch, seq, embeddings)
+        try:
+            self._apply(batch, seq, embeddings)
+        except BaseException:
+            self._needs_recovery = True
+            raise
         return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
 
     def _with_stale_ids(self, batch: WriteBatch) -> WriteBatch:
@@ -105,6 +141,7 @@ class Writer:
             "facts_current": counts["facts_current"],
             "journal_pending": counts["journal_pending"],
             "project_last_write": counts["project_last_write"],
+            "journal_quarantined": counts["journal_quarantined"],
             "only_in_vectors": len(vector_ids - lexical_ids),
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],

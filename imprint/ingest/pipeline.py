@@ -2,6 +2,12 @@
 
 Embedding runs in the caller's thread while the writer actor applies the previous file, so
 the two overlap. A file's source is its path relative to the folder given.
+
+Nothing outside the allowed roots is read: every folder walked and every file read is
+resolved first (symlinks, `..`, loops), and one whose real path leaves the roots is counted
+and skipped. A file is opened by its real path with O_NOFOLLOW | O_NONBLOCK and read only if
+the opened descriptor is a regular file, so a symlink or FIFO swapped in after the listing
+is refused rather than followed or waited on.
 """
 
 from __future__ import annotations
@@ -9,10 +15,11 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +33,30 @@ from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
+from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
-from imprint.store.records import Record, SourceType, content_sha, make_id
+from imprint.store.records import (
+    Record,
+    SourceType,
+    check_project,
+    content_sha,
+    make_id,
+    project_from_folder,
+)
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
 
-__all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "running_ingests", "walk"]
+__all__ = [
+    "IngestReport",
+    "Progress",
+    "build_records",
+    "ingest_path",
+    "running_ingests",
+    "walk",
+    "within",
+]
+
+log = get_logger("imprint.ingest")
 
 Progress = Callable[[int, int, str], None]
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
@@ -46,6 +71,7 @@ class IngestReport(BaseModel):
     unchanged: int = 0
     skipped: int = 0
     removed: int = 0
+    outside: int = 0
     seconds: float = 0.0
 
     @property
@@ -55,7 +81,8 @@ class IngestReport(BaseModel):
     def summary(self) -> str:
         return (
             f"ingested {self.files} files ({self.chunks} chunks) into project {self.project!r}; "
-            f"{self.unchanged} unchanged, {self.skipped} skipped, {self.removed} removed; "
+            f"{self.unchanged} unchanged, {self.skipped} skipped, {self.removed} removed, "
+            f"{self.outside} outside the allowed roots; "
             f"{self.seconds:.1f} s, {self.chunks_per_sec:.1f} chunks/s"
         )
 
@@ -82,7 +109,15 @@ def _git_files(folder: Path) -> list[str] | None:
     return sorted(p for p in listing.stdout.decode("utf-8", "replace").split("\0") if p)
 
 
-def _walk_files(folder: Path) -> list[str]:
+def within(path: Path, roots: Sequence[Path]) -> bool:
+    """True when `path` (already resolved) is one of `roots` or under one."""
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def _walk_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[str], int]:
+    """Files under `folder` (following symlinked folders whose real path stays within
+    `roots`, each real folder once), and how many folders were left out for leaving them."""
+    roots = roots or [folder.resolve()]
     ignore = None
     gitignore = folder / ".gitignore"
     if gitignore.is_file():
@@ -90,36 +125,77 @@ def _walk_files(folder: Path) -> list[str]:
             "gitwildmatch", gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
         )
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+    outside = 0
+    visited = {folder.resolve()}
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        kept = []
+        for d in sorted(dirnames):
+            if d in _SKIP_DIRS or d.startswith("."):
+                continue
+            real = Path(dirpath, d).resolve()
+            if not within(real, roots):
+                outside += 1
+            elif real not in visited:  # a loop, or a second link to a folder already walked
+                visited.add(real)
+                kept.append(d)
+        dirnames[:] = kept
         for name in filenames:
             rel = Path(dirpath, name).relative_to(folder).as_posix()
             if ignore is None or not ignore.match_file(rel):
                 found.append(rel)
-    return sorted(found)
+    return sorted(found), outside
 
 
-def walk(path: Path) -> tuple[Path, list[str]]:
-    """The folder sources are relative to, and the candidate files under it."""
+def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[str], int]:
+    """The folder sources are relative to, the candidate files under it, and how many
+    folders were left out for leaving `roots`."""
     if not path.exists():
         raise InputError(f"path: {str(path)!r} does not exist")
     if not os.access(path, os.R_OK):
         raise InputError(f"path: {str(path)!r} is not readable")
     if path.is_file():
-        return path.parent, [path.name]
+        return path.parent, [path.name], 0
     if not path.is_dir():
         raise InputError(f"path: {str(path)!r} is neither a file nor a folder")
     files = _git_files(path)
-    return path, files if files is not None else _walk_files(path)
+    if files is not None:
+        return path, files, 0
+    found, outside = _walk_files(path, roots)
+    return path, found, outside
+
+
+def _read_bytes(file: Path, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
+    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        pieces = []
+        left = max_bytes + 1
+        while left > 0:
+            piece = os.read(fd, min(left, 1 << 20))
+            if not piece:
+                break
+            pieces.append(piece)
+            left -= len(piece)
+        data = b"".join(pieces)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if len(data) > max_bytes else data
 
 
 def _read_text(file: Path, max_bytes: int) -> str | None:
-    """The file's text, or None for a binary, oversized or unreadable file."""
-    try:
-        if file.stat().st_size > max_bytes:
-            return None
-        data = file.read_bytes()
-    except OSError:
+    """The file's text, or None for a binary, oversized, unreadable or irregular file."""
+    data = _read_bytes(file, max_bytes)
+    if data is None:
         return None
     if b"\0" in data[:8192]:
         return None
@@ -170,10 +246,22 @@ def build_records(
     return records
 
 
-def _candidates(root: Path, files: list[str]) -> Iterator[str]:
+def _candidates(root: Path, files: list[str], roots: Sequence[Path]) -> tuple[list[str], int]:
+    """Supported files to read, and how many listed links lead outside `roots` (git lists a
+    link to a folder as one entry, so it is judged here, where its target is known)."""
+    found, outside = [], 0
     for rel in files:
-        if supported(rel) and (root / rel).is_file():
-            yield rel
+        file = root / rel
+        if file.is_symlink():
+            try:
+                if not within(file.resolve(strict=True), roots):
+                    outside += 1
+                    continue
+            except (OSError, RuntimeError):  # dangling, or a loop
+                continue
+        if supported(rel) and file.is_file():
+            found.append(rel)
+    return found, outside
 
 
 _RUNNING: dict[int, dict[str, Any]] = {}
@@ -194,7 +282,10 @@ def ingest_path(
     project: str = "",
     workspace: str = "",
     progress: Progress | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> IngestReport:
+    """Ingest `path`; nothing whose real path is outside `roots` (default: the path
+    itself) is read. While it runs, `running_ingests` shows its progress."""
     key = next(_RUNNING_IDS)
     entry: dict[str, Any] = {
         "data_dir": str(runtime.data_dir),
@@ -214,7 +305,9 @@ def ingest_path(
     with _RUNNING_LOCK:
         _RUNNING[key] = entry
     try:
-        return _ingest_path(runtime, path, project=project, workspace=workspace, progress=shown)
+        return _ingest_path(
+            runtime, path, project=project, workspace=workspace, progress=shown, roots=roots
+        )
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(key, None)
@@ -227,21 +320,25 @@ def _ingest_path(
     project: str,
     workspace: str,
     progress: Progress,
+    roots: Sequence[Path] | None,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
-    root, files = walk(path)
+    allowed = [Path(r).expanduser().resolve() for r in roots] if roots else [path.resolve()]
+    root, files, outside_dirs = walk(path, allowed)
     root = root.resolve()
-    project = project or root.name
+    project = check_project(project) if project else project_from_folder(root.name)
     ws = runtime.resolve(workspace, create=True)
     runtime.workspace(ws)
     writer = runtime.writer(ws)
     cfg = runtime.config.ingest
     deadline = Deadline(WRITE_TIMEOUT_SEC)
     known = deadline.wait(writer.source_state(SourceState(project=project)), "ingest")
-    report = IngestReport(root=str(root), project=project)
-    candidates = list(_candidates(root, files))
-    report.skipped = len(files) - len(candidates)
+    report = IngestReport(root=str(root), project=project, outside=outside_dirs)
+    candidates, outside_links = _candidates(root, files, allowed)
+    report.outside += outside_links
+    report.skipped = len(files) - len(candidates) - outside_links
+    max_chunks = cfg.max_chunks_per_source
     seen: set[str] = set()
     in_flight: Pending[WriteAck] | None = None
 
@@ -252,8 +349,18 @@ def _ingest_path(
         in_flight = writer.write(Write(batch=batch), embeddings)
 
     for done, rel in enumerate(candidates, start=1):
-        file = root / rel
         progress(done, len(candidates), rel)
+        try:
+            # Resolved at the moment of reading: a link made or changed after the listing
+            # is judged by where it points now.
+            file = (root / rel).resolve(strict=True)
+        except (OSError, RuntimeError):  # gone, or a symlink loop
+            report.skipped += 1
+            continue
+        if not within(file, allowed):
+            log.warning("ingest.outside_roots", source=rel)
+            report.outside += 1
+            continue
         try:
             mtime = file.stat().st_mtime
         except OSError:
@@ -278,6 +385,10 @@ def _ingest_path(
         records = build_records(
             project, rel, text, mtime=mtime, target=cfg.chunk_chars, overlap=cfg.chunk_overlap
         )
+        if len(records) > max_chunks:
+            log.warning("ingest.too_many_chunks", source=rel, chunks=len(records), limit=max_chunks)
+            report.skipped += 1
+            continue
         tags = model_tags(runtime, text, rel)  # one request per file, when tagger.llm is on
         if tags is not None:
             records = [

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MIN_EXCERPT", "Block", "clamp", "clip", "one_line", "render_blocks"]
+__all__ = ["MIN_EXCERPT", "Block", "clamp", "clip", "escape_field", "one_line", "render_blocks"]
 
 MIN_EXCERPT = 300
 _SPACE = re.compile(r"\s+")
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class Block(BaseModel):
@@ -32,6 +34,13 @@ def clamp(value: int, low: int, high: int) -> int:
 
 def one_line(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+def escape_field(text: object) -> str:
+    """A header field that cannot break its line: every control character (newline, tab,
+    escape, ...) shown as a backslash escape, so stored text such as a file name cannot start
+    a forged evidence block. Idempotent: escaped text holds no control characters."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def clip(text: str, width: int) -> str:

@@ -109,12 +109,14 @@ class ActorReads(_Gateway):
 
 
 class DirectReads(_Gateway):
-    """The same reader logic in the caller's thread, one read at a time; for benchmarks."""
+    """The same reader logic in the caller's thread, one read at a time; for benchmarks.
+
+    Queries are embedded in the caller's thread too (no batching worker, no cache)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._logic: dict[m.Family, Reading] = {
-            family: reading_for(family, runtime, runtime.embedder) for family in m.Family
+            family: reading_for(family, runtime, runtime.embed_query_direct) for family in m.Family
         }
 
     def open(self, workspace: str) -> WorkspaceName:

@@ -13,10 +13,10 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
 from imprint.errors import InputError
-from imprint.reads.evidence import Block, clamp, one_line, render_blocks
+from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
-from imprint.store.sqlite import Filters
+from imprint.store.sqlite import Filters, check_query
 from imprint.types import MemoryId
 
 __all__ = [
@@ -65,6 +65,7 @@ def _check(query: str, mode: str, type: str) -> str:
     text = query.strip() if isinstance(query, str) else ""
     if not text:
         raise InputError("query: must be non-empty text")
+    check_query(text, "query")
     if mode not in MODES:
         raise InputError(f"mode: {mode!r} is not allowed; one of {', '.join(MODES)}")
     if type and type not in RECORD_TYPES:
@@ -172,7 +173,7 @@ def search_explained(
 def meta_line(record: Record, score: float | None = None) -> str:
     """The provenance of one block: id | project | source#chunk | type [| score]."""
     where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
-    parts = [record.id, record.project or "-", where, record.type]
+    parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
     if score is not None:
         parts.append(f"{score:.4f}")
     return " | ".join(parts)

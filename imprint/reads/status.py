@@ -21,6 +21,7 @@ class StatusRow(BaseModel):
     facts: int
     facts_current: int
     journal_pending: int
+    journal_quarantined: int = 0
     only_in_vectors: int
     only_in_lexical: int
     fts_ok: bool

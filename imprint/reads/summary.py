@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import SourceChunks
 from imprint.errors import InputError
-from imprint.reads.evidence import clip, one_line
+from imprint.reads.evidence import clip, escape_field, one_line
 from imprint.reads.gateway import Reads
 
 __all__ = ["SummaryRow", "format_summary", "summary_row"]
@@ -71,7 +71,8 @@ def summary_row(reads: Reads, source: str, project: str = "", workspace: str = "
 def format_summary(row: SummaryRow) -> str:
     mtime = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.mtime)) if row.mtime else "-"
     return "\n".join(
-        [
+        escape_field(line)
+        for line in [
             f"{row.source} ({row.project or '-'}, {row.source_type})",
             f"chunks: {row.chunks} (file_chunks reads them by index 0-{row.chunks - 1})",
             f"modified: {mtime} UTC",

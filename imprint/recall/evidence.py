@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint.reads.chunks import ChunkRows
+from imprint.reads.evidence import escape_field
 from imprint.reads.memory import MemoryRow
 from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
@@ -46,7 +47,7 @@ def _fact(fact: Fact) -> Item:
     ended = f", ended {time.strftime('%Y-%m-%d', time.gmtime(fact.ended))}" if fact.ended else ""
     return Item(
         key=f"fact:{fact.id}",
-        meta=f"fact:{fact.id} | {fact.source or '-'} | fact",
+        meta=escape_field(f"fact:{fact.id} | {fact.source or '-'} | fact"),
         content=f"{fact.subject} | {fact.predicate} | {fact.object} (since {since}{ended})",
     )
 
@@ -71,7 +72,9 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
         assert isinstance(rows, SummaryRow)
         item = Item(
             key=f"file:{rows.source}",
-            meta=f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary",
+            meta=escape_field(
+                f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary"
+            ),
             content="\n".join(format_summary(rows).splitlines()[1:]),
         )
         return [item], "summary"
@@ -80,7 +83,9 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
         items = [
             Item(
                 key=f"file:{r['source']}",
-                meta=f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source",
+                meta=escape_field(
+                    f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source"
+                ),
                 content=f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}",
             )
             for r in listed

@@ -25,6 +25,7 @@ from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import StepResult, merge
 from imprint.recall.model import Answer, Planned, answer, plan_steps
 from imprint.recall.plan import Step, parse_plan
+from imprint.store.sqlite import check_query
 
 __all__ = ["condensed", "format_recall", "recall_text"]
 
@@ -112,6 +113,7 @@ def recall_text(
     max_chars = normalize_max_chars(max_chars)
     if not isinstance(question, str) or not question.strip():
         raise InputError("question: must be non-empty text")
+    check_query(question.strip(), "question")
     no_plan = plan is None or plan == "" or plan == []
     steps = None if no_plan else parse_plan(plan)  # a bad plan is rejected before anything runs
     recall_id = recall_id or uuid.uuid4().hex[:12]

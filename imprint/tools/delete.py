@@ -58,11 +58,11 @@ def delete_records(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "delete", REPLACE)
     async def delete(
-        id: Annotated[str, Field(description="a memory id to delete")] = "",
-        source: Annotated[str, Field(description="or a source to delete with its chunks")] = "",
-        project: Annotated[str, Field(description="project of the source, if ambiguous")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        id: Annotated[str, Field(description="a memory id")] = "",
+        source: Annotated[str, Field(description="or a source")] = "",
+        project: Annotated[str, Field(description="the source's, if ambiguous")] = "",
+        workspace: str = "",
     ) -> str:
-        """Permanently delete one memory (id) or one ingested source with all its chunks
-        (source). Give exactly one. Cannot be undone."""
+        """Permanently delete one memory (id) or one source with all its chunks (source).
+        Give exactly one."""
         return await run_tool(delete_records, app, id, source, project, workspace)

@@ -70,7 +70,7 @@ def format_device(row: dict[str, Any]) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "device_context", READ)
     async def device_context() -> str:
-        """This computer and this server: OS, cores, memory, GPU, data dir, workspaces,
-        store, embedder, the inference provider and whether it runs on this computer
-        (and so whether recall's model path can run), model file and load state."""
+        """This computer and server: OS, cores, memory, GPU, data dir, workspaces, store,
+        embedder, inference provider and whether it is local (so recall can use a model),
+        model file and state."""
         return format_device(await run_tool(device_row, app))

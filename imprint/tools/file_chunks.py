@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.chunks import ChunkRows, chunk_rows
-from imprint.reads.evidence import clamp
+from imprint.reads.evidence import clamp, escape_field
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_chunks", "register"]
@@ -18,11 +18,12 @@ def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
     """Whole chunks in order while they fit the character budget; the rest named by index."""
     max_chars = clamp(max_chars, 1200, 12000)
     span = f"chunks {rows.start}-{rows.end} of {rows.total}"
-    head = f"{rows.source}: {span} (indexes 0-{rows.total - 1})"
+    head = escape_field(f"{rows.source}: {span} (indexes 0-{rows.total - 1})")
     parts, used = [head], len(head)
     shown = 0
     for record in rows.records:
-        block = f"--- #{record.chunk_index} {record.id} ({record.project or '-'})\n{record.content}"
+        line = escape_field(f"--- #{record.chunk_index} {record.id} ({record.project or '-'})")
+        block = f"{line}\n{record.content}"
         if used + 2 + len(block) + 140 > max_chars:
             break
         parts.append(block)
@@ -42,15 +43,14 @@ def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "file_chunks", READ)
     async def file_chunks(
-        source: Annotated[str, Field(description="source path as search shows it")],
-        start: Annotated[int, Field(description="first chunk index, >= 0")] = 0,
-        end: Annotated[int, Field(description="last chunk index (inclusive); -1 = start+9")] = -1,
-        project: Annotated[str, Field(description="project, where two share a source")] = "",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 8000,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        source: Annotated[str, Field(description="as search shows it")],
+        start: Annotated[int, Field(description=">= 0")] = 0,
+        end: Annotated[int, Field(description="inclusive; -1 = start+9")] = -1,
+        project: Annotated[str, Field(description="if two share the source")] = "",
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 8000,
+        workspace: str = "",
     ) -> str:
-        """Read a file or ingested content in order: whole chunks start..end with the true
-        total, under a character budget, and where to continue. Use after search or
-        file_summary to read around a hit."""
+        """Read one source in order: whole chunks start..end (indexes), the true total and
+        where to continue, within max_chars. To read around a hit."""
         rows = await run_tool(chunk_rows, app.reads, source, start, end, project, workspace)
         return format_chunks(rows, max_chars)

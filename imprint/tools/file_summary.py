@@ -16,11 +16,11 @@ __all__ = ["register"]
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "file_summary", READ)
     async def file_summary(
-        source: Annotated[str, Field(description="source path as search shows it")],
-        project: Annotated[str, Field(description="project, where two share a source")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        source: Annotated[str, Field(description="as search shows it")],
+        project: Annotated[str, Field(description="if two share the source")] = "",
+        workspace: str = "",
     ) -> str:
-        """A short profile of one source: chunk count, modification time, language, layer,
-        record types, main topics and a preview of its start. Cheaper than reading it."""
+        """Profile of one source: chunk count, mtime, language, layer, record types, topics
+        and a preview. Cheaper than reading it."""
         row = await run_tool(summary_row, app.reads, source, project, workspace)
         return format_summary(row)

@@ -8,6 +8,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.memory import MemoryRow, memory_row
 from imprint.tools._app import READ, App, run_tool, tool
 
@@ -17,7 +18,7 @@ __all__ = ["format_memory", "register"]
 def format_memory(row: MemoryRow) -> str:
     r = row.record
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.created_at))
-    lines = [
+    header = [
         f"id: {r.id}",
         f"project: {r.project or '-'}",
         f"source: {r.source or '(inline)'}#{r.chunk_index} of {r.chunk_count} ({r.source_type})",
@@ -26,20 +27,17 @@ def format_memory(row: MemoryRow) -> str:
         f"domains={','.join(r.domains) or '-'} topics={','.join(r.topics) or '-'}",
         f"created: {when} UTC",
         "path_context: " + " ".join(f"{k}={v}" for k, v in row.path_context.items()),
-        "",
-        r.content,
     ]
-    return "\n".join(lines)
+    return "\n".join([*map(escape_field, header), "", r.content])
 
 
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "get_memory", READ)
     async def get_memory(
-        id: Annotated[str, Field(description="a record id from search or another tool")],
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        id: Annotated[str, Field(description="a record id")],
+        workspace: str = "",
     ) -> str:
-        """The whole record for one id: full content, project, source and chunk, type, tags,
-        and path_context (this server's working directory and whether the source file
-        exists on this computer). Use after search when an excerpt is not enough."""
+        """One whole record: content, project, source#chunk, type, tags, and path_context
+        (server cwd; whether the source file exists here). For when an excerpt is not enough."""
         row = await run_tool(memory_row, app.reads, id, workspace, app.cwd)
         return format_memory(row)

@@ -10,6 +10,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.graph import GraphRows, graph_rows
 from imprint.tools._app import READ, App, run_tool, tool
 
@@ -19,10 +20,10 @@ MAX_OUTPUT = 9000
 
 
 def format_graph(rows: GraphRows) -> str:
-    lines = [rows.head]
+    lines = [escape_field(rows.head)]
     for node in rows.nodes:
-        lines.append(f"- {node.node}  ({node.label})")
-        lines.extend(f"  - {n.node}  ({n.label})" for n in node.children)
+        lines.append(escape_field(f"- {node.node}  ({node.label})"))
+        lines.extend(escape_field(f"  - {n.node}  ({n.label})") for n in node.children)
     text = "\n".join(lines)
     if len(text) > MAX_OUTPUT:
         text = text[: MAX_OUTPUT - 60].rsplit("\n", 1)[0] + "\n(cut at 9000 chars; use depth=1)"
@@ -33,12 +34,11 @@ def register(server: MCPServer, app: App) -> None:
     @tool(server, "graph_scope", READ)
     async def graph_scope(
         scope: Annotated[
-            str, Field(description="root, project:X, topic:X, source:X or chunk:ID")
+            str, Field(description="root, project:X, topic:X, source:X, chunk:ID")
         ] = "root",
-        depth: Annotated[int, Field(description="levels to expand, 1-2")] = 1,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        depth: Annotated[int, Field(description="levels, 1-2")] = 1,
+        workspace: str = "",
     ) -> str:
-        """Browse what the workspace holds: root lists projects and main topics; a project
-        its sources and topics; a topic or source its chunks; a chunk its nearest chunks.
-        Every node id printed can be passed back as scope."""
+        """Browse the workspace: root lists projects and topics; a project its sources and
+        topics; a topic or source its chunks; a chunk its nearest. Printed ids work as scope."""
         return format_graph(await run_tool(graph_rows, app.reads, scope, depth, workspace))

@@ -47,6 +47,7 @@ def ingest_checked(
         project=project,
         workspace=workspace,
         progress=progress,
+        roots=allowed_roots(app),
     )
 
 
@@ -54,14 +55,13 @@ def register(server: MCPServer, app: App) -> None:
     @tool(server, "ingest_path", REPLACE)
     async def ingest_path_tool(
         ctx: Context,
-        path: Annotated[str, Field(description="file or folder, relative to the server's cwd")],
-        project: Annotated[str, Field(description="project name; default: folder name")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        path: Annotated[str, Field(description="relative to the server's cwd")],
+        project: Annotated[str, Field(description="default: the folder's name")] = "",
+        workspace: str = "",
     ) -> str:
-        """Index a file or folder of docs and code (Markdown, reST, text, source files;
-        .gitignore respected). Unchanged files are skipped, changed ones replaced, deleted
-        ones removed. Only paths under ingest.allowed_roots (default: the server's working
-        directory). Reports progress; returns counts and throughput."""
+        """Index a file or folder of docs and code (.gitignore respected): unchanged files
+        skipped, changed replaced, deleted removed. Only under ingest.allowed_roots
+        (default: the server's cwd). Reports progress; returns counts."""
 
         def progress(done: int, total: int, source: str) -> None:
             anyio.from_thread.run(ctx.report_progress, done, total, source)

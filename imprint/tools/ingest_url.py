@@ -1,41 +1,259 @@
 """ingest_url: fetch one page over HTTP(S), turn HTML into text, index it by its URL.
 
-Timeouts, a size cap and a redirect limit bound the fetch; an unchanged page (ETag or
-Last-Modified answered with 304, or the same bytes) is skipped.
+Bounds: a connect and a per-read timeout, one total wall-clock limit (`ingest.url_timeout_sec`)
+enforced on every socket operation, a size cap on the raw and on the decoded body (a single
+gzip or deflate layer, decompressed here with `max_length`; stacked or unknown encodings are
+refused), a redirect limit, and a bounded HTML conversion. Every address a host resolves to,
+on every redirect hop, must be public unless `ingest.allow_private_urls` is set; the socket
+then connects to the address that was checked, so a second lookup cannot swap it. An
+unchanged page (ETag or Last-Modified answered with 304, or the same bytes) is skipped.
+Fetches run on their own small thread limiter, so they never hold the threads reads need.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import json
-from typing import Annotated
+import socket
+import ssl
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-import html2text
+import anyio
+import anyio.to_thread
+import httpcore
 import httpx
+import structlog
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from imprint.actors._trace import new_request_id
 from imprint.actors.read_messages import SourceEntryQuery
-from imprint.errors import InputError
+from imprint.errors import ImprintError, InputError
+from imprint.ingest.html import HtmlTooLarge, html_to_text
 from imprint.reads.deadline import Deadline
-from imprint.store.records import content_sha
-from imprint.tools._app import REPLACE, App, run_tool, tool
-from imprint.tools.ingest_content import index_text
+from imprint.store.records import check_project, content_sha
+from imprint.tools._app import REPLACE, App, tool
+from imprint.tools.ingest_content import MAX_CONTENT_CHARS, index_text
 
-__all__ = ["fetch_and_index", "register"]
+__all__ = ["address_problem", "fetch_and_index", "register", "resolve_host"]
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 10.0
 MAX_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 5
 TEXT_TYPES = ("text/html", "application/xhtml", "text/plain", "text/markdown", "text/x-rst")
+ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+# Certificate checking for https (a test trusts its own loopback certificate here).
+TLS_VERIFY: ssl.SSLContext | bool = True
+PIECE = 64 * 1024  # the most one decompress call may produce
 
 
-def _html_to_text(html: str) -> str:
-    converter = html2text.HTML2Text()
-    converter.ignore_images = True
-    converter.body_width = 0
-    return converter.handle(html)
+def resolve_host(host: str, port: int) -> list[str]:
+    """Every address `host` resolves to, in the resolver's order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def address_problem(host: str, address: str) -> str | None:
+    """Why `address` (one that `host` resolved to) is not a public one, or None."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for kind, hit in (
+        ("unspecified", ip.is_unspecified),
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("private", ip.is_private),
+        ("multicast", ip.is_multicast),
+    ):
+        if hit:
+            return kind
+    return None if ip.is_global else "reserved"
+
+
+def open_tcp(
+    address: str, port: int, timeout: float, socket_options: Iterable[Any] | None
+) -> httpcore.NetworkStream:
+    """Connect to an address already checked (a test may refuse all but loopback here)."""
+    return httpcore.SyncBackend().connect_tcp(
+        address, port, timeout=timeout, socket_options=socket_options
+    )
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket whose every read and write ends by the fetch's total deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def _left(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise error("the fetch passed its total time limit")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        left = self._left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(
+            self._inner.start_tls(ssl_context, server_hostname, left), self._deadline
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _GuardedBackend(httpcore.SyncBackend):
+    """Resolves each host itself, checks every address, connects to a checked one."""
+
+    def __init__(self, deadline: float, allow_private: bool) -> None:
+        self._deadline = deadline
+        self._allow_private = allow_private
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpcore.ConnectTimeout("the fetch passed its total time limit")
+        addresses = _resolve_within(host, port, left)
+        if not self._allow_private:
+            for address in addresses:
+                problem = address_problem(host, address)
+                if problem is not None:
+                    raise InputError(
+                        f"url: host {host!r} resolves to {address} ({problem}); loopback, "
+                        "link-local and private addresses are refused "
+                        "(ingest.allow_private_urls = true allows them); nothing was stored"
+                    )
+        failure: Exception = httpcore.ConnectError(f"{host} has no address")
+        for address in addresses:
+            wait = left if timeout is None else min(timeout, left)
+            try:
+                stream = open_tcp(address, port, wait, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+                continue
+            return _DeadlineStream(stream, self._deadline)
+        raise failure
+
+
+def _resolve_within(host: str, port: int, seconds: float) -> list[str]:
+    """resolve_host, given up after `seconds` (getaddrinfo itself cannot be interrupted: a
+    slow lookup finishes in its own thread after the fetch has failed)."""
+    found: list[list[str] | BaseException] = []
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            found.append(resolve_host(host, port))
+        except BaseException as exc:
+            found.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name="ingest-url-resolve", daemon=True).start()
+    if not done.wait(seconds):
+        raise httpcore.ConnectTimeout(f"{host} did not resolve in time")
+    result = found[0]
+    if isinstance(result, BaseException):
+        raise httpcore.ConnectError(f"{host} does not resolve") from result
+    return result
+
+
+def _client(deadline: float, allow_private: bool) -> httpx.Client:
+    transport = httpx.HTTPTransport(verify=TLS_VERIFY)
+    # httpx has no public hook for the network backend; the pool it builds takes one.
+    transport._pool._network_backend = _GuardedBackend(deadline, allow_private)
+    return httpx.Client(
+        transport=transport,
+        timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        # Proxies from the environment would hide the address that is checked.
+        trust_env=False,
+    )
+
+
+def _decoded(source: str, encoding_header: str, raw: Iterator[bytes]) -> bytes:
+    """The body, at most MAX_BYTES raw and decoded; one decompress call yields at most PIECE
+    bytes (and never more than the room left plus one), so memory stays within the cap plus
+    one piece and one network read."""
+    layers = [e.strip().lower() for e in encoding_header.split(",") if e.strip()]
+    layers = [e for e in layers if e != "identity"]
+    if len(layers) > 1 or any(e not in ENCODINGS for e in layers):
+        raise InputError(
+            f"url: {source!r} is sent with Content-Encoding {encoding_header!r}; "
+            "allowed: one layer of gzip or deflate; nothing was stored"
+        )
+    layer = layers[0] if layers else ""
+    body = bytearray()
+    received = 0
+
+    def over() -> InputError:
+        return InputError(f"url: {source!r} is over {MAX_BYTES} bytes; nothing stored")
+
+    if not layer:
+        for piece in raw:
+            body.extend(piece)
+            if len(body) > MAX_BYTES:
+                raise over()
+        return bytes(body)
+    wbits = zlib.MAX_WBITS | 16 if layer in ("gzip", "x-gzip") else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    started = False
+    try:
+        for piece in raw:
+            received += len(piece)
+            if received > MAX_BYTES:
+                raise over()
+            data = piece
+            while data:
+                try:
+                    out = inflater.decompress(data, min(MAX_BYTES - len(body) + 1, PIECE))
+                except zlib.error:
+                    if layer != "deflate" or started:
+                        raise
+                    # Some servers send raw deflate without the zlib header.
+                    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+                    out = inflater.decompress(data, min(MAX_BYTES - len(body) + 1, PIECE))
+                started = True
+                body.extend(out)
+                if len(body) > MAX_BYTES:
+                    raise over()
+                data = inflater.unconsumed_tail
+                if inflater.eof and inflater.unused_data:
+                    # Concatenated gzip members: a new inflater for the next one.
+                    data = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits)
+                elif inflater.eof:
+                    data = b""
+    except zlib.error as exc:
+        raise InputError(f"url: {source!r} is not valid {layer} data; nothing was stored") from exc
+    return bytes(body)
 
 
 def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") -> str:
@@ -43,25 +261,29 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"url: {url!r} is not allowed; an http:// or https:// URL with a host")
     source = url.strip()
+    check_project(project)
+    cfg = app.runtime.config.ingest
+    total = cfg.url_timeout_sec
+    deadline = time.monotonic() + total
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
     entry = Deadline(30).wait(
         app.reads.source_entry(SourceEntryQuery(workspace=ws, project=project, source=source)),
         "ingest_url",
     )
-    headers = {"User-Agent": "imprint/0.1 (+local memory server)"}
+    headers = {
+        "User-Agent": "imprint/0.1 (+local memory server)",
+        "Accept-Encoding": "gzip, deflate",
+    }
     if entry is not None and entry.validators:
         known = json.loads(entry.validators)
         if known.get("etag"):
             headers["If-None-Match"] = known["etag"]
         if known.get("last_modified"):
             headers["If-Modified-Since"] = known["last_modified"]
-    timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
     try:
         with (
-            httpx.Client(
-                timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS
-            ) as client,
+            _client(deadline, cfg.allow_private_urls) as client,
             client.stream("GET", source, headers=headers) as response,
         ):
             if response.status_code == 304 and entry is not None:
@@ -78,11 +300,9 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
             declared = int(response.headers.get("content-length") or 0)
             if declared > MAX_BYTES:
                 raise InputError(f"url: {source!r} is {declared} bytes; at most {MAX_BYTES}")
-            body = bytearray()
-            for piece in response.iter_bytes():
-                body.extend(piece)
-                if len(body) > MAX_BYTES:
-                    raise InputError(f"url: {source!r} is over {MAX_BYTES} bytes; nothing stored")
+            body = _decoded(
+                source, response.headers.get("content-encoding", ""), response.iter_raw()
+            )
             encoding = response.encoding or "utf-8"
             validators = json.dumps(
                 {
@@ -92,6 +312,11 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
             )
             final_url = str(response.url)
     except httpx.TimeoutException as exc:
+        if time.monotonic() >= deadline:
+            raise InputError(
+                f"url: {source!r} did not finish within {total:g} s "
+                "(ingest.url_timeout_sec); nothing was stored"
+            ) from exc
         raise InputError(
             f"url: {source!r} did not answer within {READ_TIMEOUT:g} s; nothing was stored"
         ) from exc
@@ -99,9 +324,16 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
         raise InputError(f"url: {source!r} redirects more than {MAX_REDIRECTS} times") from exc
     except httpx.HTTPError as exc:
         raise InputError(f"url: {source!r} is unreachable ({type(exc).__name__})") from exc
-    raw = bytes(body).decode(encoding, errors="replace")
+    raw = body.decode(encoding, errors="replace")
     is_html = ctype.startswith(("text/html", "application/xhtml")) or raw.lstrip()[:1] == "<"
-    text = _html_to_text(raw) if is_html else raw
+    try:
+        text = html_to_text(raw, max_chars=MAX_CONTENT_CHARS, deadline=deadline) if is_html else raw
+    except HtmlTooLarge as exc:
+        raise InputError(f"url: {source!r}: {exc}; nothing was stored") from exc
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InputError(
+            f"url: {source!r} holds {len(text)} characters of text; at most {MAX_CONTENT_CHARS}"
+        )
     if not text.strip():
         raise InputError(f"url: {source!r} holds no text; nothing was stored")
     if entry is not None and entry.sha == content_sha(text):
@@ -115,18 +347,43 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
         source_type="url",
         lang="markdown",
         validators=validators,
+        argument="url",
     )
     via = f" (redirected to {final_url})" if final_url != source else ""
     return f"ingested {source}{via}: {chunks} chunks"
 
 
 def register(server: MCPServer, app: App) -> None:
+    cfg = app.runtime.config.ingest
+    # Fetches wait for a slot, not for a thread: the slot limiter holds waiting callers on
+    # the event loop, and the thread limiter (the same size) keeps fetch threads off the
+    # default limiter that every read tool runs on.
+    slots = anyio.CapacityLimiter(cfg.url_concurrency)
+    threads = anyio.CapacityLimiter(cfg.url_concurrency)
+
     @tool(server, "ingest_url", REPLACE.model_copy(update={"open_world_hint": True}))
     async def ingest_url(
-        url: Annotated[str, Field(description="an http:// or https:// page")],
-        project: Annotated[str, Field(description="project it belongs to")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        url: Annotated[str, Field(description="http:// or https://")],
+        project: str = "",
+        workspace: str = "",
     ) -> str:
-        """Fetch a web page (HTML, text, Markdown; up to 5 MB, 10 s) and index its text
-        under its URL, replacing an earlier copy. An unchanged page is skipped."""
-        return await run_tool(fetch_and_index, app, url, project, workspace)
+        """Fetch a web page (HTML, text, Markdown; <= 5 MB, 10 s) and index its text under
+        its URL, replacing an earlier copy; an unchanged page is skipped."""
+        wait = app.runtime.config.ingest.url_timeout_sec
+        try:
+            with anyio.fail_after(wait):
+                await slots.acquire()
+        except TimeoutError as exc:
+            msg = (
+                f"url: {slots.total_tokens:g} fetches are already running and none finished "
+                f"within {wait:g} s; try again later"
+            )
+            raise ToolError(msg) from exc
+        try:
+            call = functools.partial(fetch_and_index, app, url, project, workspace)
+            with structlog.contextvars.bound_contextvars(request_id=new_request_id()):
+                return await anyio.to_thread.run_sync(call, limiter=threads)
+        except ImprintError as exc:
+            raise ToolError(str(exc)) from exc
+        finally:
+            slots.release()

@@ -75,16 +75,16 @@ def edit_facts(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "kg_edit", WRITE)
     async def kg_edit(
-        action: Annotated[Literal["add", "end"], Field(description="add a fact or end one")],
-        subject: Annotated[str, Field(description="add: what the fact is about")] = "",
+        action: Literal["add", "end"],
+        subject: Annotated[str, Field(description="add: what it is about")] = "",
         predicate: Annotated[str, Field(description="add: the relation (uses, owns, ...)")] = "",
         object: Annotated[str, Field(description="add: the value")] = "",
-        fact_id: Annotated[str, Field(description="end: the fact's id from kg_query")] = "",
-        source: Annotated[str, Field(description="add: where this is known from")] = "",
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        fact_id: Annotated[str, Field(description="end: its id from kg_query")] = "",
+        source: Annotated[str, Field(description="add: where it is known from")] = "",
+        workspace: str = "",
     ) -> str:
-        """Record a fact that holds from now on (subject | predicate | object), or end one
-        that stopped holding (by fact id). Ended facts stay queryable as history."""
+        """Add a fact that holds from now on (subject, predicate, object), or end one that
+        stopped holding (fact_id). Ended facts stay queryable."""
         return await run_tool(
             edit_facts, app, action, subject, predicate, object, fact_id, source, workspace
         )

@@ -8,6 +8,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.facts import fact_rows
 from imprint.store.records import Fact
 from imprint.tools._app import READ, App, run_tool, tool
@@ -26,21 +27,22 @@ def format_facts(facts: list[Fact]) -> str:
     for f in facts:
         valid = f"since {_day(f.valid_from)}" + (f", ended {_day(f.ended)}" if f.ended else "")
         source = f" [source: {f.source}]" if f.source else ""
-        lines.append(f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}")
+        line = f"fact:{f.id} | {f.subject} | {f.predicate} | {f.object} | {valid}{source}"
+        lines.append(escape_field(line))
     return "\n".join(lines)
 
 
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "kg_query", READ)
     async def kg_query(
-        subject: Annotated[str, Field(description="only facts about this subject")] = "",
+        subject: Annotated[str, Field(description="only this subject")] = "",
         predicate: Annotated[str, Field(description="only this relation")] = "",
-        include_ended: Annotated[bool, Field(description="also facts that no longer hold")] = False,
-        limit: Annotated[int, Field(description="facts to return, 1-200")] = 20,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        include_ended: Annotated[bool, Field(description="also ended facts")] = False,
+        limit: Annotated[int, Field(description="1-200")] = 20,
+        workspace: str = "",
     ) -> str:
-        """Facts stored with kg_edit, one per line: fact:id | subject | predicate | object |
-        validity [source]. Current facts only unless include_ended."""
+        """Facts from kg_edit, a line each: fact:id | subject | predicate | object |
+        validity [source]. Current ones unless include_ended."""
         facts = await run_tool(
             fact_rows, app.reads, subject, predicate, include_ended, limit, workspace
         )

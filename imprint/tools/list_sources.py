@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.evidence import escape_field
 from imprint.reads.sources import source_rows
 from imprint.tools._app import READ, App, run_tool, tool
 
@@ -21,7 +22,7 @@ def format_sources(rows: list[dict[str, Any]], total: int) -> str:
     lines = [f"{total} sources" + (f", first {len(rows)}:" if total > len(rows) else ":")]
     used = len(lines[0])
     for i, r in enumerate(rows):
-        line = (
+        line = escape_field(
             f"{r['project'] or '-'} | {r['source']} | {r['chunks']} chunks | "
             f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}"
         )
@@ -38,13 +39,11 @@ def register(server: MCPServer, app: App) -> None:
     async def list_sources(
         project: Annotated[str, Field(description="only this project")] = "",
         lang: Annotated[str, Field(description="only this language")] = "",
-        layer: Annotated[
-            str, Field(description="only this layer: docs, source, test, config")
-        ] = "",
-        limit: Annotated[int, Field(description="sources to list, 1-200")] = 50,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        layer: Annotated[str, Field(description="only docs, source, test or config")] = "",
+        limit: Annotated[int, Field(description="1-200")] = 50,
+        workspace: str = "",
     ) -> str:
-        """Ingested sources (files, URLs, named content), one line each: project, source,
-        chunk count, type, language and layer, with the total that match."""
+        """Ingested sources (files, URLs, named content), a line each: project, source,
+        chunks, type, language, layer; and how many match."""
         rows, total = await run_tool(source_rows, app.reads, project, lang, layer, limit, workspace)
         return format_sources(rows, total)

@@ -30,12 +30,12 @@ def format_neighbors(id: str, hits: list[SearchHit], max_chars: int = 4000) -> s
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "neighbors", READ)
     async def neighbors(
-        id: Annotated[str, Field(description="a record id from search or another tool")],
-        k: Annotated[int, Field(description="how many neighbours, 1-30")] = 10,
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        id: Annotated[str, Field(description="a record id")],
+        k: Annotated[int, Field(description="1-30")] = 10,
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 4000,
+        workspace: str = "",
     ) -> str:
         """Records nearest in meaning to one record (itself excluded), as numbered blocks
-        with similarity scores. Use to widen from a good hit to related material."""
+        with scores: to widen from a good hit."""
         hits = await run_tool(neighbor_rows, app.reads, id, k, workspace)
         return format_neighbors(id, hits, max_chars)

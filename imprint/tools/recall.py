@@ -16,27 +16,22 @@ __all__ = ["register"]
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "recall", READ)
     async def recall(
-        question: Annotated[str, Field(description="the whole question, in words")],
+        question: Annotated[str, Field(description="the whole question")],
         plan: Annotated[
             list[dict[str, Any]] | str | None,
-            Field(description="up to 8 read steps {tool, args}; omit for a plain search"),
+            Field(description="<= 8 steps {tool, args}; omit: plain search"),
         ] = None,
         max_chars: Annotated[int, Field(description="budget for everything, 1200-12000")] = 4000,
-        condense: Annotated[
-            bool, Field(description="let a local model condense (only when one is on)")
-        ] = True,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        condense: Annotated[bool, Field(description="let a local model condense, if on")] = True,
+        workspace: str = "",
     ) -> str:
-        """Answer a multi-part question in one call instead of several. Give a plan of up
-        to 8 independent read steps; they run at the same time and their results merge
-        (duplicates once) into one response under max_chars: a line per step (its count
-        or its error), then numbered evidence blocks like search's. Step tools: search,
-        get_memory, neighbors, file_chunks, file_summary, list_sources, kg_query, with the
-        same arguments as those tools minus workspace and max_chars. Steps cannot use each
-        other's results. Without a plan this is exactly search(question).
-
-        Example plan: [{"tool": "search", "args": {"query": "how is ingest serialized",
-        "limit": 5}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
+        """Answer a multi-part question in one call. The plan's read steps run at once and
+        merge (duplicates once) under max_chars: a line per step (count or error), then
+        numbered blocks as in search. Step tools: search, get_memory, neighbors,
+        file_chunks, file_summary, list_sources, kg_query, with their arguments minus
+        workspace and max_chars; steps cannot use each other's results. No plan: exactly
+        search(question). Plan: [{"tool": "search", "args": {"query": "how is ingest
+        serialized"}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
         return await run_tool(
             recall_text,
             app.reads,

@@ -25,30 +25,23 @@ __all__ = ["format_full", "register"]
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "search", READ)
     async def search(
-        query: Annotated[str, Field(description="what to look for, in words")],
+        query: Annotated[str, Field(description="what to look for")],
         project: Annotated[str, Field(description="only this project")] = "",
-        type: Annotated[str, Field(description="only this record type (decision, note, ...)")] = "",
-        lang: Annotated[str, Field(description="only this language (python, markdown, ...)")] = "",
-        layer: Annotated[
-            str, Field(description="only this layer: docs, source, test, config")
-        ] = "",
-        limit: Annotated[int, Field(description="results to rank, 1-50")] = 10,
-        mode: Annotated[
-            Mode, Field(description="hybrid (default), semantic or lexical")
-        ] = "hybrid",
+        type: Annotated[str, Field(description="only this type: decision, note, ...")] = "",
+        lang: Annotated[str, Field(description="only this language: python, ...")] = "",
+        layer: Annotated[str, Field(description="only docs, source, test or config")] = "",
+        limit: Annotated[int, Field(description="1-50")] = 10,
+        mode: Mode = "hybrid",
         detail: Annotated[
-            Literal["compact", "full"], Field(description="compact excerpts or full records")
+            Literal["compact", "full"], Field(description="full: whole records")
         ] = "compact",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 4000,
+        workspace: str = "",
     ) -> str:
-        """Search stored memories, ingested files and content; the first tool to reach for.
-
-        Hybrid mode fuses meaning (vector) and exact words (BM25). Returns numbered blocks:
-        `[n] id | project | source#chunk | type | score` then an excerpt; all within
-        max_chars, with a last line counting results the budget hid. Use get_memory or
-        file_chunks with an id or source from a block to read more.
-        """
+        """Search memories, ingested files and content; the first tool to reach for.
+        Hybrid fuses meaning (vector) and exact words (BM25). Returns numbered blocks
+        `[n] id | project | source#chunk | type | score` + excerpt within max_chars; a last
+        line counts hidden results. Read more with get_memory(id) or file_chunks(source)."""
         rows = await run_tool(
             search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
         )

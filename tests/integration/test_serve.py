@@ -19,7 +19,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _env(data_dir: Path) -> dict[str, str]:
@@ -316,3 +316,35 @@ def test_cli_commands_go_through_a_running_daemon(data_dir: Path, tmp_path: Path
     bad = cli("search", "x", "--mode", "fuzzy")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: mode: 'fuzzy' is not allowed; ")
+
+
+def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) -> None:
+    """`imprint stop` ends an idle daemon and waits until it has exited; again, it says none."""
+
+    async def go() -> None:
+        async with Client(_stdio(data_dir, tmp_path)) as client:
+            _text(await client.call_tool("store", {"content": "the daemon keeps the wren"}))
+
+    anyio.run(go)
+    pid = _daemon_pid(data_dir)
+    assert pid is not None  # idle, but alive for server.idle_exit_sec
+
+    def stop() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "imprint.cli", "stop"],
+            env=_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    first = stop()
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == f"stopped the imprint daemon (process {pid}) for {data_dir}\n"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert _daemon_pid(data_dir) is None  # closed in order: its pid file removed
+    second = stop()
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == f"no imprint daemon is running for {data_dir}\n"

@@ -1,0 +1,125 @@
+"""QueryEmbedder: concurrent query embeddings coalesced into one inference, with a cache."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from imprint.store.embedder import DIMENSIONS, Embedder, QueryEmbedder
+
+
+class GatedEmbedder:
+    """Records each batch; the first batch waits until `release` is set."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.fail_next = False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        if len(self.batches) == 1:
+            self.entered.set()
+            assert self.release.wait(timeout=30)
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("onnx fell over")
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i, 0] = len(text)
+        return out
+
+
+def _in_threads(fn: Any, args: list[str]) -> tuple[list[threading.Thread], dict[str, Any]]:
+    results: dict[str, Any] = {}
+
+    def run(arg: str) -> None:
+        try:
+            results[arg] = fn(arg)
+        except Exception as exc:
+            results[arg] = exc
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in args]
+    for t in threads:
+        t.start()
+    return threads, results
+
+
+def test_callers_queued_behind_a_batch_share_the_next_inference() -> None:
+    """While one embedding runs, the queries that arrive meanwhile go in ONE next batch."""
+    fake = GatedEmbedder()
+    q = QueryEmbedder(fake, cache_size=0)  # type: ignore[arg-type]
+    try:
+        first, first_result = _in_threads(q.embed, ["a"])
+        assert fake.entered.wait(timeout=30)
+        later, later_results = _in_threads(q.embed, ["bb", "ccc", "dddd"])
+        # Wait until all three are queued (the worker is still inside the first batch).
+        for _ in range(3000):
+            if q._queue.qsize() == 3:
+                break
+            threading.Event().wait(0.001)
+        assert q._queue.qsize() == 3
+        fake.release.set()
+        for t in first + later:
+            t.join(timeout=30)
+        assert fake.batches[0] == ["a"]
+        assert sorted(fake.batches[1]) == ["bb", "ccc", "dddd"] and len(fake.batches) == 2
+        assert first_result["a"][0] == 1
+        assert {k: float(v[0]) for k, v in later_results.items()} == {
+            "bb": 2,
+            "ccc": 3,
+            "dddd": 4,
+        }
+    finally:
+        fake.release.set()
+        q.close()
+
+
+def test_repeated_query_comes_from_the_cache() -> None:
+    """A query asked again is answered from the LRU cache without an inference."""
+    fake = GatedEmbedder()
+    fake.release.set()
+    q = QueryEmbedder(fake, cache_size=2)  # type: ignore[arg-type]
+    try:
+        a = q.embed("alpha")
+        assert q.embed("alpha") is a and q.hits == 1 and len(fake.batches) == 1
+        q.embed("beta")
+        q.embed("gamma")  # evicts alpha, the least recently used
+        q.embed("alpha")
+        assert len(fake.batches) == 4
+    finally:
+        q.close()
+
+
+def test_an_embedding_error_reaches_every_waiter_and_the_worker_lives_on() -> None:
+    """A failing inference fails the callers of that batch only."""
+    fake = GatedEmbedder()
+    fake.release.set()
+    fake.fail_next = True
+    q = QueryEmbedder(fake, cache_size=0)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(RuntimeError, match="onnx fell over"):
+            q.embed("x")
+        assert q.embed("yy")[0] == 2
+    finally:
+        q.close()
+
+
+def test_batched_vectors_match_single_ones(embedder: Embedder) -> None:
+    """Coalescing does not change the vectors (same model, attention-masked padding)."""
+    q = QueryEmbedder(embedder, cache_size=0)
+    texts = ["how do I stop an actor", "structlog processors", "a much longer query " * 5]
+    try:
+        threads, results = _in_threads(q.embed, texts)
+        for t in threads:
+            t.join(timeout=60)
+        for text in texts:
+            alone = embedder.embed([text])[0]
+            assert np.allclose(results[text], alone, atol=1e-4)
+    finally:
+        q.close()
