@@ -154,7 +154,13 @@ def _root(
 def _setup() -> tuple[Path, cfg.Config]:
     root = cfg.data_dir()
     config = cfg.load_config(root)
-    configure_logging(root, level=config.log.level, to_file=config.log.file)
+    configure_logging(
+        root,
+        level=config.log.level,
+        to_file=config.log.file,
+        max_bytes=config.log.max_bytes,
+        keep=config.log.keep,
+    )
     from imprint.actors._trace import new_request_id
 
     # One command, one request: every actor message it causes carries this id.
@@ -345,6 +351,7 @@ def serve(
     token = http_token(root)
     add_secret(token)
     daemon = Daemon(root, config, idle_exit_sec=None)
+    daemon.kind = "serve --http"
     if not daemon.acquire():
         raise ImprintError(
             f"serve: another imprint process owns {root}; stop it first "
@@ -388,15 +395,62 @@ def stop() -> None:
 def trace(
     log: Annotated[Path | None, typer.Argument(help="JSON log; default: the data dir's")] = None,
     recall: Annotated[str, typer.Option("--recall", help="only this recall id (prefix)")] = "",
+    svg: Annotated[
+        Path | None,
+        typer.Option("--svg", help="write the recall's waterfall (as the dashboard draws it)"),
+    ] = None,
 ) -> None:
     """Per-recall timings from the JSON log: each step and model phase, the slowest marked."""
-    from imprint.logs import log_path
-    from imprint.trace import render_trace
+    from imprint.logs import log_files, log_path
+    from imprint.trace import render_trace, write_svg
 
     path = log or log_path(cfg.data_dir())
     if not path.is_file():
         raise ImprintError(f"log: {str(path)!r} is not a file")
+    if svg is not None:
+        if not recall:
+            raise ImprintError("--svg: needs --recall ID (one recall per picture)")
+        files = [path] if log else log_files(cfg.data_dir())
+        typer.echo(write_svg(files, recall, svg))
+        return
     raise typer.Exit(render_trace(path, recall))
+
+
+@app.command()
+def dashboard(
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1; 0 = any free one")] = 8766,
+    host: Annotated[str, typer.Option(help="only 127.0.0.1 is allowed")] = "127.0.0.1",
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="open the page in the web browser")
+    ] = False,
+) -> None:
+    """Serve the dashboard from the process that owns the data dir (the shared daemon,
+    started if none runs, or `serve --http`) while this command runs; print its URL.
+
+    The URL carries a one-time token: the page trades it for a session cookie."""
+    from imprint.daemon import ask_dashboard
+    from imprint.dashboard import check_host
+
+    check_host(host)
+    if not 0 <= port <= 65535:
+        raise ImprintError(f"port: {port} is not allowed; 0-65535")
+    root, _ = _setup()
+    sock, reply = ask_dashboard(root, port)
+    try:
+        if reply.get("note"):
+            err.print(f"imprint: {reply['note']}")
+        err.print("imprint: dashboard served by the data dir's owner; Ctrl-C stops it")
+        typer.echo(reply["url"])
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(reply["url"])
+        while sock.recv(4096):  # the owner closed: it stopped
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
 
 
 @app.command(hidden=True)

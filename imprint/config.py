@@ -26,9 +26,11 @@ __all__ = [
     "config_path",
     "data_dir",
     "describe_allowed",
+    "env_name",
     "flatten",
     "get_value",
     "is_secret",
+    "key_origin",
     "load_config",
     "secret_state",
     "set_value",
@@ -166,6 +168,13 @@ class LogConfig(_Group):
         default="warning", description="stderr level; the JSON file always gets info and up"
     )
     file: bool = Field(default=True, description="write {data_dir}/logs/imprint.jsonl")
+    max_bytes: int = Field(
+        default=20 * 1_048_576,
+        ge=65_536,
+        le=1_073_741_824,
+        description="the JSON log rotates at this size",
+    )
+    keep: int = Field(default=3, ge=1, le=50, description="rotated JSON log files kept")
 
 
 class Config(BaseModel):
@@ -340,6 +349,21 @@ def _read_env(environ: Mapping[str, str]) -> dict[str, Any]:
         if name in environ:
             found[key] = _parse(key, environ[name])
     return found
+
+
+def env_name(key: str) -> str:
+    return ENV_PREFIX + key.replace(".", "_").upper()
+
+
+def key_origin(root: Path, key: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where a key's effective value comes from: "env", "config.toml" or "default"."""
+    env = os.environ if environ is None else environ
+    _field(key)
+    if env_name(key) in env:
+        return "env"
+    if key in _read_file(root):
+        return "config.toml"
+    return "default"
 
 
 def load_config(root: Path | None = None, environ: Mapping[str, str] | None = None) -> Config:

@@ -53,6 +53,7 @@ from imprint.server import build_server
 
 __all__ = [
     "Daemon",
+    "ask_dashboard",
     "bridge_stdio",
     "connect",
     "daemon_alive",
@@ -221,6 +222,12 @@ class Daemon:
         self._hello_watch = _Deadlines()
         self.runtime: Runtime | None = None
         self._listener: socket.socket | None = None
+        self.kind = "daemon"
+        self.started_at = time.time()
+        self.sessions = 0  # MCP sessions now connected
+        self._dashboard: Any = None  # a DashboardServer while someone asked for one
+        self._dashboard_users = 0
+        self._dashboard_lock = threading.Lock()
 
     def acquire(self) -> bool:
         """False when another daemon already owns this data dir."""
@@ -350,6 +357,9 @@ class Daemon:
                 started = True
             reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
             writer = conn.makefile("w", encoding="utf-8", newline="\n")
+            if isinstance(hello.get("dashboard"), dict):
+                self._serve_dashboard(hello["dashboard"], reader, writer)
+                return
             writer.write(json.dumps({"ok": True}) + "\n")
             writer.flush()
             cwd = Path(hello.get("cwd") or os.getcwd())
@@ -360,7 +370,13 @@ class Daemon:
                 cwd=str(cwd),
                 roots=[str(r) for r in roots],
             )
-            anyio.run(self._session, reader, writer, cwd, roots)
+            with self._state:
+                self.sessions += 1
+            try:
+                anyio.run(self._session, reader, writer, cwd, roots)
+            finally:
+                with self._state:
+                    self.sessions -= 1
         except Exception:
             log.exception("daemon.session.failed")
         finally:
@@ -374,6 +390,45 @@ class Daemon:
                 self._state.notify_all()
             if started:
                 log.info("daemon.session.end")
+
+    def _serve_dashboard(self, request: dict[str, Any], reader: IO[str], writer: IO[str]) -> None:
+        """`imprint dashboard` asked: serve the dashboard (once) for as long as it stays
+        connected; answer with a URL carrying a fresh one-time token. Only the owner can
+        open this socket (0600), so only the owner gets a token."""
+        from imprint.dashboard import DashboardServer, Owner
+
+        assert self.runtime is not None
+        port = request.get("port", 8766)
+        with self._dashboard_lock:
+            try:
+                if self._dashboard is None:
+                    if not isinstance(port, int) or not 0 <= port <= 65535:
+                        raise StoreError(f"port: {port!r} is not allowed; 0-65535")
+                    owner = Owner(
+                        kind=self.kind,
+                        started_at=self.started_at,
+                        clients=lambda: self.sessions,
+                    )
+                    self._dashboard = DashboardServer(self.runtime, owner, port=port).start()
+                self._dashboard_users += 1
+                reply = {"url": self._dashboard.url(), "port": self._dashboard.port}
+                if port and port != self._dashboard.port:
+                    reply["note"] = f"already serving on port {self._dashboard.port}"
+            except Exception as exc:
+                reply = {"error": str(exc)}
+        writer.write(json.dumps(reply) + "\n")
+        writer.flush()
+        if "error" in reply:
+            return
+        try:
+            while reader.readline():  # until `imprint dashboard` exits
+                pass
+        finally:
+            with self._dashboard_lock:
+                self._dashboard_users -= 1
+                if self._dashboard_users == 0 and self._dashboard is not None:
+                    self._dashboard.stop()
+                    self._dashboard = None
 
     async def _session(
         self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
@@ -401,6 +456,10 @@ class Daemon:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
         self.shutdown()
         try:
+            with self._dashboard_lock:
+                if self._dashboard is not None:
+                    self._dashboard.stop()
+                    self._dashboard = None
             if self.runtime is not None:
                 self.runtime.stop()
         finally:
@@ -604,3 +663,25 @@ def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     _pump(sock.recv, write_out, lambda: None)
     sock.close()
     return 0
+
+
+def ask_dashboard(data_dir: Path, port: int) -> tuple[socket.socket, dict[str, Any]]:
+    """Ask the data dir's owner (starting the daemon if none runs) to serve the dashboard.
+    The owner serves it while the returned socket stays open."""
+    sock = connect(data_dir)
+    sock.sendall((json.dumps({"dashboard": {"port": port}, "pid": os.getpid()}) + "\n").encode())
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        line += chunk
+    try:
+        reply = json.loads(line or b"{}")
+    except ValueError:
+        reply = {}
+    if "url" not in reply:
+        sock.close()
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(f"dashboard: {why}")
+    return sock, reply

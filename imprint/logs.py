@@ -21,7 +21,7 @@ from structlog.tracebacks import ExceptionDictTransformer
 
 from imprint._fs import private_dir, private_file
 
-__all__ = ["add_secret", "configure_logging", "get_logger", "log_path", "redact"]
+__all__ = ["add_secret", "configure_logging", "get_logger", "log_files", "log_path", "redact"]
 
 _configured: list[logging.Handler] = []
 _secrets: set[str] = set()
@@ -66,6 +66,18 @@ def log_path(data_dir: Path) -> Path:
     return data_dir / "logs" / "imprint.jsonl"
 
 
+def log_files(data_dir: Path) -> list[Path]:
+    """The JSON log and its rotated copies, oldest first (imprint.jsonl.3 ... imprint.jsonl)."""
+    current = log_path(data_dir)
+    rotated = []
+    for path in current.parent.glob(current.name + ".*"):
+        suffix = path.name[len(current.name) + 1 :]
+        if suffix.isdigit():
+            rotated.append((int(suffix), path))
+    older = [p for _, p in sorted(rotated, reverse=True)]
+    return [*older, current] if current.exists() else older
+
+
 def _shared_processors() -> list[Any]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -76,7 +88,12 @@ def _shared_processors() -> list[Any]:
 
 
 def configure_logging(
-    data_dir: Path | None, *, level: str = "warning", to_file: bool = True
+    data_dir: Path | None,
+    *,
+    level: str = "warning",
+    to_file: bool = True,
+    max_bytes: int = 20 * 1024 * 1024,
+    keep: int = 3,
 ) -> Path | None:
     """Route structlog and stdlib loggers (pykka, mcp, httpx, chromadb) to stderr and a file."""
     root = logging.getLogger()
@@ -118,7 +135,7 @@ def configure_logging(
         private_dir(path.parent)
         private_file(path)
         handler = _PrivateRotatingFileHandler(
-            path, maxBytes=20 * 1024 * 1024, backupCount=3, encoding="utf-8"
+            path, maxBytes=max_bytes, backupCount=keep, encoding="utf-8"
         )
         handler.setLevel(logging.INFO)
         handler.setFormatter(
@@ -140,8 +157,18 @@ def configure_logging(
         root.addHandler(handler)
     root.setLevel(min(h.level for h in _configured))
     # Third-party chatter stays out unless it is a warning.
-    # `mcp` logs failing tool calls at INFO with their text (URLs, arguments): warnings only.
-    for noisy in ("chromadb", "httpx", "httpcore", "onnxruntime", "urllib3", "posthog", "mcp"):
+    # `mcp` logs failing tool calls at INFO with their text (URLs, arguments); httpx2 (the mcp
+    # SDK's client) logs every request URL at info, query string and all: warnings only.
+    for noisy in (
+        "chromadb",
+        "httpx",
+        "httpx2",
+        "httpcore",
+        "onnxruntime",
+        "urllib3",
+        "posthog",
+        "mcp",
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return path
 

@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["MODEL_PHASES", "load_recalls", "model_outcome", "render_trace"]
+__all__ = ["MODEL_PHASES", "load_recalls", "model_outcome", "render_trace", "write_svg"]
 
 
 MODEL_PHASES = {"recall.model.plan": "planning", "recall.model.answer": "answering"}
@@ -121,3 +121,20 @@ def _when(event: dict[str, Any], n: int, planning: int | None) -> str:
     if event.get("message") == "inference.complete":
         return ""  # the model's own row is logged whenever the InferenceActor took it
     return "during planning" if n < planning else "after planning"
+
+
+def write_svg(logs: list[Path], recall: str, out: Path) -> str:
+    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
+    from imprint.errors import ImprintError
+    from imprint.waterfall import build_waterfall, read_recall_events, render_svg
+
+    found = read_recall_events(logs, recall)
+    if not found:
+        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
+    if len(found) > 1:
+        raise ImprintError(
+            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
+        )
+    rid, events = next(iter(found.items()))
+    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
+    return f"wrote {out} (recall {rid})"

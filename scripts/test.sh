@@ -17,6 +17,17 @@ if [ "$quick" -eq 0 ] && command -v npm >/dev/null 2>&1; then
   npm install --prefix .ci/node --no-audit --no-fund --loglevel=error \
     @modelcontextprotocol/inspector@0.15.0 >/dev/null
 fi
+# Debian's Chromium for the dashboard's browser test: Playwright drives this executable (its
+# own browser download is not used). CI runs as root; elsewhere passwordless sudo, or skip.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo -n apt-get update -qq && sudo -n apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium missing and apt needs root: the browser test will skip (fails under CI)" >&2
+  fi
+fi
 .venv/bin/ruff check imprint tests benchmark
 .venv/bin/ruff format --check imprint tests benchmark
 .venv/bin/mypy

@@ -140,6 +140,7 @@ class Writer:
             "facts": counts["facts"],
             "facts_current": counts["facts_current"],
             "journal_pending": counts["journal_pending"],
+            "project_last_write": counts["project_last_write"],
             "journal_quarantined": counts["journal_quarantined"],
             "only_in_vectors": len(vector_ids - lexical_ids),
             "only_in_lexical": len(lexical_ids - vector_ids),

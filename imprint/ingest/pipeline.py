@@ -12,13 +12,16 @@ is refused rather than followed or waited on.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pathspec
@@ -43,7 +46,15 @@ from imprint.store.records import (
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
 
-__all__ = ["IngestReport", "Progress", "build_records", "ingest_path", "walk", "within"]
+__all__ = [
+    "IngestReport",
+    "Progress",
+    "build_records",
+    "ingest_path",
+    "running_ingests",
+    "walk",
+    "within",
+]
 
 log = get_logger("imprint.ingest")
 
@@ -253,6 +264,17 @@ def _candidates(root: Path, files: list[str], roots: Sequence[Path]) -> tuple[li
     return found, outside
 
 
+_RUNNING: dict[int, dict[str, Any]] = {}
+_RUNNING_LOCK = threading.Lock()
+_RUNNING_IDS = itertools.count(1)
+
+
+def running_ingests(data_dir: Path) -> list[dict[str, Any]]:
+    """Ingests in progress in this process for one data dir: path, files done and total."""
+    with _RUNNING_LOCK:
+        return [dict(v) for v in _RUNNING.values() if v["data_dir"] == str(data_dir)]
+
+
 def ingest_path(
     runtime: Runtime,
     path: Path,
@@ -263,7 +285,43 @@ def ingest_path(
     roots: Sequence[Path] | None = None,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
-    itself) is read."""
+    itself) is read. While it runs, `running_ingests` shows its progress."""
+    key = next(_RUNNING_IDS)
+    entry: dict[str, Any] = {
+        "data_dir": str(runtime.data_dir),
+        "path": str(path),
+        "done": 0,
+        "total": 0,
+        "current": "",
+        "started": time.time(),
+    }
+
+    def shown(done: int, total: int, source: str) -> None:
+        with _RUNNING_LOCK:
+            entry.update(done=done, total=total, current=source)
+        if progress:
+            progress(done, total, source)
+
+    with _RUNNING_LOCK:
+        _RUNNING[key] = entry
+    try:
+        return _ingest_path(
+            runtime, path, project=project, workspace=workspace, progress=shown, roots=roots
+        )
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.pop(key, None)
+
+
+def _ingest_path(
+    runtime: Runtime,
+    path: Path,
+    *,
+    project: str,
+    workspace: str,
+    progress: Progress,
+    roots: Sequence[Path] | None,
+) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
     allowed = [Path(r).expanduser().resolve() for r in roots] if roots else [path.resolve()]
@@ -291,8 +349,7 @@ def ingest_path(
         in_flight = writer.write(Write(batch=batch), embeddings)
 
     for done, rel in enumerate(candidates, start=1):
-        if progress:
-            progress(done, len(candidates), rel)
+        progress(done, len(candidates), rel)
         try:
             # Resolved at the moment of reading: a link made or changed after the listing
             # is judged by where it points now.

@@ -24,11 +24,13 @@ __all__ = [
     "MAX_CHARS_RANGE",
     "MODES",
     "Mode",
+    "RankWhy",
     "SearchHit",
     "SearchRows",
     "format_search",
     "meta_line",
     "normalize_max_chars",
+    "search_explained",
     "search_rows",
     "search_text",
 ]
@@ -82,6 +84,18 @@ def fuse(
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+class RankWhy(BaseModel):
+    """Why one hit ranked: its place in each ranking (1-based; None = not in it) and the
+    fused score. The dashboard shows it; search's own output does not change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    vector_rank: int | None
+    bm25_rank: int | None
+    phrase_rank: int | None
+    score: float
+
+
 def search_rows(
     reads: Reads,
     query: str,
@@ -94,6 +108,21 @@ def search_rows(
     workspace: str = "",
 ) -> SearchRows:
     """Rows for a query: records with their scores, best first, at most `limit` (1-50)."""
+    return search_explained(reads, query, project, type, lang, layer, limit, mode, workspace)[0]
+
+
+def search_explained(
+    reads: Reads,
+    query: str,
+    project: str = "",
+    type: str = "",
+    lang: str = "",
+    layer: str = "",
+    limit: int = 10,
+    mode: Mode = "hybrid",
+    workspace: str = "",
+) -> tuple[SearchRows, dict[MemoryId, RankWhy]]:
+    """search_rows, and for each hit its rank in each ranking the fusion saw."""
     text = _check(query, mode, type)
     limit = clamp(limit, 1, 50)
     ws = reads.open(workspace)
@@ -115,12 +144,11 @@ def search_rows(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
         rankings: list[list[tuple[MemoryId, float]]] = []
-        if vector is not None:
-            rankings.append(list(deadline.wait(vector, "search (vector)")))
-        if lexical is not None:
-            rankings.append(list(deadline.wait(lexical, "search (lexical)")))
-        if phrase is not None:
-            rankings.append(list(deadline.wait(phrase, "search (phrase)")))
+        named: dict[str, dict[MemoryId, int]] = {}
+        for name, pending in (("vector", vector), ("lexical", lexical), ("phrase", phrase)):
+            if pending is not None:
+                rankings.append(list(deadline.wait(pending, f"search ({name})")))
+                named[name] = {rid: rank for rank, (rid, _) in enumerate(rankings[-1], start=1)}
         ranked = fuse(rankings, RRF_K) if mode == "hybrid" else rankings[0]
         ranked = ranked[:limit]
         records = deadline.wait(
@@ -130,7 +158,16 @@ def search_rows(
     hits = tuple(
         SearchHit(record=records[rid], score=score) for rid, score in ranked if rid in records
     )
-    return SearchRows(query=text, mode=mode, hits=hits)
+    why = {
+        h.record.id: RankWhy(
+            vector_rank=named.get("vector", {}).get(h.record.id),
+            bm25_rank=named.get("lexical", {}).get(h.record.id),
+            phrase_rank=named.get("phrase", {}).get(h.record.id),
+            score=h.score,
+        )
+        for h in hits
+    }
+    return SearchRows(query=text, mode=mode, hits=hits), why
 
 
 def meta_line(record: Record, score: float | None = None) -> str:

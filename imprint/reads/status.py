@@ -26,6 +26,12 @@ class StatusRow(BaseModel):
     only_in_lexical: int
     fts_ok: bool
     store: str
+    # Newest record's created_at per project (epoch seconds); for the dashboard.
+    project_last_write: dict[str, float] = {}
+
+    @property
+    def last_write(self) -> float:
+        return max(self.project_last_write.values(), default=0.0)
 
     @property
     def consistent(self) -> bool:

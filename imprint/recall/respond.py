@@ -107,13 +107,55 @@ def recall_text(
     *,
     timeout_sec: float = 10.0,
     cwd: Path | None = None,
+    recall_id: str = "",
 ) -> str:
+    """What the MCP tool and `imprint recall` print. `recall_id` lets a caller (the
+    dashboard) find this recall's trace in the log; empty = a fresh one."""
     max_chars = normalize_max_chars(max_chars)
     if not isinstance(question, str) or not question.strip():
         raise InputError("question: must be non-empty text")
     check_query(question.strip(), "question")
     no_plan = plan is None or plan == "" or plan == []
     steps = None if no_plan else parse_plan(plan)  # a bad plan is rejected before anything runs
+    recall_id = recall_id or uuid.uuid4().hex[:12]
+    # recall.start / recall.done frame the trace: the dashboard and `imprint trace --svg`
+    # read the question, the step tools, the step deadline and the total from them.
+    log.info(
+        "recall.start",
+        recall_id=recall_id,
+        question=one_line(question)[:160],
+        steps=len(steps) if steps else 0,
+        tools=[step.tool for step in steps or []],
+        timeout_sec=timeout_sec,
+    )
+    started = time.monotonic()
+    outcome = "error"
+    try:
+        text = _recall(
+            reads, question, steps, max_chars, condense, workspace, timeout_sec, cwd, recall_id
+        )
+        outcome = "ok"
+        return text
+    finally:
+        log.info(
+            "recall.done",
+            recall_id=recall_id,
+            outcome=outcome,
+            total_ms=round((time.monotonic() - started) * 1000, 3),
+        )
+
+
+def _recall(
+    reads: Reads,
+    question: str,
+    steps: list[Step] | None,
+    max_chars: int,
+    condense: bool,
+    workspace: str,
+    timeout_sec: float,
+    cwd: Path | None,
+    recall_id: str,
+) -> str:
     runtime = reads.runtime
     cfg = runtime.config
     model_on = cfg.recall.llm and is_local(cfg.tagger.provider, cfg.tagger.base_url)
@@ -134,12 +176,20 @@ def recall_text(
             ws,
             steps,
             timeout_sec,
-            recall_id=uuid.uuid4().hex[:12],
+            recall_id=recall_id,
             cwd=str(cwd) if cwd else "",
         )
         return _with_note(note, format_recall(question, results, budget), max_chars)
     return _model_recall(
-        reads, question, steps, max_chars, condense, workspace, timeout_sec=timeout_sec, cwd=cwd
+        reads,
+        question,
+        steps,
+        max_chars,
+        condense,
+        workspace,
+        timeout_sec=timeout_sec,
+        cwd=cwd,
+        recall_id=recall_id,
     )
 
 
@@ -158,10 +208,10 @@ def _model_recall(
     *,
     timeout_sec: float,
     cwd: Path | None,
+    recall_id: str,
 ) -> str:
     runtime = reads.runtime
     deadline = time.monotonic() + runtime.config.recall.llm_timeout_sec  # ONE, for both phases
-    recall_id = uuid.uuid4().hex[:12]
     ws = reads.open(workspace)
     inference = runtime.inference()
     where = str(cwd) if cwd else ""

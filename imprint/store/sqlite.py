@@ -409,8 +409,15 @@ class SqliteStore:
         ).fetchone()
         fts_rows = self.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
         pending = self.conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
+        last_write = {
+            project: float(at or 0)
+            for project, at in self.conn.execute(
+                "SELECT project, MAX(created_at) FROM records GROUP BY project"
+            )
+        }
         quarantined = self.conn.execute("SELECT COUNT(*) FROM journal_quarantine").fetchone()[0]
         return {
+            "project_last_write": last_write,
             "projects": per_project,
             "records": sum(p["records"] for p in per_project.values()),
             "fts_rows": fts_rows,

@@ -1,0 +1,17 @@
+"""The dashboard: a local web page to see and steer the memory (127.0.0.1 only)."""
+
+from imprint.dashboard._security import Guard
+from imprint.dashboard.app import Owner, build_app
+from imprint.dashboard.server import DashboardServer, check_host
+from imprint.waterfall import build_waterfall, read_recall_events, render_svg
+
+__all__ = [
+    "DashboardServer",
+    "Guard",
+    "Owner",
+    "build_app",
+    "build_waterfall",
+    "check_host",
+    "read_recall_events",
+    "render_svg",
+]

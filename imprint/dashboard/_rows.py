@@ -1,0 +1,38 @@
+"""Every read and write the dashboard makes, imported in this one place.
+
+They are the MCP tools' own row functions (`imprint/reads/`), so a page shows what a tool
+returns; delete and device_context still live with their tools.
+"""
+
+from __future__ import annotations
+
+from imprint.ingest.pipeline import running_ingests
+from imprint.reads.chunks import chunk_rows
+from imprint.reads.facts import fact_rows
+from imprint.reads.gateway import ActorReads
+from imprint.reads.memory import memory_row
+from imprint.reads.search import format_search, search_explained
+from imprint.reads.sources import source_rows
+from imprint.reads.status import status_row
+from imprint.reads.summary import summary_row
+from imprint.recall.respond import recall_text
+from imprint.tools._app import App
+from imprint.tools.delete import delete_records
+from imprint.tools.device_context import device_row
+
+__all__ = [
+    "ActorReads",
+    "App",
+    "chunk_rows",
+    "delete_records",
+    "device_row",
+    "fact_rows",
+    "format_search",
+    "memory_row",
+    "recall_text",
+    "running_ingests",
+    "search_explained",
+    "source_rows",
+    "status_row",
+    "summary_row",
+]

@@ -1,0 +1,426 @@
+"""A recall's step timings from the JSON log, as rows and as an SVG waterfall.
+
+The log holds, per recall id: `recall.start` (question, step tools, the step deadline),
+one `actor.message` per traced message (the gather, each step, each read a step sent to a
+reader pool, each model call) with its queue wait and run time, `recall.step.timeout` for a
+step that missed the deadline, the model phases (`recall.model.plan`, `recall.model.answer`)
+and `recall.done` (outcome, total). An `actor.message` is logged when its handler ends, so its
+run started `run_ms` earlier and it entered the mailbox `queue_ms` before that.
+
+The dashboard and `imprint trace --svg` draw the same picture from the same function; it
+lives below both (it needs only the standard library).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Bar",
+    "RecallSummary",
+    "Waterfall",
+    "build_waterfall",
+    "read_recall_events",
+    "recall_summaries",
+    "render_svg",
+]
+
+# Outcomes drawn as marked bars; the log spells a late skip skipped_late (older: skipped-late).
+MARKED = ("timeout", "skipped_late", "skipped-late", "error")
+
+
+@dataclass
+class Bar:
+    """One row: when it entered the mailbox, when it ran, when it ended (ms from the start)."""
+
+    label: str
+    kind: str  # gather, step, read, model
+    step: int | None
+    queued_at: float
+    run_at: float
+    end_at: float
+    outcome: str
+    actor: str = ""
+    depth: int = 0
+    slowest: bool = False
+    note: str = ""
+
+    @property
+    def queue_ms(self) -> float:
+        return self.run_at - self.queued_at
+
+    @property
+    def run_ms(self) -> float:
+        return self.end_at - self.run_at
+
+    @property
+    def total_ms(self) -> float:
+        return self.end_at - self.queued_at
+
+
+@dataclass
+class Waterfall:
+    recall_id: str
+    started: str = ""
+    question: str = ""
+    timeout_sec: float | None = None
+    deadline_ms: float | None = None
+    total_ms: float | None = None
+    outcome: str = ""
+    bars: list[Bar] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[Bar]:
+        return [b for b in self.bars if b.kind == "step"]
+
+    @property
+    def slowest(self) -> Bar | None:
+        return next((b for b in self.bars if b.slowest), None)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "error" or any(b.outcome in MARKED for b in self.bars)
+
+
+@dataclass(frozen=True)
+class RecallSummary:
+    recall_id: str
+    started: str
+    question: str
+    total_ms: float | None
+    slowest: str
+    slowest_ms: float | None
+    failed: bool
+    steps: int
+    problems: str = ""  # "step 3 kg_query: timeout", for a failed one
+
+
+def _when(event: dict[str, Any]) -> float | None:
+    try:
+        return datetime.fromisoformat(str(event["timestamp"])).timestamp()
+    except (KeyError, ValueError):
+        return None
+
+
+def read_recall_events(
+    paths: Iterable[Path], recall_id: str = "", *, limit: int = 0
+) -> dict[str, list[dict[str, Any]]]:
+    """Events that carry a recall id, grouped by it in log order. `paths` oldest first.
+
+    With `limit`, only the newest `limit` recalls are kept (files are read newest first and
+    reading stops once that many recalls are complete).
+    """
+    found: dict[str, list[dict[str, Any]]] = {}
+    chunks: list[dict[str, list[dict[str, Any]]]] = []
+    for path in reversed(list(paths)):
+        per_file: dict[str, list[dict[str, Any]]] = {}
+        try:
+            handle = path.open(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        with handle:
+            for line in handle:
+                # Cheap filter before parsing: most lines are not a recall's.
+                if '"recall_id"' not in line or (recall_id and recall_id not in line):
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                rid = event.get("recall_id")
+                if not rid or not isinstance(rid, str):
+                    continue
+                if recall_id and not rid.startswith(recall_id):
+                    continue
+                per_file.setdefault(rid, []).append(event)
+        chunks.append(per_file)
+        if limit and len({rid for c in chunks for rid in c}) > limit:
+            break
+    for per_file in reversed(chunks):  # back to oldest first, so events stay in log order
+        for rid, events in per_file.items():
+            found.setdefault(rid, []).extend(events)
+    if limit and len(found) > limit:
+        keep = list(found)[-limit:]
+        found = {rid: found[rid] for rid in keep}
+    return found
+
+
+def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
+    """The rows of one recall: gather, each step with its reads under it, model phases."""
+    wf = Waterfall(recall_id=recall_id)
+    start_event = next((e for e in events if e.get("event") == "recall.start"), None)
+    tools: list[str] = []
+    if start_event is not None:
+        wf.started = str(start_event.get("timestamp", ""))
+        wf.question = str(start_event.get("question", ""))
+        if isinstance(start_event.get("timeout_sec"), int | float):
+            wf.timeout_sec = float(start_event["timeout_sec"])
+        tools = [str(t) for t in start_event.get("tools") or []]
+    timed_out: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int):
+            timed_out[e["step"]] = e
+            if wf.timeout_sec is None and isinstance(e.get("timeout_sec"), int | float):
+                wf.timeout_sec = float(e["timeout_sec"])
+        if e.get("event") == "recall.done":
+            wf.outcome = str(e.get("outcome", ""))
+            if isinstance(e.get("total_ms"), int | float):
+                wf.total_ms = float(e["total_ms"])
+    messages = [e for e in events if e.get("event") == "actor.message" and _when(e) is not None]
+    spans: list[tuple[dict[str, Any], float, float, float]] = []
+    for e in messages:
+        end = float(_when(e) or 0.0)
+        run = end - float(e.get("run_ms", 0)) / 1000
+        queued = run - float(e.get("queue_ms", 0)) / 1000
+        spans.append((e, queued, run, end))
+    origins = [q for _, q, _, _ in spans]
+    if start_event is not None and _when(start_event) is not None:
+        origins.append(float(_when(start_event) or 0.0))
+    if not origins:
+        return wf
+    zero = min(origins)
+    if not wf.started:
+        wf.started = datetime.fromtimestamp(zero).astimezone().isoformat()
+
+    def ms(t: float) -> float:
+        return round((t - zero) * 1000, 3)
+
+    gather_run: float | None = None
+    gather_sent: float | None = None
+    steps: dict[int, Bar] = {}
+    reads: dict[int, list[Bar]] = {}
+    models: list[Bar] = []
+    gathers: list[Bar] = []
+    for e, queued, run, end in spans:
+        kind = str(e.get("message", ""))
+        raw_step = e.get("step")
+        step = raw_step if isinstance(raw_step, int) else -1
+        outcome = str(e.get("outcome", "ok"))
+        actor = str(e.get("actor", ""))
+        if kind == "recall.gather":
+            gather_run, gather_sent = run, queued
+            gathers.append(
+                Bar("gather", "gather", None, ms(queued), ms(run), ms(end), outcome, actor)
+            )
+        elif kind == "recall.step" and step > 0:
+            tool = tools[step - 1] if 0 < step <= len(tools) else ""
+            label = f"step {step}" + (f" {tool}" if tool else "")
+            steps[step] = Bar(label, "step", step, ms(queued), ms(run), ms(end), outcome, actor)
+        elif kind.startswith("inference"):
+            models.append(Bar("model", "model", None, ms(queued), ms(run), ms(end), outcome, actor))
+        elif step > 0:
+            bar = Bar(kind, "read", step, ms(queued), ms(run), ms(end), outcome, actor, depth=1)
+            reads.setdefault(step, []).append(bar)
+    if gather_sent is not None and wf.timeout_sec is not None:
+        # run_plan sets the one deadline as it sends the gather message.
+        wf.deadline_ms = ms(gather_sent + wf.timeout_sec)
+    elif start_event is not None and wf.timeout_sec is not None:
+        wf.deadline_ms = ms(float(_when(start_event) or zero) + wf.timeout_sec)
+    for index, e in timed_out.items():
+        late = steps.get(index)
+        if late is not None:
+            late.note = f"answered {late.end_at:.0f} ms, after the deadline"
+            late.outcome = "timeout"
+            continue
+        # No answer logged (yet): the step was sent at the gather's start and is drawn to
+        # the deadline, where the coordinator stopped waiting.
+        begin = ms(gather_run) if gather_run is not None else 0.0
+        end_ms = wf.deadline_ms if wf.deadline_ms is not None else begin
+        tool = str(e.get("tool", ""))
+        steps[index] = Bar(
+            f"step {index}" + (f" {tool}" if tool else ""),
+            "step",
+            index,
+            begin,
+            begin,
+            end_ms,
+            "timeout",
+            note="no answer by the deadline",
+        )
+    # Model phases: the plan (when the model planned) comes before the answer.
+    names = []
+    if any(e.get("event") == "recall.model.plan" for e in events):
+        names.append("model: plan")
+    names.append("model: answer")
+    for i, bar in enumerate(sorted(models, key=lambda b: b.queued_at)):
+        bar.label = names[i] if i < len(names) else f"model: call {i + 1}"
+    wf.bars.extend(gathers)
+    for index in sorted(steps):
+        wf.bars.append(steps[index])
+        wf.bars.extend(sorted(reads.get(index, []), key=lambda b: b.queued_at))
+    for index in sorted(set(reads) - set(steps)):
+        wf.bars.extend(reads[index])
+    wf.bars.extend(sorted(models, key=lambda b: b.queued_at))
+    if wf.steps:
+        max(wf.steps, key=lambda b: b.total_ms).slowest = True
+    if wf.total_ms is None and wf.bars:
+        wf.total_ms = max(b.end_at for b in wf.bars)
+    return wf
+
+
+def recall_summaries(events_by_id: dict[str, list[dict[str, Any]]]) -> list[RecallSummary]:
+    """One line per recall, newest first: start, question, total, slowest step, failed."""
+    out = []
+    for rid, events in events_by_id.items():
+        wf = build_waterfall(rid, events)
+        slowest = wf.slowest
+        out.append(
+            RecallSummary(
+                recall_id=rid,
+                started=wf.started,
+                question=wf.question,
+                total_ms=wf.total_ms,
+                slowest=slowest.label if slowest else "",
+                slowest_ms=slowest.total_ms if slowest else None,
+                failed=wf.failed,
+                steps=len(wf.steps),
+                problems=", ".join(
+                    f"{b.label}: {b.outcome}" for b in wf.bars if b.outcome in MARKED
+                )
+                or ("recall: error" if wf.outcome == "error" else ""),
+            )
+        )
+    out.reverse()
+    return out
+
+
+# -- SVG -----------------------------------------------------------------------------------
+
+_WIDTH = 960
+_LABEL_W = 290
+_CHART_X = 300
+_CHART_W = 600
+_ROW_H = 22
+_TOP = 34
+_FILL = {
+    "gather": "#7a8ca3",
+    "step": "#3b6fb6",
+    "read": "#74a7e0",
+    "model": "#8a5cc2",
+}
+_OUTCOME_FILL = {
+    "timeout": "#e08a1e",
+    "error": "#c8372d",
+    "skipped_late": "#9e9e9e",
+    "skipped-late": "#9e9e9e",
+}
+
+
+def _tick_step(span: float) -> float:
+    for step in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000):
+        if span / step <= 8:
+            return float(step)
+    return span / 8
+
+
+def render_svg(wf: Waterfall) -> str:
+    """A self-contained SVG (presentation attributes only: no CSS, no script needed)."""
+    rows = wf.bars
+    height = _TOP + max(1, len(rows)) * _ROW_H + 30
+    span = max([b.end_at for b in rows] + [wf.deadline_ms or 0.0, 1.0])
+    span *= 1.04
+    scale = _CHART_W / span
+
+    def x(t: float) -> float:
+        return round(_CHART_X + t * scale, 2)
+
+    title = f"recall {wf.recall_id}"
+    if wf.question:
+        title += f": {wf.question}"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="waterfall" width="{_WIDTH}" '
+        f'height="{height}" viewBox="0 0 {_WIDTH} {height}" role="img" '
+        f'aria-label="{escape(title)}" font-family="sans-serif" font-size="12">',
+        f"<title>{escape(title)}</title>",
+        f'<rect x="0" y="0" width="{_WIDTH}" height="{height}" fill="#ffffff"/>',
+    ]
+    tick = _tick_step(span)
+    t = 0.0
+    while t <= span:
+        out.append(
+            f'<line x1="{x(t)}" y1="{_TOP - 6}" x2="{x(t)}" y2="{height - 24}" '
+            'stroke="#e4e7eb" stroke-width="1"/>'
+            f'<text x="{x(t)}" y="{_TOP - 10}" text-anchor="middle" fill="#555">'
+            f"{t:g} ms</text>"
+        )
+        t += tick
+    if not rows:
+        out.append(
+            f'<text x="{_CHART_X}" y="{_TOP + 14}" fill="#555">'
+            "no traced messages for this recall (a plain search has no steps)</text>"
+        )
+    for i, bar in enumerate(rows):
+        y = _TOP + i * _ROW_H
+        marked = bar.outcome in MARKED
+        classes = ["bar", f"kind-{bar.kind}", f"outcome-{bar.outcome}"]
+        if bar.slowest:
+            classes.append("slowest")
+        step_attr = f' data-step="{bar.step}"' if bar.step is not None else ""
+        tip = (
+            f"{bar.label} ({bar.actor or '-'}): queue {bar.queue_ms:.1f} ms, run "
+            f"{bar.run_ms:.1f} ms, {bar.outcome}" + (f"; {bar.note}" if bar.note else "")
+        )
+        out.append(
+            f'<g class="{" ".join(classes)}" data-kind="{bar.kind}"{step_attr} '
+            f'data-outcome="{escape(bar.outcome)}"><title>{escape(tip)}</title>'
+        )
+        if bar.slowest:
+            out.append(f'<rect x="0" y="{y}" width="{_WIDTH}" height="{_ROW_H}" fill="#fff4d6"/>')
+        indent = 14 * bar.depth + 6
+        weight = ' font-weight="bold"' if bar.kind == "step" else ""
+        out.append(
+            f'<text x="{indent}" y="{y + 15}" fill="#222"{weight}>{escape(bar.label[:40])}</text>'
+        )
+        bar_h = 14 if bar.depth == 0 else 10
+        top = y + (_ROW_H - bar_h) / 2
+        if bar.queue_ms > 0:
+            out.append(
+                f'<rect class="queue" x="{x(bar.queued_at)}" y="{top}" '
+                f'width="{max(1.0, round(bar.queue_ms * scale, 2))}" height="{bar_h}" '
+                'fill="#d5dbe3"/>'
+            )
+        fill = _OUTCOME_FILL.get(bar.outcome, _FILL.get(bar.kind, "#3b6fb6"))
+        stroke = ' stroke="#b8860b" stroke-width="2"' if bar.slowest else ""
+        out.append(
+            f'<rect class="run" x="{x(bar.run_at)}" y="{top}" '
+            f'width="{max(1.0, round(bar.run_ms * scale, 2))}" height="{bar_h}" '
+            f'fill="{fill}"{stroke}/>'
+        )
+        label = f"{bar.total_ms:.1f} ms"
+        if marked:
+            label = f"{bar.outcome.upper()} · {label}"
+        if bar.slowest:
+            label += " · slowest"
+        after = x(bar.end_at) + 4
+        colour = "#c8372d" if marked else "#444"
+        if after + 6.5 * len(label) > _WIDTH:
+            # No room after the bar: write it inside the bar's end instead.
+            place = f'x="{x(bar.end_at) - 4}" text-anchor="end"'
+            colour = "#ffffff"
+        else:
+            place = f'x="{after}"'
+        out.append(
+            f'<text class="mark" {place} y="{y + 15}" fill="{colour}">{escape(label)}</text>'
+        )
+        out.append("</g>")
+    if wf.deadline_ms is not None:
+        dx = x(wf.deadline_ms)
+        out.append(
+            f'<g class="deadline"><line x1="{dx}" y1="{_TOP - 4}" x2="{dx}" y2="{height - 22}" '
+            'stroke="#c8372d" stroke-width="2" stroke-dasharray="6 4"/>'
+            f'<text x="{dx}" y="{height - 8}" text-anchor="middle" fill="#c8372d">'
+            f"deadline {wf.deadline_ms:.0f} ms</text></g>"
+        )
+    legend_y = height - 8
+    out.append(
+        f'<text x="6" y="{legend_y}" fill="#555">light grey: queue wait · colour: run · '
+        "orange: timeout · red: error · grey: skipped late</text>"
+    )
+    out.append("</svg>")
+    return "\n".join(out)

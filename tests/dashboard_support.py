@@ -1,0 +1,74 @@
+"""Shared by the dashboard's route tests, browser test and benchmark: an ingested store, a
+dashboard over it, and a step that can be made to miss the recall deadline."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from imprint.actors.lifecycle import Runtime
+from imprint.config import load_config
+from imprint.dashboard import Owner
+from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging
+from imprint.recall import plan as plan_module
+from imprint.store.embedder import Embedder
+from imprint.tools._app import App
+from imprint.tools.kg_edit import edit_facts
+from imprint.tools.store import store_memory
+
+TIMEOUT_PLAN = (
+    '[{"tool": "search", "args": {"query": "espresso grind", "limit": 3}},\n'
+    ' {"tool": "list_sources", "args": {"limit": 5}},\n'
+    ' {"tool": "kg_query", "args": {"subject": "slow"}}]'
+)
+
+
+@contextmanager
+def ingested_runtime(data: Path, tree: Path, embedder: Embedder | None) -> Iterator[Runtime]:
+    """A started runtime over `data` with `tree` ingested, a memory and a fact stored, and
+    logging to `data`'s JSON log (the traces come from it)."""
+    configure_logging(data, level="error")
+    runtime = Runtime(data, load_config(data), embedder=embedder).start()
+    try:
+        ingest_path(runtime, tree, project="proj")
+        app = App(runtime, tree)
+        store_memory(
+            app,
+            "We decided to serialize writes through one writer actor.",
+            "proj",
+            "decision",
+            ["architecture"],
+            ["writes"],
+        )
+        edit_facts(app, "add", "imprint", "uses", "sqlite")
+        yield runtime
+    finally:
+        runtime.stop()
+        configure_logging(None, level="warning", to_file=False)
+
+
+def owner() -> Owner:
+    return Owner(kind="test", clients=lambda: 1)
+
+
+@contextmanager
+def slow_kg_query() -> Iterator[threading.Event]:
+    """kg_query steps block until the returned event is set (a fault hook for the deadline):
+    a recall with one misses `recall.step_timeout_sec`. Released on exit."""
+    release = threading.Event()
+    original = plan_module.STEP_FUNCTIONS["kg_query"]
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        release.wait(timeout=60)
+        return original(*args, **kwargs)
+
+    plan_module.STEP_FUNCTIONS["kg_query"] = slow
+    try:
+        yield release
+    finally:
+        release.set()
+        plan_module.STEP_FUNCTIONS["kg_query"] = original
