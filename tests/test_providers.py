@@ -8,12 +8,13 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from imprint.config import TaggerConfig
 from imprint.errors import ModelMissingError
-from imprint.providers import ProviderError, is_local, make_provider
+from imprint.providers import ProviderError, is_local, is_loopback_host, make_provider
 from imprint.providers.anthropic import AnthropicProvider
 from imprint.providers.gemini import GeminiProvider
 from imprint.providers.openai_compat import OllamaProvider, OpenAIProvider, VllmProvider
@@ -232,7 +233,8 @@ def test_missing_keys_and_models_name_the_setting(monkeypatch: pytest.MonkeyPatc
         ("vllm", "http://[fe80::1]:8000", False),
         ("ollama", "http://ollama.example.com:11434", False),
         ("vllm", "https://api.vllm-host.net", False),
-        ("ollama", "", False),
+        ("ollama", "", True),  # the client's default, http://127.0.0.1:11434
+        ("vllm", "", False),  # no default: the client refuses to start
         ("openai", "http://127.0.0.1:8000", False),
         ("anthropic", "http://localhost:9000", False),
         ("gemini", "http://[::1]:9000", False),
@@ -242,3 +244,24 @@ def test_missing_keys_and_models_name_the_setting(monkeypatch: pytest.MonkeyPatc
 def test_locality(provider: str, base_url: str, local: bool) -> None:
     """Only `local`, or ollama/vllm on a loopback host, run on this computer."""
     assert is_local(provider, base_url) is local
+
+
+@pytest.mark.parametrize("kind", ["ollama", "vllm", "openai", "anthropic", "gemini"])
+@pytest.mark.parametrize(
+    "base_url", ["", "http://127.0.0.1:9", "http://[::1]:9", "http://10.0.0.5:9"]
+)
+def test_the_client_and_the_locality_check_judge_the_same_url(kind: str, base_url: str) -> None:
+    """is_local judges the URL the client really sends to, also when base_url is empty."""
+    cfg = TaggerConfig(provider=kind, model="m", base_url=base_url, api_key="k")  # type: ignore[arg-type]
+    try:
+        provider = make_provider(cfg)
+    except ProviderError:
+        assert (kind, base_url) == ("vllm", "")  # no URL at all: nothing to call local
+        assert not is_local(kind, base_url)
+        return
+    try:
+        sent_to = urlsplit(provider.base_url).hostname or ""  # type: ignore[attr-defined]
+        expected = kind in ("ollama", "vllm") and is_loopback_host(sent_to)
+        assert is_local(kind, base_url) is expected, provider.base_url  # type: ignore[attr-defined]
+    finally:
+        provider.close()

@@ -15,6 +15,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
+    effective_base_url,
     post_stream,
     sse_data,
 )
@@ -26,11 +27,10 @@ class _ChatCompletions:
     """POST {base}/v1/chat/completions with stream=true; JSON schema as response_format."""
 
     name = "openai-compatible"
-    default_base = ""
     key_env: tuple[str, ...] = ()
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = (base_url or self.default_base).rstrip("/")
+        self.base_url = effective_base_url(self.name, base_url)
         if not self.base_url:
             raise ProviderError(f"tagger.base_url: required for provider {self.name}")
         if not model:
@@ -101,7 +101,6 @@ class VllmProvider(_ChatCompletions):
 
 class OpenAIProvider(_ChatCompletions):
     name = "openai"
-    default_base = "https://api.openai.com"
     key_env = ("OPENAI_API_KEY",)
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
@@ -114,7 +113,7 @@ class OllamaProvider:
     name = "ollama"
 
     def __init__(self, base_url: str, model: str) -> None:
-        self.base_url = (base_url or "http://127.0.0.1:11434").rstrip("/")
+        self.base_url = effective_base_url(self.name, base_url)
         if not model:
             raise ProviderError("tagger.model: required for provider ollama")
         self.model = model

@@ -13,7 +13,7 @@ from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
 from imprint.store.records import Fact, Record
 
-__all__ = ["Item", "StepResult", "merge", "to_items"]
+__all__ = ["Item", "StepResult", "file_key", "merge", "to_items"]
 
 
 class Item(BaseModel):
@@ -35,6 +35,11 @@ class StepResult(BaseModel):
     detail: str  # "10 results", or the one-line error
     items: tuple[Item, ...] = ()
     run_ms: float = 0.0
+
+
+def file_key(project: str, source: str) -> str:
+    """The merge key of a whole source: the same path in two projects is two sources."""
+    return f"file:{project or '-'}:{source}"
 
 
 def _record(record: Record, score: float | None = None) -> Item:
@@ -70,7 +75,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
     if tool == "file_summary":
         assert isinstance(rows, SummaryRow)
         item = Item(
-            key=f"file:{rows.source}",
+            key=file_key(rows.project, rows.source),
             meta=f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary",
             content="\n".join(format_summary(rows).splitlines()[1:]),
         )
@@ -79,7 +84,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
         listed, total = rows
         items = [
             Item(
-                key=f"file:{r['source']}",
+                key=file_key(r["project"], r["source"]),
                 meta=f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source",
                 content=f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}",
             )
