@@ -21,7 +21,9 @@ def register(server: MCPServer, app: App) -> None:
             list[dict[str, Any]] | str | None,
             Field(description="up to 8 read steps {tool, args}; omit for a plain search"),
         ] = None,
-        max_chars: Annotated[int, Field(description="budget for everything, 1200-12000")] = 4000,
+        max_chars: Annotated[
+            int | None, Field(description="budget, 1200-12000; default search.max_chars (4000)")
+        ] = None,
         condense: Annotated[
             bool, Field(description="let a local model condense (only when one is on)")
         ] = True,

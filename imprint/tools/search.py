@@ -15,6 +15,7 @@ from imprint.reads.search import (
     format_search,
     meta_line,
     normalize_max_chars,
+    search_budget,
     search_rows,
 )
 from imprint.tools._app import READ, App, run_tool, tool
@@ -32,14 +33,19 @@ def register(server: MCPServer, app: App) -> None:
         layer: Annotated[
             str, Field(description="only this layer: docs, source, test, config")
         ] = "",
-        limit: Annotated[int, Field(description="results to rank, 1-50")] = 10,
+        limit: Annotated[
+            int | None, Field(description="results to rank, 1-50; default search.limit (10)")
+        ] = None,
         mode: Annotated[
-            Mode, Field(description="hybrid (default), semantic or lexical")
-        ] = "hybrid",
+            Mode | None,
+            Field(description="hybrid, semantic or lexical; default search.mode (hybrid)"),
+        ] = None,
         detail: Annotated[
             Literal["compact", "full"], Field(description="compact excerpts or full records")
         ] = "compact",
-        max_chars: Annotated[int, Field(description="response budget, 1200-12000")] = 4000,
+        max_chars: Annotated[
+            int | None, Field(description="budget, 1200-12000; default search.max_chars (4000)")
+        ] = None,
         workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
     ) -> str:
         """Search stored memories, ingested files and content; the first tool to reach for.
@@ -52,9 +58,10 @@ def register(server: MCPServer, app: App) -> None:
         rows = await run_tool(
             search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
         )
+        budget = search_budget(app.reads, max_chars)
         if detail == "full":
-            return format_full(rows, max_chars)
-        return format_search(rows, max_chars)
+            return format_full(rows, budget)
+        return format_search(rows, budget)
 
 
 def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
