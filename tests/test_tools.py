@@ -95,7 +95,7 @@ def test_seventeen_tools_with_annotations_and_short_descriptions(session: Sessio
         assert hints is not None
         assert hints.read_only_hint is (name in READS), name
         assert bool(hints.destructive_hint) is (name in DESTRUCTIVE), name
-        assert "workspace" in tool.input_schema["properties"] or name == "device_context"
+        assert "workspace" in tool.input_schema["properties"], name
 
 
 def test_ingest_path_then_search_finds_and_budget_holds(session: Session) -> None:

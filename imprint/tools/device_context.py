@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
-from imprint.providers import is_local
+from imprint.config import TaggerConfig
+from imprint.providers import effective_base_url, is_local
 from imprint.providers.local import bundled_gguf
 from imprint.tools._app import READ, App, run_tool, tool
 from imprint.workspaces import active_workspace, list_workspaces
@@ -33,14 +36,39 @@ def _gpu() -> str:
     return "none found"
 
 
-def device_row(app: App) -> dict[str, Any]:
+def _busy(state: dict[str, Any]) -> str:
+    since = state.get("busy_since")
+    if since is None:
+        return "no"
+    at = time.strftime("%H:%M:%S", time.gmtime(since))
+    return (
+        f"yes: {state.get('busy_with') or 'a request'} since {at} UTC ({time.time() - since:.1f} s)"
+    )
+
+
+def _model(tagger: TaggerConfig) -> dict[str, Any]:
+    """What the provider runs: a file on this computer for `local`, else a model name at a URL."""
+    if tagger.provider == "none":
+        return {"model": "(no provider)"}
+    if tagger.provider == "local":
+        path = tagger.local.model_path or str(bundled_gguf() or "")
+        return {
+            "model_file": path or "(none set)",
+            "model_file_exists": bool(path) and Path(path).expanduser().is_file(),
+        }
+    return {
+        "model": tagger.model or "(none set: tagger.model)",
+        "base_url": effective_base_url(tagger.provider, tagger.base_url) or "(none set)",
+    }
+
+
+def device_row(app: App, workspace: str = "") -> dict[str, Any]:
     rt = app.runtime
+    ws = rt.resolve(workspace)  # an unknown workspace is the usual one-line error
     tagger = rt.config.tagger
     local = is_local(tagger.provider, tagger.base_url)
-    model_path = tagger.local.model_path
-    if tagger.provider == "local" and not model_path:
-        model_path = str(bundled_gguf() or "")
-    state = rt.inference_state()
+    state = rt.inference_state()  # never waits on the model, even mid-prompt
+    embedder = rt.embedder().describe()
     return {
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "python": platform.python_version(),
@@ -50,15 +78,19 @@ def device_row(app: App) -> dict[str, Any]:
         "data_dir": str(rt.data_dir),
         "workspaces": ", ".join(list_workspaces(rt.data_dir)) or "(none yet)",
         "active_workspace": active_workspace(rt.data_dir),
+        "workspace": ws,
         "store": rt.config.store.chroma_url or "embedded Chroma",
-        "embedder": f"all-MiniLM-L6-v2 int8 ONNX, {rt.config.embedding.threads} threads",
+        "embedder": f"{embedder['name']}, {rt.config.embedding.threads} threads",
+        "embedder_file": embedder["file"],
+        "embedder_precision": embedder["precision"],
+        "embedder_dimension": embedder["dimension"],
         "inference_provider": tagger.provider,
         "inference_local": local,
         "recall_model_path": "on" if (rt.config.recall.llm and local) else "off",
-        "model_file": model_path or "(none set)",
-        "model_file_exists": bool(model_path) and Path(model_path).expanduser().is_file(),
+        **_model(tagger),
         "model_loaded": state["loaded"],
         "model_load_seconds": state["load_seconds"],
+        "model_busy": _busy(state),
         "working_directory": str(app.cwd),
     }
 
@@ -69,8 +101,11 @@ def format_device(row: dict[str, Any]) -> str:
 
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "device_context", READ)
-    async def device_context() -> str:
+    async def device_context(
+        workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
+    ) -> str:
         """This computer and this server: OS, cores, memory, GPU, data dir, workspaces,
-        store, embedder, the inference provider and whether it runs on this computer
-        (and so whether recall's model path can run), model file and load state."""
-        return format_device(await run_tool(device_row, app))
+        store, embedder (file, precision, dimension), the inference provider and whether it
+        runs on this computer (and so whether recall's model path can run), its model (file
+        or name), load state, and whether it is busy now."""
+        return format_device(await run_tool(device_row, app, workspace))
