@@ -115,7 +115,7 @@ class Inference:
                 outcome="skipped-late", detail="the deadline passed before it started"
             )
         with self._busy_lock:
-            self._busy = (time.time(), req.purpose)
+            self._busy = (_wall_clock(), req.purpose)
         try:
             return self._complete(req, started)
         finally:
@@ -192,6 +192,10 @@ class Inference:
         if self._provider is not None:
             self._provider.close()
             self._provider = None
+
+
+# Bound once: tests replace this module's `time` with a fake monotonic clock.
+_wall_clock = time.time
 
 
 def _ms(since: float) -> float:
