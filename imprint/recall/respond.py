@@ -31,6 +31,10 @@ __all__ = ["condensed", "format_recall", "recall_text"]
 log = get_logger("imprint.recall")
 
 HINT = "raise max_chars (up to 12000) or narrow the steps"
+VERIFY = (
+    "verify: the answer is a pointer to the cited evidence, not a fact; read that evidence "
+    "(get_memory, file_chunks, or condense=false) before relying on it"
+)
 
 
 def _step_lines(results: list[StepResult], level: int) -> list[str]:
@@ -112,14 +116,18 @@ def condensed(
     if planned is not None:
         head += f" planned {len(planned.steps)} steps, {planned.dropped} dropped"
     head += f"): answer from {len(items)} records"
-    lines = [head]
-    lines += [
+    after = [f"answer: {reply.text}", VERIFY, "cited:"]
+    after += [f"[{n}] {items[n - 1].meta}" for n in reply.cited if 0 < n <= len(items)]
+    steps = [
         f"step {r.index} {r.label[:160]}: {r.detail if r.outcome == 'ok' else r.outcome}"
         for r in results
     ]
-    lines.append(f"answer: {reply.text}")
-    lines.append("cited:")
-    lines += [f"[{n}] {items[n - 1].meta}" for n in reply.cited if 0 < n <= len(items)]
+    lines = [head, *steps, *after]
+    for level in (1, 2):
+        # Step lines give way first, so the answer and the line saying to verify it stay.
+        if len("\n".join(lines)) <= max_chars:
+            break
+        lines = [head, *_step_lines(results, level), *after]
     rest = [i.key for n, i in enumerate(items, start=1) if n not in reply.cited]
     text = "\n".join(lines)
     if rest:

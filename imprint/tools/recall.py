@@ -35,7 +35,9 @@ def register(server: MCPServer, app: App) -> None:
         or its error), then numbered evidence blocks like search's. Step tools: search,
         get_memory, neighbors, file_chunks, file_summary, list_sources, kg_query, with the
         same arguments as those tools minus workspace and max_chars. Steps cannot use each
-        other's results. Without a plan this is exactly search(question).
+        other's results. Without a plan (and no model) this is exactly search(question).
+        With recall.llm on and a model on this computer, the model may plan and condense
+        into an answer citing [n]: a pointer to the cited evidence, not a fact; verify it.
 
         Example plan: [{"tool": "search", "args": {"query": "how is ingest serialized",
         "limit": 5}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
