@@ -31,6 +31,7 @@ class Recorder:
         self.requests: list[dict[str, Any]] = []
         self.hang = threading.Event()  # set: requests block until `release`
         self.release = threading.Event()
+        self.refuse_json_schema = False  # answer like llama-cpp-python's server does
 
 
 @pytest.fixture
@@ -58,6 +59,18 @@ def server() -> Iterator[tuple[str, Recorder]]:
                     ]
                     + [json.dumps({"message": {"content": ""}, "done": True}) + "\n"],
                 )
+            elif (
+                self.path == "/v1/chat/completions"
+                and recorder.refuse_json_schema
+                and (body.get("response_format") or {}).get("type") == "json_schema"
+            ):
+                detail = {"error": {"message": "loc ('body', 'response_format', 'type')"}}
+                payload = json.dumps(detail).encode()
+                self.send_response(500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
             elif self.path == "/v1/chat/completions":
                 self._sse(
                     [{"choices": [{"delta": {"content": p}}]} for p in ("pyk", "ka")], done=True
@@ -122,6 +135,23 @@ def test_vllm_streams_and_sends_a_json_schema(server: tuple[str, Recorder]) -> N
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA
     assert body["guided_json"] == SCHEMA
+
+
+def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(
+    server: tuple[str, Recorder],
+) -> None:
+    """llama-cpp-python's server takes json_object + schema: one retry, then remembered."""
+    url, rec = server
+    rec.refuse_json_schema = True
+    provider = VllmProvider(url, "qwen")
+    assert collect(provider) == "pykka" and collect(provider) == "pykka"
+    formats = [r["body"]["response_format"] for r in rec.requests]
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1:] == [{"type": "json_object", "schema": SCHEMA}] * 2
+    rec.requests.clear()
+    with pytest.raises(ProviderError, match=r"^vllm: HTTP 404"):  # other refusals: no retry
+        collect(VllmProvider(url + "/nope", "qwen"))
+    assert len(rec.requests) == 1
 
 
 def test_ollama_streams_ndjson_and_sends_format(server: tuple[str, Recorder]) -> None:

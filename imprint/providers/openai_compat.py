@@ -28,6 +28,10 @@ class _ChatCompletions:
 
     name = "openai-compatible"
     key_env: tuple[str, ...] = ()
+    # How the server takes a JSON schema: OpenAI's `json_schema` (vLLM, ollama, llama.cpp's
+    # llama-server), or `json_object` with a `schema` (llama-cpp-python's own server, which
+    # refuses `json_schema`). A refusal naming response_format switches once per client.
+    schema_style = "json_schema"
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
         self.base_url = effective_base_url(self.name, base_url)
@@ -52,7 +56,9 @@ class _ChatCompletions:
             "temperature": 0,
             "max_tokens": max_tokens,
         }
-        if schema is not None:
+        if schema is not None and self.schema_style == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": schema, "strict": True},
@@ -66,6 +72,25 @@ class _ChatCompletions:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+    ) -> Iterator[str]:
+        started = False
+        try:
+            for piece in self._stream_once(messages, deadline, schema, max_tokens):
+                started = True
+                yield piece
+        except ProviderError as exc:
+            refused = "response_format" in str(exc) and " HTTP " in str(exc)
+            if started or schema is None or self.schema_style != "json_schema" or not refused:
+                raise
+            self.schema_style = "json_object"
+            yield from self._stream_once(messages, deadline, schema, max_tokens)
+
+    def _stream_once(
+        self,
+        messages: list[ChatMessage],
+        deadline: float,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
     ) -> Iterator[str]:
         with post_stream(
             self._client,
