@@ -105,7 +105,6 @@ def register(server: MCPServer, app: App) -> None:
         workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
     ) -> str:
         """This computer and this server: OS, cores, memory, GPU, data dir, workspaces,
-        store, embedder (file, precision, dimension), the inference provider and whether it
-        runs on this computer (and so whether recall's model path can run), its model (file
-        or name), load state, and whether it is busy now."""
+        store, embedder (file, precision, dimension), the inference provider, whether it
+        runs here (so recall's model path can run), its model, load state and busy state."""
         return format_device(await run_tool(device_row, app, workspace))

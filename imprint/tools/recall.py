@@ -22,7 +22,7 @@ def register(server: MCPServer, app: App) -> None:
             Field(description="up to 8 read steps {tool, args}; omit for a plain search"),
         ] = None,
         max_chars: Annotated[
-            int | None, Field(description="budget, 1200-12000; default search.max_chars (4000)")
+            int | None, Field(description="budget, 1200-12000; default: config")
         ] = None,
         condense: Annotated[
             bool, Field(description="let a local model condense (only when one is on)")
@@ -36,8 +36,8 @@ def register(server: MCPServer, app: App) -> None:
         get_memory, neighbors, file_chunks, file_summary, list_sources, kg_query, with the
         same arguments as those tools minus workspace and max_chars. Steps cannot use each
         other's results. Without a plan (and no model) this is exactly search(question).
-        With recall.llm on and a model on this computer, the model may plan and condense
-        into an answer citing [n]: a pointer to the cited evidence, not a fact; verify it.
+        With recall.llm on, a local model may plan and answer citing [n]: a pointer to the
+        cited evidence, not a fact; verify it.
 
         Example plan: [{"tool": "search", "args": {"query": "how is ingest serialized",
         "limit": 5}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""

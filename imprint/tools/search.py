@@ -34,17 +34,17 @@ def register(server: MCPServer, app: App) -> None:
             str, Field(description="only this layer: docs, source, test, config")
         ] = "",
         limit: Annotated[
-            int | None, Field(description="results to rank, 1-50; default search.limit (10)")
+            int | None, Field(description="results to rank, 1-50; default: config")
         ] = None,
         mode: Annotated[
             Mode | None,
-            Field(description="hybrid, semantic or lexical; default search.mode (hybrid)"),
+            Field(description="hybrid, semantic or lexical; default: config"),
         ] = None,
         detail: Annotated[
             Literal["compact", "full"], Field(description="compact excerpts or full records")
         ] = "compact",
         max_chars: Annotated[
-            int | None, Field(description="budget, 1200-12000; default search.max_chars (4000)")
+            int | None, Field(description="budget, 1200-12000; default: config")
         ] = None,
         workspace: Annotated[str, Field(description="workspace; empty = active")] = "",
     ) -> str:
