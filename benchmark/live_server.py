@@ -6,7 +6,8 @@ model, the same GGUF in both.
 Method: one data dir gets a small corpus (pykka's docs from ../shared/corpus when present,
 else a few built-in notes), ingested with rule tags. Then, for each way of running the model,
 a fresh runtime with `recall.llm = true` answers each question `repeats` times (no plan: the
-model plans and answers), and the wall time of every `recall_text` call is recorded:
+model plans and answers) and with a caller's one-step plan (the model only answers, so both
+modes do the same work), and the wall time of every `recall_text` call is recorded:
 
 - `local`: llama.cpp in this process (`tagger.provider = local`, `tagger.local.n_threads`);
 - `vllm`: `python -m llama_cpp.server` started here on 127.0.0.1 at a free port with the same
@@ -110,25 +111,7 @@ def _outcome(text: str) -> str:
     return "answered" if "\nanswer: " in text else "evidence"
 
 
-def recall_times(
-    config: Config, data: Path, embedder: Embedder, repeats: int, timeout: float
-) -> dict[str, Any]:
-    """Wall seconds of each recall over QUESTIONS x repeats, in one fresh runtime."""
-    config.recall.llm = True
-    config.recall.llm_timeout_sec = timeout
-    rt = Runtime(data, config, embedder=embedder).start()
-    seconds: list[float] = []
-    outcomes: dict[str, int] = {}
-    try:
-        for _ in range(repeats):
-            for question in QUESTIONS:
-                started = time.monotonic()
-                text = recall_text(ActorReads(rt), question, max_chars=2000)
-                seconds.append(round(time.monotonic() - started, 3))
-                outcome = _outcome(text)
-                outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    finally:
-        rt.stop()
+def _series(seconds: list[float], outcomes: dict[str, int]) -> dict[str, Any]:
     rest = seconds[1:] or seconds
     return {
         "first_s": seconds[0],
@@ -138,6 +121,37 @@ def recall_times(
         "outcomes": outcomes,
         "seconds": seconds,
     }
+
+
+def recall_times(
+    config: Config, data: Path, embedder: Embedder, repeats: int, timeout: float
+) -> dict[str, Any]:
+    """Wall seconds of each recall over QUESTIONS x repeats, in one fresh runtime: without a
+    plan (the model plans, then answers if its plan is usable) and with a caller's one-step
+    plan (the model only answers), so both modes are compared on the same work."""
+    config.recall.llm = True
+    config.recall.llm_timeout_sec = timeout
+    rt = Runtime(data, config, embedder=embedder).start()
+    series: dict[str, tuple[list[float], dict[str, int]]] = {
+        "plan_and_answer": ([], {}),
+        "answer_only": ([], {}),
+    }
+    try:
+        for _ in range(repeats):
+            for question in QUESTIONS:
+                for name, plan in (
+                    ("plan_and_answer", None),
+                    ("answer_only", [{"tool": "search", "args": {"query": question}}]),
+                ):
+                    started = time.monotonic()
+                    text = recall_text(ActorReads(rt), question, plan, max_chars=2000)
+                    seconds, outcomes = series[name]
+                    seconds.append(round(time.monotonic() - started, 3))
+                    outcome = _outcome(text)
+                    outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    finally:
+        rt.stop()
+    return {name: _series(*values) for name, values in series.items()}
 
 
 def measure(model: Path, threads: int, repeats: int, timeout: float) -> dict[str, Any]:
