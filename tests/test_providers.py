@@ -148,6 +148,9 @@ def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(
     formats = [r["body"]["response_format"] for r in rec.requests]
     assert formats[0]["type"] == "json_schema"
     assert formats[1:] == [{"type": "json_object", "schema": SCHEMA}] * 2
+    # That server's default repeat penalty bends greedy output; it is turned off there only.
+    penalties = [r["body"].get("repeat_penalty") for r in rec.requests]
+    assert penalties == [None, 1.0, 1.0]
     rec.requests.clear()
     with pytest.raises(ProviderError, match=r"^vllm: HTTP 404"):  # other refusals: no retry
         collect(VllmProvider(url + "/nope", "qwen"))

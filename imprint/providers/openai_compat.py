@@ -56,6 +56,11 @@ class _ChatCompletions:
             "temperature": 0,
             "max_tokens": max_tokens,
         }
+        if self.schema_style == "json_object":
+            # llama-cpp-python's server penalises repeats by default (1.1), which bends
+            # greedy output: under the plan schema SmolLM2 then wrote invalid JSON in 2 of 3
+            # plans (benchmark/live_server.py); 1.0 makes it greedy like the local provider.
+            body["repeat_penalty"] = 1.0
         if schema is not None and self.schema_style == "json_object":
             body["response_format"] = {"type": "json_object", "schema": schema}
         elif schema is not None:
