@@ -221,9 +221,13 @@ def search(
     type: Annotated[str, typer.Option(help="only this record type")] = "",
     lang: Annotated[str, typer.Option(help="only this language")] = "",
     layer: Annotated[str, typer.Option(help="only this layer (docs, source, test, config)")] = "",
-    limit: Annotated[int, typer.Option(help="results, 1-50")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid, semantic or lexical")] = "hybrid",
-    max_chars: Annotated[int, typer.Option("--max-chars", help="budget, 1200-12000")] = 4000,
+    limit: Annotated[int | None, typer.Option(help="results, 1-50; default search.limit")] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="hybrid, semantic or lexical; default search.mode")
+    ] = None,
+    max_chars: Annotated[
+        int | None, typer.Option("--max-chars", help="budget, 1200-12000; default search.max_chars")
+    ] = None,
     workspace: WorkspaceOpt = "",
 ) -> None:
     """Print exactly what the MCP search tool returns."""
@@ -232,7 +236,7 @@ def search(
     from imprint.reads.search import search_text
 
     root, config = _setup()
-    args = {
+    args: dict[str, object] = {
         "query": query,
         "project": project,
         "type": type,
@@ -288,7 +292,9 @@ def status(workspace: WorkspaceOpt = "") -> None:
 def recall(
     question: Annotated[str, typer.Argument(help="the whole question")],
     plan: Annotated[str, typer.Option("--plan", help="JSON list of read steps")] = "",
-    max_chars: Annotated[int, typer.Option("--max-chars", help="budget, 1200-12000")] = 4000,
+    max_chars: Annotated[
+        int | None, typer.Option("--max-chars", help="budget, 1200-12000; default search.max_chars")
+    ] = None,
     no_condense: Annotated[bool, typer.Option("--no-condense", help="evidence, no answer")] = False,
     workspace: WorkspaceOpt = "",
 ) -> None:
@@ -318,7 +324,6 @@ def recall(
             max_chars,
             not no_condense,
             workspace,
-            timeout_sec=config.recall.step_timeout_sec,
             cwd=Path.cwd(),
         )
     typer.echo(text)

@@ -115,9 +115,15 @@ class IngestConfig(_Group):
 
 
 class SearchConfig(_Group):
-    limit: int = Field(default=10, ge=1, le=50, description="default result count")
-    mode: Literal["hybrid", "semantic", "lexical"] = Field(default="hybrid")
-    max_chars: int = Field(default=4000, ge=1200, le=12000, description="default budget")
+    limit: int = Field(
+        default=10, ge=1, le=50, description="results when a search (or step) gives no limit"
+    )
+    mode: Literal["hybrid", "semantic", "lexical"] = Field(
+        default="hybrid", description="mode when a search (or step) gives none"
+    )
+    max_chars: int = Field(
+        default=4000, ge=1200, le=12000, description="budget of search and recall when not given"
+    )
     rrf_k: int = Field(default=60, ge=1, le=1000, description="reciprocal-rank fusion constant")
 
 

@@ -83,7 +83,8 @@ INSTRUCTIONS = (
     "Imprint is this user's local memory. Search it before answering questions about "
     "their projects; store decisions, findings and fixes worth keeping. Results are "
     "numbered blocks with ids and sources you can expand with get_memory or file_chunks. "
-    "Every tool's workspace argument may stay empty: the active workspace."
+    "Every tool's workspace argument may stay empty: the active workspace. An argument "
+    "left null takes its configured default."
 )
 
 
@@ -122,7 +123,26 @@ def untitled(schema: Any) -> Any:
             out[key] = untitled(value)
         else:
             out[key] = value
-    return out
+    return _nullable(out)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [{type: T, ...}, {type: null}]` (pydantic's `T | None`) as the equivalent
+    `type: [T, "null"]`: the same instances are valid, in a third of the characters."""
+    options = schema.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return schema
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    if not isinstance(other, dict) or not isinstance(other.get("type"), str):
+        return schema
+    if set(other) - {"type", "enum", "items"}:
+        return schema
+    merged = {k: v for k, v in schema.items() if k != "anyOf"}
+    merged.update(other)
+    merged["type"] = [other["type"], "null"]
+    if "enum" in other:
+        merged["enum"] = [*other["enum"], None]
+    return merged
 
 
 class ImprintServer(MCPServer):

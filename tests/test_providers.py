@@ -8,12 +8,13 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from imprint.config import TaggerConfig
 from imprint.errors import ModelMissingError
-from imprint.providers import ProviderError, is_local, make_provider
+from imprint.providers import ProviderError, is_local, is_loopback_host, make_provider
 from imprint.providers.anthropic import AnthropicProvider
 from imprint.providers.gemini import GeminiProvider
 from imprint.providers.openai_compat import OllamaProvider, OpenAIProvider, VllmProvider
@@ -30,6 +31,7 @@ class Recorder:
         self.requests: list[dict[str, Any]] = []
         self.hang = threading.Event()  # set: requests block until `release`
         self.release = threading.Event()
+        self.refuse_json_schema = False  # answer like llama-cpp-python's server does
 
 
 @pytest.fixture
@@ -57,6 +59,18 @@ def server() -> Iterator[tuple[str, Recorder]]:
                     ]
                     + [json.dumps({"message": {"content": ""}, "done": True}) + "\n"],
                 )
+            elif (
+                self.path == "/v1/chat/completions"
+                and recorder.refuse_json_schema
+                and (body.get("response_format") or {}).get("type") == "json_schema"
+            ):
+                detail = {"error": {"message": "loc ('body', 'response_format', 'type')"}}
+                payload = json.dumps(detail).encode()
+                self.send_response(500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
             elif self.path == "/v1/chat/completions":
                 self._sse(
                     [{"choices": [{"delta": {"content": p}}]} for p in ("pyk", "ka")], done=True
@@ -121,6 +135,26 @@ def test_vllm_streams_and_sends_a_json_schema(server: tuple[str, Recorder]) -> N
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA
     assert body["guided_json"] == SCHEMA
+
+
+def test_a_server_refusing_json_schema_gets_json_object_with_the_schema(
+    server: tuple[str, Recorder],
+) -> None:
+    """llama-cpp-python's server takes json_object + schema: one retry, then remembered."""
+    url, rec = server
+    rec.refuse_json_schema = True
+    provider = VllmProvider(url, "qwen")
+    assert collect(provider) == "pykka" and collect(provider) == "pykka"
+    formats = [r["body"]["response_format"] for r in rec.requests]
+    assert formats[0]["type"] == "json_schema"
+    assert formats[1:] == [{"type": "json_object", "schema": SCHEMA}] * 2
+    # That server's default repeat penalty bends greedy output; it is turned off there only.
+    penalties = [r["body"].get("repeat_penalty") for r in rec.requests]
+    assert penalties == [None, 1.0, 1.0]
+    rec.requests.clear()
+    with pytest.raises(ProviderError, match=r"^vllm: HTTP 404"):  # other refusals: no retry
+        collect(VllmProvider(url + "/nope", "qwen"))
+    assert len(rec.requests) == 1
 
 
 def test_ollama_streams_ndjson_and_sends_format(server: tuple[str, Recorder]) -> None:
@@ -232,7 +266,8 @@ def test_missing_keys_and_models_name_the_setting(monkeypatch: pytest.MonkeyPatc
         ("vllm", "http://[fe80::1]:8000", False),
         ("ollama", "http://ollama.example.com:11434", False),
         ("vllm", "https://api.vllm-host.net", False),
-        ("ollama", "", False),
+        ("ollama", "", True),  # the client's default, http://127.0.0.1:11434
+        ("vllm", "", False),  # no default: the client refuses to start
         ("openai", "http://127.0.0.1:8000", False),
         ("anthropic", "http://localhost:9000", False),
         ("gemini", "http://[::1]:9000", False),
@@ -242,3 +277,24 @@ def test_missing_keys_and_models_name_the_setting(monkeypatch: pytest.MonkeyPatc
 def test_locality(provider: str, base_url: str, local: bool) -> None:
     """Only `local`, or ollama/vllm on a loopback host, run on this computer."""
     assert is_local(provider, base_url) is local
+
+
+@pytest.mark.parametrize("kind", ["ollama", "vllm", "openai", "anthropic", "gemini"])
+@pytest.mark.parametrize(
+    "base_url", ["", "http://127.0.0.1:9", "http://[::1]:9", "http://10.0.0.5:9"]
+)
+def test_the_client_and_the_locality_check_judge_the_same_url(kind: str, base_url: str) -> None:
+    """is_local judges the URL the client really sends to, also when base_url is empty."""
+    cfg = TaggerConfig(provider=kind, model="m", base_url=base_url, api_key="k")  # type: ignore[arg-type]
+    try:
+        provider = make_provider(cfg)
+    except ProviderError:
+        assert (kind, base_url) == ("vllm", "")  # no URL at all: nothing to call local
+        assert not is_local(kind, base_url)
+        return
+    try:
+        sent_to = urlsplit(provider.base_url).hostname or ""  # type: ignore[attr-defined]
+        expected = kind in ("ollama", "vllm") and is_loopback_host(sent_to)
+        assert is_local(kind, base_url) is expected, provider.base_url  # type: ignore[attr-defined]
+    finally:
+        provider.close()

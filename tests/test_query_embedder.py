@@ -123,3 +123,23 @@ def test_batched_vectors_match_single_ones(embedder: Embedder) -> None:
             assert np.allclose(results[text], alone, atol=1e-4)
     finally:
         q.close()
+
+
+@pytest.mark.parametrize("size", [0, 8])
+def test_query_cache_size_comes_from_config(tmp_path: Any, embedder: Embedder, size: int) -> None:
+    """embedding.query_cache_size: 0 embeds a repeated query again, a cache answers it."""
+    from imprint.actors.lifecycle import Runtime
+    from imprint.config import Config
+
+    config = Config()
+    config.embedding.query_cache_size = size
+    rt = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    try:
+        first = rt.embed_query("how do I stop an actor")
+        again = rt.embed_query("how do I stop an actor")
+        assert np.array_equal(first, again)
+        batcher = rt._query_embedder
+        assert batcher is not None
+        assert (batcher.hits, batcher.batches) == ((0, 2) if size == 0 else (1, 1))
+    finally:
+        rt.stop()

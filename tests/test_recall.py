@@ -300,6 +300,25 @@ def test_merging_across_search_memory_chunks_and_neighbors(rt: Runtime) -> None:
     assert text.splitlines()[0].startswith('recall "espresso": 4 steps')
 
 
+def test_the_same_path_in_two_projects_stays_two_sources(rt: Runtime, tmp_path: Path) -> None:
+    """file_summary and list_sources of one path in two projects merge to two items, not one."""
+    ingest_path(
+        rt, write_tree(tmp_path / "other", {"notes.txt": "Other checklist."}), project="other"
+    )
+    text = recall(
+        rt,
+        "notes",
+        [
+            {"tool": "file_summary", "args": {"source": "notes.txt", "project": "proj"}},
+            {"tool": "file_summary", "args": {"source": "notes.txt", "project": "other"}},
+            {"tool": "list_sources", "args": {}},
+        ],
+        max_chars=12000,
+    )
+    metas = re.findall(r"^\[\d+\] (file:notes.txt \| \S+) \|", text, re.M)
+    assert sorted(metas) == ["file:notes.txt | other", "file:notes.txt | proj"], text
+
+
 @pytest.mark.parametrize("budget", [1200, 2000, 4000, 8000, 12000])
 def test_hard_budgets_count_hidden_results_and_keep_the_minimum_width(
     rt: Runtime, budget: int

@@ -90,6 +90,23 @@ def test_model_plan_keeps_the_baseline_and_answers_with_citations(
     )
 
 
+@pytest.mark.parametrize("budget", [1200, 4000])
+def test_the_condensed_view_tells_the_caller_to_verify(
+    tmp_path: Path, embedder: Embedder, budget: int
+) -> None:
+    """One line of the condensed view says the answer points to evidence and is not a fact."""
+    provider = FakeProvider(responses=[[PLAN], ["Ristretto uses less water [1]."]])
+    text, _ = run(tmp_path, embedder, provider, max_chars=budget)
+    assert len(text) <= budget
+    verify = [line for line in text.splitlines() if line.startswith("verify: ")]
+    assert verify == [
+        "verify: the answer is a pointer to the cited evidence, not a fact; read that evidence "
+        "(get_memory, file_chunks, or condense=false) before relying on it"
+    ]
+    lines = text.splitlines()
+    assert lines[lines.index(verify[0]) - 1] == "answer: Ristretto uses less water [1]."
+
+
 def test_condense_false_returns_the_evidence_after_planning(
     tmp_path: Path, embedder: Embedder
 ) -> None:

@@ -96,7 +96,7 @@ def test_seventeen_tools_with_annotations_and_short_descriptions(session: Sessio
         assert hints is not None
         assert hints.read_only_hint is (name in READS), name
         assert bool(hints.destructive_hint) is (name in DESTRUCTIVE), name
-        assert "workspace" in tool.input_schema["properties"] or name == "device_context"
+        assert "workspace" in tool.input_schema["properties"], name
 
 
 def test_ingest_path_then_search_finds_and_budget_holds(session: Session) -> None:
@@ -315,11 +315,11 @@ def test_tools_list_stays_under_twelve_thousand_characters(session: Session) -> 
     assert size <= 12_000, size
     search = next(t for t in listed["tools"] if t["name"] == "search")["inputSchema"]
     assert search["properties"]["limit"] == {
-        "default": 10,
+        "default": None,
         "description": "1-50",
-        "type": "integer",
+        "type": ["integer", "null"],
     }
-    assert search["properties"]["mode"]["enum"] == ["hybrid", "semantic", "lexical"]
+    assert search["properties"]["mode"]["enum"] == ["hybrid", "semantic", "lexical", None]
     assert search["required"] == ["query"]
     assert '"title"' not in json.dumps([t["inputSchema"] for t in listed["tools"]])
 
@@ -341,3 +341,41 @@ def test_untitled_drops_schema_titles_but_keeps_an_argument_named_title() -> Non
             "plan": {"anyOf": [{"type": "array", "items": {"type": "object"}}]},
         },
     }
+
+
+def test_nullable_arguments_are_written_compactly_and_accept_the_same_values() -> None:
+    """`T | None` becomes `type: [T, "null"]`: every value valid before is valid after, every
+    value refused before is refused after."""
+    import jsonschema
+
+    before = {
+        "type": "object",
+        "properties": {
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+            "mode": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
+            "tags": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "null"}]},
+            "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+    }
+    after = untitled(before)
+    assert after["properties"]["limit"] == {"type": ["integer", "null"], "default": None}
+    assert after["properties"]["mode"] == {"type": ["string", "null"], "enum": ["a", "b", None]}
+    assert after["properties"]["either"] == before["properties"]["either"]
+    samples: list[dict[str, object]] = [
+        {"limit": 3},
+        {"limit": None},
+        {"limit": "3"},
+        {"limit": 1.5},
+        {"mode": "a"},
+        {"mode": None},
+        {"mode": "c"},
+        {"mode": 1},
+        {"tags": ["x"]},
+        {"tags": None},
+        {"tags": [1]},
+        {"tags": "x"},
+    ]
+    for sample in samples:
+        ok_before = jsonschema.Draft202012Validator(before).is_valid(sample)
+        ok_after = jsonschema.Draft202012Validator(after).is_valid(sample)
+        assert ok_before == ok_after, sample

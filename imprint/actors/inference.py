@@ -14,6 +14,7 @@ The InferenceActor never waits on another actor.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -79,6 +80,10 @@ class Inference:
     def __init__(self, make: Callable[[], Provider]) -> None:
         self._make = make
         self._provider: Provider | None = None
+        # Read by other threads (device_context) without a message, so that a long prompt,
+        # which holds the actor's mailbox, never makes them wait.
+        self._busy_lock = threading.Lock()
+        self._busy: tuple[float, str] | None = None  # (time.time() it started, purpose)
 
     @property
     def provider(self) -> Provider:
@@ -90,12 +95,34 @@ class Inference:
     def loaded(self) -> bool:
         return self._provider is not None and bool(getattr(self._provider, "loaded", True))
 
+    def snapshot(self) -> dict[str, Any]:
+        """Provider, load state and what the model is doing, at once from any thread."""
+        provider = self._provider
+        with self._busy_lock:
+            busy = self._busy
+        return {
+            "provider": getattr(provider, "name", "not created"),
+            "loaded": self.loaded,
+            "load_seconds": getattr(provider, "load_seconds", None),
+            "busy_since": busy[0] if busy else None,
+            "busy_with": busy[1] if busy else "",
+        }
+
     def complete(self, req: CompleteRequest) -> Completion:
         started = time.monotonic()
         if started >= req.deadline:
             return Completion(
                 outcome="skipped-late", detail="the deadline passed before it started"
             )
+        with self._busy_lock:
+            self._busy = (_wall_clock(), req.purpose)
+        try:
+            return self._complete(req, started)
+        finally:
+            with self._busy_lock:
+                self._busy = None
+
+    def _complete(self, req: CompleteRequest, started: float) -> Completion:
         try:
             provider = self.provider
             if req.fresh and hasattr(provider, "reset"):
@@ -167,6 +194,10 @@ class Inference:
             self._provider = None
 
 
+# Bound once: tests replace this module's `time` with a fake monotonic clock.
+_wall_clock = time.time
+
+
 def _ms(since: float) -> float:
     return round((time.monotonic() - since) * 1000, 3)
 
@@ -196,12 +227,7 @@ class InferenceActor(pykka.ThreadingActor):
         return result
 
     def state(self) -> dict[str, Any]:
-        provider = self.logic._provider
-        return {
-            "provider": getattr(provider, "name", "not created"),
-            "loaded": self.logic.loaded,
-            "load_seconds": getattr(provider, "load_seconds", None),
-        }
+        return self.logic.snapshot()
 
 
 class InferenceProxy:

@@ -75,6 +75,7 @@ class Runtime:
         self._open_lock = threading.Lock()
         self._http_client: Any = None
         self._inference_ref: pykka.ActorRef[Any] | None = None
+        self._inference_logic: Inference | None = None
         self._inference_lock = threading.Lock()
         self._provider_factory = provider_factory
         self._pools: dict[Family, ReaderPool] = {}
@@ -209,16 +210,24 @@ class Runtime:
         with self._inference_lock:
             if self._inference_ref is None or not self._inference_ref.is_alive():
                 factory = self._provider_factory or (lambda: make_provider(self.config.tagger))
-                self._inference_ref = InferenceActor.start(Inference(factory))
+                self._inference_logic = Inference(factory)
+                self._inference_ref = InferenceActor.start(self._inference_logic)
             return cast(InferenceProxy, self._inference_ref.proxy())
 
     def inference_state(self) -> dict[str, Any]:
-        """Provider and load state, without starting anything."""
-        ref = self._inference_ref
-        if ref is None or not ref.is_alive():
-            return {"provider": "not started", "loaded": False, "load_seconds": None}
-        proxy: Any = ref.proxy()
-        return cast(dict[str, Any], proxy.state().get(timeout=5))
+        """Provider, load state and whether the model is busy (since when), without starting
+        anything and without a message: a long prompt holds the actor's mailbox, and a
+        diagnostic must never wait for it. `busy_since` is a time.time() instant or None."""
+        ref, logic = self._inference_ref, self._inference_logic
+        if ref is None or logic is None or not ref.is_alive():
+            return {
+                "provider": "not started",
+                "loaded": False,
+                "load_seconds": None,
+                "busy_since": None,
+                "busy_with": "",
+            }
+        return logic.snapshot()
 
     def opened(self, workspace: WorkspaceName) -> WorkspaceStore:
         """For readers: a workspace the caller opened before sending them a message."""

@@ -119,8 +119,9 @@ class Pages:
             ("inference provider", e(device["inference_provider"])),
             ("runs on this computer", "yes" if device["inference_local"] else "no"),
             ("recall model path", e(device["recall_model_path"])),
-            ("model file", e(device["model_file"])),
+            ("model", e(device.get("model_file") or device.get("model") or "-")),
             ("model loaded", "yes" if device["model_loaded"] else "no"),
+            ("model busy", e(device.get("model_busy", "no"))),
         ]
         sections.append(
             '<section class="cards">'

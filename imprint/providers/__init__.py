@@ -7,6 +7,7 @@ from imprint.providers._base import (
     ChatMessage,
     Provider,
     ProviderError,
+    effective_base_url,
     is_local,
     is_loopback_host,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "ChatMessage",
     "Provider",
     "ProviderError",
+    "effective_base_url",
     "is_local",
     "is_loopback_host",
     "make_provider",

@@ -20,6 +20,7 @@ __all__ = [
     "ChatMessage",
     "Provider",
     "ProviderError",
+    "effective_base_url",
     "is_local",
     "is_loopback_host",
     "remaining",
@@ -70,6 +71,25 @@ def is_loopback_host(host: str) -> bool:
     return bool(addr.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
+# Where a provider's client sends requests when `tagger.base_url` is empty. vllm has none:
+# it is always someone's own server, so the URL is required.
+DEFAULT_BASE_URLS = {
+    "ollama": "http://127.0.0.1:11434",
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
+
+def effective_base_url(provider: str, base_url: str) -> str:
+    """The URL a provider's client really talks to: the configured one, else its default.
+
+    The clients and `is_local` both call this, so the locality check judges the address
+    that requests actually go to.
+    """
+    return (base_url or DEFAULT_BASE_URLS.get(provider, "")).rstrip("/")
+
+
 def is_local(provider: str, base_url: str) -> bool:
     """Whether inference runs on this computer: `local`, or ollama/vllm on a loopback host.
 
@@ -78,8 +98,9 @@ def is_local(provider: str, base_url: str) -> bool:
     """
     if provider == "local":
         return True
-    if provider in ("ollama", "vllm") and base_url:
-        return is_loopback_host(urlsplit(base_url).hostname or "")
+    url = effective_base_url(provider, base_url)
+    if provider in ("ollama", "vllm") and url:
+        return is_loopback_host(urlsplit(url).hostname or "")
     return False
 
 

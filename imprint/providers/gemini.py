@@ -11,6 +11,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
+    effective_base_url,
     post_stream,
     sse_data,
 )
@@ -22,7 +23,7 @@ class GeminiProvider:
     name = "gemini"
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = (base_url or "https://generativelanguage.googleapis.com").rstrip("/")
+        self.base_url = effective_base_url(self.name, base_url)
         if not model:
             raise ProviderError("tagger.model: required for provider gemini")
         self.model = model

@@ -16,6 +16,7 @@ from imprint.providers._base import (
     ChatMessage,
     ProviderError,
     api_key,
+    effective_base_url,
     post_stream,
     sse_data,
 )
@@ -27,11 +28,14 @@ class _ChatCompletions:
     """POST {base}/v1/chat/completions with stream=true; JSON schema as response_format."""
 
     name = "openai-compatible"
-    default_base = ""
     key_env: tuple[str, ...] = ()
+    # How the server takes a JSON schema: OpenAI's `json_schema` (vLLM, ollama, llama.cpp's
+    # llama-server), or `json_object` with a `schema` (llama-cpp-python's own server, which
+    # refuses `json_schema`). A refusal naming response_format switches once per client.
+    schema_style = "json_schema"
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = (base_url or self.default_base).rstrip("/")
+        self.base_url = effective_base_url(self.name, base_url)
         if not self.base_url:
             raise ProviderError(f"tagger.base_url: required for provider {self.name}")
         if not model:
@@ -54,7 +58,14 @@ class _ChatCompletions:
             "temperature": 0,
             "max_tokens": max_tokens,
         }
-        if schema is not None:
+        if self.schema_style == "json_object":
+            # llama-cpp-python's server penalises repeats by default (1.1), which bends
+            # greedy output: under the plan schema SmolLM2 then wrote invalid JSON in 2 of 3
+            # plans (benchmark/live_server.py); 1.0 makes it greedy like the local provider.
+            body["repeat_penalty"] = 1.0
+        if schema is not None and self.schema_style == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": schema, "strict": True},
@@ -68,6 +79,25 @@ class _ChatCompletions:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+    ) -> Iterator[str]:
+        started = False
+        try:
+            for piece in self._stream_once(messages, deadline, schema, max_tokens):
+                started = True
+                yield piece
+        except ProviderError as exc:
+            refused = "response_format" in str(exc) and " HTTP " in str(exc)
+            if started or schema is None or self.schema_style != "json_schema" or not refused:
+                raise
+            self.schema_style = "json_object"
+            yield from self._stream_once(messages, deadline, schema, max_tokens)
+
+    def _stream_once(
+        self,
+        messages: list[ChatMessage],
+        deadline: float,
+        schema: dict[str, Any] | None,
+        max_tokens: int,
     ) -> Iterator[str]:
         with post_stream(
             self._client,
@@ -103,7 +133,6 @@ class VllmProvider(_ChatCompletions):
 
 class OpenAIProvider(_ChatCompletions):
     name = "openai"
-    default_base = "https://api.openai.com"
     key_env = ("OPENAI_API_KEY",)
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
@@ -116,7 +145,7 @@ class OllamaProvider:
     name = "ollama"
 
     def __init__(self, base_url: str, model: str) -> None:
-        self.base_url = (base_url or "http://127.0.0.1:11434").rstrip("/")
+        self.base_url = effective_base_url(self.name, base_url)
         if not model:
             raise ProviderError("tagger.model: required for provider ollama")
         self.model = model

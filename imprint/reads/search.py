@@ -30,6 +30,7 @@ __all__ = [
     "format_search",
     "meta_line",
     "normalize_max_chars",
+    "search_budget",
     "search_explained",
     "search_rows",
     "search_text",
@@ -38,7 +39,6 @@ __all__ = [
 Mode = Literal["hybrid", "semantic", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "semantic", "lexical")
 MAX_CHARS_RANGE = (1200, 12000)
-RRF_K = 60
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
 
 
@@ -73,9 +73,14 @@ def _check(query: str, mode: str, type: str) -> str:
     return text
 
 
-def fuse(
-    rankings: list[list[tuple[MemoryId, float]]], k: int = RRF_K
-) -> list[tuple[MemoryId, float]]:
+def search_budget(reads: Reads, max_chars: int | None) -> int:
+    """The caller's budget, else `search.max_chars`; clamped to 1200-12000 either way."""
+    if max_chars is None:
+        max_chars = reads.runtime.config.search.max_chars
+    return normalize_max_chars(max_chars)
+
+
+def fuse(rankings: list[list[tuple[MemoryId, float]]], k: int) -> list[tuple[MemoryId, float]]:
     """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an id's score."""
     scores: dict[MemoryId, float] = {}
     for ranking in rankings:
@@ -103,11 +108,15 @@ def search_rows(
     type: str = "",
     lang: str = "",
     layer: str = "",
-    limit: int = 10,
-    mode: Mode = "hybrid",
+    limit: int | None = None,
+    mode: Mode | None = None,
     workspace: str = "",
 ) -> SearchRows:
-    """Rows for a query: records with their scores, best first, at most `limit` (1-50)."""
+    """Rows for a query: records with their scores, best first, at most `limit` (1-50).
+
+    `limit` and `mode` left out (None) come from `search.limit` and `search.mode`; the
+    fusion constant is `search.rrf_k`. The tool, the CLI and recall steps all resolve here.
+    """
     return search_explained(reads, query, project, type, lang, layer, limit, mode, workspace)[0]
 
 
@@ -118,13 +127,15 @@ def search_explained(
     type: str = "",
     lang: str = "",
     layer: str = "",
-    limit: int = 10,
-    mode: Mode = "hybrid",
+    limit: int | None = None,
+    mode: Mode | None = None,
     workspace: str = "",
 ) -> tuple[SearchRows, dict[MemoryId, RankWhy]]:
     """search_rows, and for each hit its rank in each ranking the fusion saw."""
+    cfg = reads.runtime.config.search
+    mode = cfg.mode if mode is None else mode
     text = _check(query, mode, type)
-    limit = clamp(limit, 1, 50)
+    limit = clamp(cfg.limit if limit is None else limit, 1, 50)
     ws = reads.open(workspace)
     filters = Filters(project=project, type=type, lang=lang, layer=layer)
     with reads.deadline() as deadline:
@@ -149,7 +160,7 @@ def search_explained(
             if pending is not None:
                 rankings.append(list(deadline.wait(pending, f"search ({name})")))
                 named[name] = {rid: rank for rank, (rid, _) in enumerate(rankings[-1], start=1)}
-        ranked = fuse(rankings, RRF_K) if mode == "hybrid" else rankings[0]
+        ranked = fuse(rankings, cfg.rrf_k) if mode == "hybrid" else rankings[0]
         ranked = ranked[:limit]
         records = deadline.wait(
             reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _ in ranked))),
@@ -199,11 +210,11 @@ def search_text(
     type: str = "",
     lang: str = "",
     layer: str = "",
-    limit: int = 10,
-    mode: Mode = "hybrid",
-    max_chars: int = 4000,
+    limit: int | None = None,
+    mode: Mode | None = None,
+    max_chars: int | None = None,
     workspace: str = "",
 ) -> str:
-    """What the MCP tool and `imprint search` both print."""
+    """What the MCP tool and `imprint search` both print; None = the `search` config."""
     rows = search_rows(reads, query, project, type, lang, layer, limit, mode, workspace)
-    return format_search(rows, max_chars)
+    return format_search(rows, search_budget(reads, max_chars))

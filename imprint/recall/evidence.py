@@ -14,7 +14,7 @@ from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
 from imprint.store.records import Fact, Record
 
-__all__ = ["Item", "StepResult", "merge", "to_items"]
+__all__ = ["Item", "StepResult", "file_key", "merge", "to_items"]
 
 
 class Item(BaseModel):
@@ -39,6 +39,11 @@ class StepResult(BaseModel):
     # A search step's rows: a recall whose planning failed prints its baseline search exactly
     # as `search` would, from the rows gathered while the model planned.
     rows: SearchRows | None = None
+
+
+def file_key(project: str, source: str) -> str:
+    """The merge key of a whole source: the same path in two projects is two sources."""
+    return f"file:{project or '-'}:{source}"
 
 
 def _record(record: Record, score: float | None = None) -> Item:
@@ -74,7 +79,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
     if tool == "file_summary":
         assert isinstance(rows, SummaryRow)
         item = Item(
-            key=f"file:{rows.source}",
+            key=file_key(rows.project, rows.source),
             meta=escape_field(
                 f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary"
             ),
@@ -85,7 +90,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
         listed, total = rows
         items = [
             Item(
-                key=f"file:{r['source']}",
+                key=file_key(r["project"], r["source"]),
                 meta=escape_field(
                     f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source"
                 ),

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.inference import CompleteRequest, InferenceProxy, ask_model
+from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.recall.plan import Step, parse_plan
 from imprint.types import RecallId
@@ -125,6 +126,7 @@ def plan_steps(
     deadline: float,
     *,
     recall_id: str = "",
+    search: SearchConfig | None = None,
 ) -> Planned:
     """The baseline search, plus the model's valid steps; invalid ones dropped and counted."""
     baseline = Step(tool="search", args={"query": question})
@@ -157,7 +159,7 @@ def plan_steps(
     dropped = 0
     for raw in result.data.get("steps", [])[:MAX_MODEL_STEPS]:
         try:
-            candidate = parse_plan([baseline.model_dump(), raw])[1]
+            candidate = parse_plan([baseline.model_dump(), raw], search)[1]
         except InputError:
             dropped += 1  # invalid, or a repeat of the baseline
             continue

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.reads.chunks import chunk_rows
 from imprint.reads.facts import fact_rows
@@ -77,7 +78,8 @@ _MODELS = {tool: arg_model(tool) for tool in STEP_FUNCTIONS}
 
 def _step_error(index: int, tool: str, exc: ValidationError) -> InputError:
     err = exc.errors()[0]
-    name = ".".join(str(p) for p in err["loc"])
+    # loc[0] is the argument; a union (`int | None`) adds the member that refused it.
+    name = str(err["loc"][0]) if err["loc"] else ""
     allowed = ", ".join(_MODELS[tool].model_fields)
     if err["type"] == "extra_forbidden":
         why = f"unknown argument {name!r}; allowed: {allowed}"
@@ -88,8 +90,23 @@ def _step_error(index: int, tool: str, exc: ValidationError) -> InputError:
     return InputError(f"plan: step {index} ({tool}): {why}")
 
 
-def parse_plan(plan: Any) -> list[Step]:
-    """Validate a whole plan (a list of steps, or that list as a JSON string)."""
+def _resolved(tool: str, args: dict[str, Any], search: SearchConfig) -> dict[str, Any]:
+    """Arguments as the row function will see them, so a default and its value are one step."""
+    if tool == "search":
+        return {
+            **args,
+            "limit": search.limit if args["limit"] is None else args["limit"],
+            "mode": search.mode if args["mode"] is None else args["mode"],
+        }
+    return args
+
+
+def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
+    """Validate a whole plan (a list of steps, or that list as a JSON string).
+
+    `search` gives the search defaults the steps will run with (for spotting repeats).
+    """
+    search = search or SearchConfig()
     if isinstance(plan, str):
         try:
             plan = json.loads(plan)
@@ -129,7 +146,8 @@ def parse_plan(plan: Any) -> list[Step]:
             raise _step_error(index, tool, exc) from exc
         # The row function fills in defaults; the step keeps what the caller set.
         step = Step(tool=tool, args=model.model_dump(exclude_unset=True))
-        key = json.dumps([tool, model.model_dump()], sort_keys=True, default=str)
+        full = _resolved(tool, model.model_dump(), search)
+        key = json.dumps([tool, full], sort_keys=True, default=str)
         if key in seen:
             raise InputError(f"plan: step {index} repeats step {seen[key]}")
         seen[key] = index

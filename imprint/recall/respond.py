@@ -19,9 +19,9 @@ from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
-from imprint.reads.evidence import Block, one_line, render_blocks
+from imprint.reads.evidence import Block, clip, one_line, render_blocks
 from imprint.reads.gateway import Reads
-from imprint.reads.search import format_search, normalize_max_chars, search_rows
+from imprint.reads.search import format_search, normalize_max_chars, search_budget, search_rows
 from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge
 from imprint.recall.model import Answer, Planned, answer, plan_steps
@@ -33,25 +33,68 @@ __all__ = ["condensed", "format_recall", "recall_text"]
 log = get_logger("imprint.recall")
 
 HINT = "raise max_chars (up to 12000) or narrow the steps"
+VERIFY = (
+    "verify: the answer is a pointer to the cited evidence, not a fact; read that evidence "
+    "(get_memory, file_chunks, or condense=false) before relying on it"
+)
+
+
+def _step_lines(results: list[StepResult], level: int) -> list[str]:
+    """The steps' lines, shorter at each level: 0 whole (labels to 160 characters), 1 the tool
+    and its count or a shortened error, 2 one line counting what went well and what failed."""
+    if level == 0:
+        lines = []
+        for r in results:
+            label = clip(r.label, 160)
+            status = r.detail if r.outcome == "ok" else f"{r.outcome}: {r.detail}"
+            lines.append(f"step {r.index} {label}: {status}")
+        return lines
+    if level == 1:
+        return [
+            f"step {r.index} {r.label.split('(', 1)[0]}: "
+            + (r.detail if r.outcome == "ok" else clip(f"{r.outcome}: {r.detail}", 60))
+            for r in results
+        ]
+    ok = sum(r.outcome == "ok" for r in results)
+    failed = [str(r.index) for r in results if r.outcome != "ok"]
+    line = f"steps: {ok} ok"
+    if failed:
+        line += f", {len(failed)} failed (step {', '.join(failed)}; raise max_chars for why)"
+    return [line]
 
 
 def format_recall(
     question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
 ) -> str:
-    """A line per step, then the merged evidence as numbered blocks under one budget."""
+    """A line per step, then the merged evidence as numbered blocks under one budget.
+
+    The step lines give way first: when they would crowd out every block (or the line that
+    counts the hidden results), they compact, down to one line for all steps, so the
+    response keeps at least one block whenever there is one, and always that count.
+    """
     max_chars = normalize_max_chars(max_chars) if clamp else max_chars
     items = merge(results)
-    shown_q = one_line(question)
-    shown_q = shown_q if len(shown_q) <= 160 else shown_q[:159] + "…"
-    prelude = [f'recall "{shown_q}": {len(results)} steps, {len(items)} records']
-    for r in results:
-        label = r.label if len(r.label) <= 160 else r.label[:159] + "…"
-        status = r.detail if r.outcome == "ok" else f"{r.outcome}: {r.detail}"
-        prelude.append(f"step {r.index} {label}: {status}")
+    shown_q = clip(one_line(question), 160)
+    head = f'recall "{shown_q}": {len(results)} steps, {len(items)} records'
     blocks = [Block(meta=i.meta, content=i.content) for i in items]
+    text = ""
+    for level in (0, 1, 2):
+        prelude = [head, *_step_lines(results, level)]
+        if not blocks:
+            text = "\n".join(prelude)
+            if len(text) <= max_chars:
+                return text
+            continue
+        text = render_blocks(prelude, blocks, max_chars, hint=HINT)
+        if _SHOWN.search(text):
+            return text
     if not blocks:
-        return "\n".join(prelude)[:max_chars]
-    return render_blocks(prelude, blocks, max_chars, hint=HINT)
+        return text[:max_chars]
+    # Not even one block fits beside the header: the header and the count of what is hidden.
+    return render_blocks([head], blocks, max_chars, hint=HINT)
+
+
+_SHOWN = re.compile(r"^\[1\] ", re.M)
 
 
 def _with_note(note: str, body: str, max_chars: int) -> str:
@@ -75,14 +118,18 @@ def condensed(
     if planned is not None:
         head += f" planned {len(planned.steps)} steps, {planned.dropped} dropped"
     head += f"): answer from {len(items)} records"
-    lines = [head]
-    lines += [
+    after = [f"answer: {reply.text}", VERIFY, "cited:"]
+    after += [f"[{n}] {items[n - 1].meta}" for n in reply.cited if 0 < n <= len(items)]
+    steps = [
         f"step {r.index} {r.label[:160]}: {r.detail if r.outcome == 'ok' else r.outcome}"
         for r in results
     ]
-    lines.append(f"answer: {reply.text}")
-    lines.append("cited:")
-    lines += [f"[{n}] {items[n - 1].meta}" for n in reply.cited if 0 < n <= len(items)]
+    lines = [head, *steps, *after]
+    for level in (1, 2):
+        # Step lines give way first, so the answer and the line saying to verify it stay.
+        if len("\n".join(lines)) <= max_chars:
+            break
+        lines = [head, *_step_lines(results, level), *after]
     rest = [i.key for n, i in enumerate(items, start=1) if n not in reply.cited]
     text = "\n".join(lines)
     if rest:
@@ -101,22 +148,28 @@ def recall_text(
     reads: Reads,
     question: str,
     plan: Any = None,
-    max_chars: int = 4000,
+    max_chars: int | None = None,
     condense: bool = True,
     workspace: str = "",
     *,
-    timeout_sec: float = 10.0,
+    timeout_sec: float | None = None,
     cwd: Path | None = None,
     recall_id: str = "",
 ) -> str:
-    """What the MCP tool and `imprint recall` print. `recall_id` lets a caller (the
+    """What the MCP tool and `imprint recall` print. `max_chars` None = `search.max_chars`,
+    as search's own default, so that recall without a plan stays byte-identical to search;
+    `timeout_sec` None = `recall.step_timeout_sec`. `recall_id` lets a caller (the
     dashboard) find this recall's trace in the log; empty = a fresh one."""
-    max_chars = normalize_max_chars(max_chars)
+    max_chars = search_budget(reads, max_chars)
     if not isinstance(question, str) or not question.strip():
         raise InputError("question: must be non-empty text")
     check_query(question.strip(), "question")
+    cfg = reads.runtime.config
     no_plan = plan is None or plan == "" or plan == []
-    steps = None if no_plan else parse_plan(plan)  # a bad plan is rejected before anything runs
+    # A bad plan is rejected before anything runs.
+    steps = None if no_plan else parse_plan(plan, cfg.search)
+    if timeout_sec is None:
+        timeout_sec = cfg.recall.step_timeout_sec
     recall_id = recall_id or uuid.uuid4().hex[:12]
     # recall.start / recall.done frame the trace: the dashboard and `imprint trace --svg`
     # read the question, the step tools, the step deadline and the total from them.
@@ -228,7 +281,14 @@ def _model_recall(
             )
             listed = read_deadline.wait(listing, "recall")
         projects = [p for p, _ in listed]
-        planned = plan_steps(inference, question, projects, deadline, recall_id=recall_id)
+        planned = plan_steps(
+            inference,
+            question,
+            projects,
+            deadline,
+            recall_id=recall_id,
+            search=runtime.config.search,
+        )
         log.info(
             "recall.model.plan",
             recall_id=recall_id,

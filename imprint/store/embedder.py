@@ -12,8 +12,9 @@ import queue
 import threading
 import zipfile
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 # Must precede the first import of onnxruntime, which otherwise queues telemetry.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -79,6 +80,77 @@ def bundled_tokenizer() -> str:
         return zf.read("tokenizer.json").decode("utf-8")
 
 
+# TensorProto.DataType values and how they are named as a weight precision.
+_PRECISIONS = {1: "fp32", 2: "uint8", 3: "int8", 10: "fp16", 11: "fp64", 16: "bf16", 21: "uint4"}
+_PRECISIONS[22] = "int4"
+
+
+def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(buf: memoryview) -> Iterator[tuple[int, int, Any]]:
+    """(field number, wire type, value) of one protobuf message; bytes fields as views."""
+    pos = 0
+    while pos < len(buf):
+        tag, pos = _varint(buf, pos)
+        field, wire = tag >> 3, tag & 7
+        value: Any
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos : pos + 8], pos + 8
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos : pos + size], pos + size
+        elif wire == 5:
+            value, pos = buf[pos : pos + 4], pos + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield field, wire, value
+
+
+def weight_precision(path: Path) -> str:
+    """The precision of most of an ONNX model's weights, by element count of its
+    initializers (ModelProto.graph = 7, GraphProto.initializer = 5, TensorProto.dims = 1,
+    data_type = 2): a weight-only int8 model shows int8 although it computes in float."""
+    data = memoryview(path.read_bytes())
+    counts: dict[int, int] = {}
+    for field, _, graph in _fields(data):
+        if field != 7:
+            continue
+        for gfield, _, tensor in _fields(graph):
+            if gfield != 5:
+                continue
+            dims: list[int] = []
+            dtype = 0
+            for tfield, wire, value in _fields(tensor):
+                if tfield == 1 and wire == 0:
+                    dims.append(value)
+                elif tfield == 1 and wire == 2:
+                    pos = 0
+                    while pos < len(value):
+                        dim, pos = _varint(value, pos)
+                        dims.append(dim)
+                elif tfield == 2:
+                    dtype = value
+            elements = 1
+            for dim in dims:
+                elements *= dim
+            counts[dtype] = counts.get(dtype, 0) + elements
+    if not counts:
+        return "unknown"
+    dominant = max(counts, key=lambda d: counts[d])
+    return _PRECISIONS.get(dominant, f"onnx type {dominant}")
+
+
 class Embedder:
     """Batched, thread-safe embedding (onnxruntime sessions allow concurrent `run`)."""
 
@@ -122,6 +194,32 @@ class Embedder:
         self.threads = threads
         self.model_file = model
         self._lock = threading.Lock()
+        self._described: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The model this embedder really runs: file, weight precision and dimension.
+
+        The dimension is the width of a real embedding; the precision is read from the file
+        (the type of most weight elements).
+        """
+        with self._lock:
+            if self._described is None:
+                hidden = self._embed_batch(["dimension"])
+                try:
+                    precision = weight_precision(self.model_file)
+                except (ValueError, IndexError, OSError):
+                    precision = "unknown (unreadable ONNX file)"
+                try:
+                    bundled = self.model_file.resolve() == bundled_model_path().resolve()
+                except ModelMissingError:
+                    bundled = False
+                self._described = {
+                    "name": MODEL_NAME if bundled else "custom ONNX model",
+                    "file": str(self.model_file),
+                    "precision": precision,
+                    "dimension": int(hidden.shape[1]),
+                }
+            return dict(self._described)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised mean-pooled embeddings, one row per text, in input order."""

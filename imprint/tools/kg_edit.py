@@ -77,7 +77,7 @@ def register(server: MCPServer, app: App) -> None:
     async def kg_edit(
         action: Literal["add", "end"],
         subject: Annotated[str, Field(description="add: what it is about")] = "",
-        predicate: Annotated[str, Field(description="add: the relation (uses, owns, ...)")] = "",
+        predicate: Annotated[str, Field(description="add: relation (uses, ...)")] = "",
         object: Annotated[str, Field(description="add: the value")] = "",
         fact_id: Annotated[str, Field(description="end: its id from kg_query")] = "",
         source: Annotated[str, Field(description="add: where it is known from")] = "",

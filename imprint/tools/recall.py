@@ -21,17 +21,19 @@ def register(server: MCPServer, app: App) -> None:
             list[dict[str, Any]] | str | None,
             Field(description="<= 8 steps {tool, args}; omit: plain search"),
         ] = None,
-        max_chars: Annotated[int, Field(description="budget for everything, 1200-12000")] = 4000,
+        max_chars: Annotated[int | None, Field(description="1200-12000")] = None,
         condense: Annotated[bool, Field(description="let a local model condense, if on")] = True,
         workspace: str = "",
     ) -> str:
-        """Answer a multi-part question in one call. The plan's read steps run at once and
-        merge (duplicates once) under max_chars: a line per step (count or error), then
-        numbered blocks as in search. Step tools: search, get_memory, neighbors,
+        """Answer a multi-part question in one call. Plan steps run at once and merge under
+        max_chars: a line per step, then numbered blocks as in search. Step tools: search,
+        get_memory, neighbors,
         file_chunks, file_summary, list_sources, kg_query, with their arguments minus
-        workspace and max_chars; steps cannot use each other's results. No plan: exactly
-        search(question). Plan: [{"tool": "search", "args": {"query": "how is ingest
-        serialized"}}, {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
+        workspace and max_chars; steps cannot use each other's results. Without a plan (and
+        no model): exactly search(question). With recall.llm on, a local model may plan and
+        answer citing [n]: a pointer to the cited evidence, not a fact; verify it.
+        Plan: [{"tool": "search", "args": {"query": "how is ingest serialized"}},
+        {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
         return await run_tool(
             recall_text,
             app.reads,

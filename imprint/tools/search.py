@@ -15,6 +15,7 @@ from imprint.reads.search import (
     format_search,
     meta_line,
     normalize_max_chars,
+    search_budget,
     search_rows,
 )
 from imprint.tools._app import READ, App, run_tool, tool
@@ -30,12 +31,12 @@ def register(server: MCPServer, app: App) -> None:
         type: Annotated[str, Field(description="only this type: decision, note, ...")] = "",
         lang: Annotated[str, Field(description="only this language: python, ...")] = "",
         layer: Annotated[str, Field(description="only docs, source, test or config")] = "",
-        limit: Annotated[int, Field(description="1-50")] = 10,
-        mode: Mode = "hybrid",
+        limit: Annotated[int | None, Field(description="1-50")] = None,
+        mode: Mode | None = None,
         detail: Annotated[
             Literal["compact", "full"], Field(description="full: whole records")
         ] = "compact",
-        max_chars: Annotated[int, Field(description="chars, 1200-12000")] = 4000,
+        max_chars: Annotated[int | None, Field(description="1200-12000")] = None,
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
@@ -45,9 +46,10 @@ def register(server: MCPServer, app: App) -> None:
         rows = await run_tool(
             search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
         )
+        budget = search_budget(app.reads, max_chars)
         if detail == "full":
-            return format_full(rows, max_chars)
-        return format_search(rows, max_chars)
+            return format_full(rows, budget)
+        return format_search(rows, budget)
 
 
 def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
