@@ -12,23 +12,30 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
+from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.reads.evidence import Block, clamp, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters
+from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId
 
 __all__ = [
     "HINT",
     "MAX_CHARS_RANGE",
     "MODES",
+    "Fusion",
     "Mode",
     "SearchHit",
     "SearchRows",
+    "Why",
+    "coverage",
     "format_search",
+    "fuse",
     "meta_line",
     "normalize_max_chars",
+    "rerank",
     "search_rows",
     "search_text",
 ]
@@ -36,8 +43,23 @@ __all__ = [
 Mode = Literal["hybrid", "semantic", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "semantic", "lexical")
 MAX_CHARS_RANGE = (1200, 12000)
-RRF_K = 60
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
+Ranking = list[tuple[MemoryId, float]]
+
+
+class Why(BaseModel):
+    """Why a hit ranked where it did: the numbers the ranking itself used, not a recomputation.
+
+    Ranks are 1-based within each list the search ran (None: not in that list).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
+    phrase: bool = False  # the record holds the query's words as one exact phrase
+    coverage: float | None = None  # share of the query's terms the chunk holds (hybrid re-rank)
+    fused: float  # the final score, the same as the hit's score
 
 
 class SearchHit(BaseModel):
@@ -45,6 +67,31 @@ class SearchHit(BaseModel):
 
     record: Record
     score: float
+    why: Why | None = None  # for dashboards and benchmarks; the tool's text never shows it
+
+
+class Fusion(BaseModel):
+    """How hybrid search combines its lists; `search.*` settings, see `SearchConfig`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rrf_k: int = 60
+    vector: float = 1.0
+    lexical: float = 1.0
+    phrase: float = 1.0
+    coverage: float = 1.0
+    depth: int = 20
+
+    @classmethod
+    def from_config(cls, cfg: SearchConfig) -> Fusion:
+        return cls(
+            rrf_k=cfg.rrf_k,
+            vector=cfg.vector_weight,
+            lexical=cfg.lexical_weight,
+            phrase=cfg.phrase_weight,
+            coverage=cfg.coverage_weight,
+            depth=cfg.rerank_depth,
+        )
 
 
 class SearchRows(BaseModel):
@@ -71,14 +118,72 @@ def _check(query: str, mode: str, type: str) -> str:
 
 
 def fuse(
-    rankings: list[list[tuple[MemoryId, float]]], k: int = RRF_K
-) -> list[tuple[MemoryId, float]]:
-    """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an id's score."""
+    vector: Ranking | None,
+    lexical: Ranking | None,
+    phrase: Ranking | None,
+    fusion: Fusion,
+    keep: int | None = None,
+) -> list[tuple[MemoryId, float, Why]]:
+    """Weighted reciprocal-rank fusion: each list adds weight / (rrf_k + rank) to an id.
+
+    The best `keep` (all when None), each with the ranks that made its score.
+    """
     scores: dict[MemoryId, float] = {}
-    for ranking in rankings:
-        for rank, (rid, _) in enumerate(ranking, start=1):
-            scores[rid] = scores.get(rid, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    ranks: list[dict[MemoryId, int]] = []
+    for ranking, weight in (
+        (vector, fusion.vector),
+        (lexical, fusion.lexical),
+        (phrase, fusion.phrase),
+    ):
+        positions: dict[MemoryId, int] = {}
+        for rank, (rid, _) in enumerate(ranking or (), start=1):
+            positions.setdefault(rid, rank)
+            scores[rid] = scores.get(rid, 0.0) + weight / (fusion.rrf_k + rank)
+        ranks.append(positions)
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:keep]
+    by_vector, by_lexical, by_phrase = ranks
+    return [
+        (
+            rid,
+            score,
+            # Built from trusted values on every search: skip validation.
+            Why.model_construct(
+                vector_rank=by_vector.get(rid),
+                lexical_rank=by_lexical.get(rid),
+                phrase=rid in by_phrase,
+                coverage=None,
+                fused=score,
+            ),
+        )
+        for rid, score in ordered
+    ]
+
+
+def coverage(terms: frozenset[str], record: Record) -> float:
+    """The share of a query's content terms that a chunk's text or source path holds."""
+    if not terms:
+        return 0.0
+    text = f"{record.content}\n{record.source}"
+    return sum(holds_term(text, term) for term in terms) / len(terms)
+
+
+def rerank(
+    text: str,
+    fused: list[tuple[MemoryId, float, Why]],
+    records: dict[MemoryId, Record],
+    fusion: Fusion,
+) -> list[tuple[MemoryId, float, Why]]:
+    """Add coverage of the query's terms, worth `coverage` times a first rank in one list."""
+    terms = content_terms(text)
+    out = []
+    for rid, score, why in fused:
+        record = records.get(rid)
+        if record is None:
+            continue
+        share = coverage(terms, record)
+        final = score + fusion.coverage * share / (fusion.rrf_k + 1)
+        out.append((rid, final, why.model_copy(update={"coverage": share, "fused": final})))
+    return sorted(out, key=lambda item: (-item[1], item[0]))
 
 
 def search_rows(
@@ -97,6 +202,8 @@ def search_rows(
     limit = clamp(limit, 1, 50)
     ws = reads.open(workspace)
     filters = Filters(project=project, type=type, lang=lang, layer=layer)
+    fusion = Fusion.from_config(reads.runtime.config.search)
+    reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
         # Candidates beyond `limit` give the fusion something to agree on.
         pool = limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
@@ -113,21 +220,38 @@ def search_rows(
             phrase = reads.lexical(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
-        rankings: list[list[tuple[MemoryId, float]]] = []
-        if vector is not None:
-            rankings.append(list(deadline.wait(vector, "search (vector)")))
-        if lexical is not None:
-            rankings.append(list(deadline.wait(lexical, "search (lexical)")))
-        if phrase is not None:
-            rankings.append(list(deadline.wait(phrase, "search (phrase)")))
-        ranked = fuse(rankings, RRF_K) if mode == "hybrid" else rankings[0]
-        ranked = ranked[:limit]
+        got_vector = None if vector is None else list(deadline.wait(vector, "search (vector)"))
+        got_lexical = None if lexical is None else list(deadline.wait(lexical, "search (lexical)"))
+        got_phrase = None if phrase is None else list(deadline.wait(phrase, "search (phrase)"))
+        keep = max(limit, fusion.depth) if reranked else limit
+        if mode == "hybrid":
+            ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
+        else:
+            only = (got_vector if mode == "semantic" else got_lexical) or []
+            ranked = [
+                (
+                    rid,
+                    score,
+                    Why(
+                        vector_rank=rank if mode == "semantic" else None,
+                        lexical_rank=rank if mode == "lexical" else None,
+                        fused=score,
+                    ),
+                )
+                for rank, (rid, score) in enumerate(only, start=1)
+            ]
+        # The re-rank reads the text of its candidates: fetch them all, keep `limit` after.
+        ranked = ranked[:keep]
         records = deadline.wait(
-            reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _ in ranked))),
+            reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _, _ in ranked))),
             "search (fetch)",
         )
+    if reranked:
+        ranked = rerank(text, ranked, records, fusion)[:limit]
     hits = tuple(
-        SearchHit(record=records[rid], score=score) for rid, score in ranked if rid in records
+        SearchHit(record=records[rid], score=score, why=why)
+        for rid, score, why in ranked
+        if rid in records
     )
     return SearchRows(query=text, mode=mode, hits=hits)
 

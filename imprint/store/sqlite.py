@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint.store.records import Fact, Record
+from imprint.store.text import identifier_parts
 from imprint.types import MemoryId
 
 __all__ = [
@@ -157,9 +158,19 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fts_terms(query: str) -> str:
-    """Any of the query's words, each quoted so FTS5 syntax in user text is inert."""
-    words = _WORD.findall(query)
-    return " OR ".join(f'"{w}"' for w in words)
+    """Any of the query's words, each quoted so FTS5 syntax in user text is inert.
+
+    A CamelCase word also matches its parts as a phrase, so `readOnlyHint` finds text that
+    writes `read_only_hint` or "read only hint" (the tokenizer already splits at `_` and `.`).
+    """
+    terms = []
+    for word in _WORD.findall(query):
+        parts = identifier_parts(word)
+        if len(parts) > 1 and "_" not in word:
+            terms.append(f'("{word}" OR "{" ".join(parts)}")')
+        else:
+            terms.append(f'"{word}"')
+    return " OR ".join(terms)
 
 
 def fts_phrase(query: str) -> str:
