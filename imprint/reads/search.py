@@ -164,7 +164,8 @@ def coverage(terms: frozenset[str], record: Record) -> float:
     if not terms:
         return 0.0
     text = f"{record.content}\n{record.source}"
-    return sum(holds_term(text, term) for term in terms) / len(terms)
+    lowered = text.lower()
+    return sum(holds_term(text, term, lowered) for term in terms) / len(terms)
 
 
 def rerank(

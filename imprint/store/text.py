@@ -70,21 +70,30 @@ def content_terms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def holds_term(text: str, term: str) -> bool:
+def holds_term(text: str, term: str, lowered: str | None = None) -> bool:
     """Whether `term` (one of `content_terms`) is among the content terms of `text`.
 
     The same answer as `term in content_terms(text)` without reading every word: a word that
     stems to `term` contains it, so only the words around its occurrences are looked at.
+    `lowered` is `text.lower()` when the caller has it (one text, several terms).
     """
-    if term not in text.lower():
-        return False
-    return any(term in _token_terms(m.group()) for m in _around(term).finditer(text))
+    low = text.lower() if lowered is None else lowered
+    at = low.find(term)
+    while at >= 0:
+        match = _WORD_AT.match(text, _word_start(text, at))
+        if match and term in _token_terms(match.group()):
+            return True
+        at = low.find(term, at + len(term))
+    return False
 
 
-@functools.lru_cache(maxsize=1024)
-def _around(term: str) -> re.Pattern[str]:
-    # Every whole word holding `term`, in any case.
-    return re.compile(r"\w*" + re.escape(term) + r"\w*", re.IGNORECASE)
+_WORD_AT = re.compile(r"\w+")
+
+
+def _word_start(text: str, at: int) -> int:
+    while at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_"):
+        at -= 1
+    return at
 
 
 @functools.lru_cache(maxsize=8192)
