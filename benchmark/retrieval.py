@@ -35,7 +35,7 @@ Method
      (`time.perf_counter`, query embedding included, formatting not).
 4. `--publish` writes `benchmark/published/retrieval-<UTC timestamp>/` (or under `--out`):
    `README.md` (the table, per-lookup first-hit ranks, the setup) and `results.json`
-   (everything, each lookup's top 10 included). Without it, only stdout.
+   (everything, each lookup's top 10 included, each hit with the ranks its fusion used).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Searched:
     mode: str
     rank: int | None  # of the first hit within LIMIT, 1-based
     visible: dict[str, bool]  # str(max_chars) -> a gold pair shown in a block header
-    hits: list[list[Any]]  # [project, source, chunk_index, score] best first
+    hits: list[list[Any]]  # [project, source, chunk_index, score, why] best first
     ms: list[float]  # search_rows per repeat
     identical_across_repeats: bool = True
 
@@ -160,7 +160,13 @@ def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
         str(budget): bool(gold & shown_sources(format_search(rows, budget))) for budget in BUDGETS
     }
     hits = [
-        [h.record.project, h.record.source, h.record.chunk_index, round(h.score, 6)]
+        [
+            h.record.project,
+            h.record.source,
+            h.record.chunk_index,
+            round(h.score, 6),
+            h.why.model_dump(exclude={"fused"}) if h.why else None,
+        ]
         for h in rows.hits
     ]
     return Searched(mode=mode, rank=rank, visible=visible, hits=hits, ms=[ms])

@@ -125,6 +125,25 @@ class SearchConfig(_Group):
         default=4000, ge=1200, le=12000, description="budget of search and recall when not given"
     )
     rrf_k: int = Field(default=60, ge=1, le=1000, description="reciprocal-rank fusion constant")
+    vector_weight: float = Field(
+        default=1.0, ge=0, le=10, description="hybrid: weight of the vector (meaning) ranking"
+    )
+    lexical_weight: float = Field(
+        default=1.0, ge=0, le=10, description="hybrid: weight of the BM25 (any word) ranking"
+    )
+    phrase_weight: float = Field(
+        default=1.0, ge=0, le=10, description="hybrid: weight of the exact-phrase ranking"
+    )
+    coverage_weight: float = Field(
+        default=1.0,
+        ge=0,
+        le=10,
+        description="hybrid: re-rank bonus for a chunk holding all the query's terms, "
+        "in first ranks of one list; 0 = no re-rank",
+    )
+    rerank_depth: int = Field(
+        default=20, ge=1, le=150, description="hybrid: fused candidates the re-rank reads"
+    )
 
 
 class LocalModelConfig(_Group):

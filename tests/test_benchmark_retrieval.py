@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmark._common import DEFAULT_CORPUS as CORPUS
 from benchmark.retrieval import (
     DEFAULT_QUERIES,
     HALVES,
@@ -21,15 +22,18 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
-from tests.conftest import CORPUS
 
 
 def test_query_set_has_64_or_more_lookups_split_evenly() -> None:
-    """The committed query set loads, holds at least 64 lookups and splits them evenly."""
+    """The first 64+ lookups split evenly; the 40+ later `hard-` lookups are all held out."""
     lookups = load_queries(DEFAULT_QUERIES)
-    assert len(lookups) >= 64
-    counts = {half: sum(lk.half == half for lk in lookups) for half in HALVES}
+    first = [lk for lk in lookups if not lk.id.startswith("hard-")]
+    hard = [lk for lk in lookups if lk.id.startswith("hard-")]
+    assert len(first) >= 64
+    counts = {half: sum(lk.half == half for lk in first) for half in HALVES}
     assert counts["tune"] == counts["heldout"]
+    assert len(hard) >= 40
+    assert {lk.half for lk in hard} == {"heldout"}
     folders = {"pykka", "structlog", "mopidy", "python-sdk", "imprint-memory-layer"}
     assert {project for lk in lookups for project, _ in lk.gold} == folders
 

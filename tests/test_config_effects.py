@@ -30,6 +30,26 @@ from imprint.tools.ingest_path import checked_path
 from tests.conftest import TOPICS, write_tree
 
 ELSEWHERE: dict[str, tuple[str, str]] = {
+    "search.vector_weight": (
+        "tests/test_search_ranking.py",
+        "test_search_weights_from_config_change_the_hybrid_order",
+    ),
+    "search.lexical_weight": (
+        "tests/test_search_ranking.py",
+        "test_search_weights_from_config_change_the_hybrid_order",
+    ),
+    "search.phrase_weight": (
+        "tests/test_search_ranking.py",
+        "test_fusion_weights_and_k_come_from_search_settings",
+    ),
+    "search.coverage_weight": (
+        "tests/test_search_ranking.py",
+        "test_fusion_weights_and_k_come_from_search_settings",
+    ),
+    "search.rerank_depth": (
+        "tests/test_search_ranking.py",
+        "test_fusion_weights_and_k_come_from_search_settings",
+    ),
     "embedding.query_cache_size": (
         "tests/test_query_embedder.py",
         "test_query_cache_size_comes_from_config",

@@ -18,7 +18,7 @@ from imprint.dashboard import Guard, build_app, build_waterfall, check_host, ren
 from imprint.errors import ImprintError
 from imprint.logs import configure_logging, get_logger, log_files, log_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_explained, search_rows, search_text
+from imprint.reads.search import search_rows, search_text
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
 from imprint.waterfall import read_recall_events, recall_summaries
@@ -87,15 +87,15 @@ def test_search_shows_the_tools_blocks_and_why_each_hit_ranked(dash: Dash) -> No
     assert 'href="/memory/' in cells[1]
 
 
-def test_search_output_is_unchanged_by_the_explanation(dash: Dash) -> None:
-    """search_explained's rows are exactly search_rows': explaining changes no output."""
+def test_each_hit_carries_the_numbers_its_ranking_used(dash: Dash) -> None:
+    """Every hit's `why` is the ranking's own: its fused score is the hit's score, and a
+    single-mode search names only its own rank."""
     reads = ActorReads(dash.runtime)
     for mode in ("hybrid", "semantic", "lexical"):
-        rows, why = search_explained(reads, "actor mailbox", mode=mode)  # type: ignore[arg-type]
-        assert rows == search_rows(reads, "actor mailbox", mode=mode)  # type: ignore[arg-type]
-        assert set(why) == {h.record.id for h in rows.hits}
+        rows = search_rows(reads, "actor mailbox", mode=mode)  # type: ignore[arg-type]
+        assert rows.hits and all(h.why is not None and h.why.fused == h.score for h in rows.hits)
         if mode == "semantic":
-            assert all(w.bm25_rank is None and w.vector_rank for w in why.values())
+            assert all(h.why.lexical_rank is None and h.why.vector_rank for h in rows.hits)
 
 
 def test_search_bad_input_is_one_line_and_400(dash: Dash) -> None:

@@ -11,7 +11,7 @@ from imprint.reads.chunks import chunk_rows
 from imprint.reads.facts import fact_rows
 from imprint.reads.gateway import ActorReads
 from imprint.reads.memory import memory_row
-from imprint.reads.search import format_search, search_explained
+from imprint.reads.search import format_search, search_rows
 from imprint.reads.sources import source_rows
 from imprint.reads.status import status_row
 from imprint.reads.summary import summary_row
@@ -31,7 +31,7 @@ __all__ = [
     "memory_row",
     "recall_text",
     "running_ingests",
-    "search_explained",
+    "search_rows",
     "source_rows",
     "status_row",
     "summary_row",

@@ -30,6 +30,7 @@ from imprint.dashboard._html import ago, e, field, layout, link, select, stamp, 
 from imprint.dashboard._security import CSRF_FIELD, CSRF_HEADER, Guard, GuardMiddleware
 from imprint.errors import ImprintError
 from imprint.logs import get_logger, log_files
+from imprint.reads.search import Why
 from imprint.recall.plan import parse_plan
 from imprint.store.records import RECORD_TYPES
 from imprint.waterfall import (
@@ -219,9 +220,7 @@ class Pages:
         if not query:
             return self.page("Search", form, "/search")
         try:
-            found, why = rows.search_explained(
-                self.reads, query, limit=_int(limit, "limit"), **args
-            )
+            found = rows.search_rows(self.reads, query, limit=_int(limit, "limit"), **args)
             text = rows.format_search(found, _int(max_chars, "max_chars"))
         except ImprintError as exc:
             return self.page(
@@ -231,7 +230,7 @@ class Pages:
         hit_rows = []
         for n, hit in enumerate(found.hits, start=1):
             r = hit.record
-            w = why[r.id]
+            w = hit.why or Why(fused=hit.score)  # the numbers the fusion itself used
             where = (
                 link(
                     "/source",
@@ -243,7 +242,7 @@ class Pages:
                 if r.source
                 else "(inline)"
             )
-            phrase = "yes" if w.phrase_rank else "no"
+            phrase = "yes" if w.phrase else "no"
             hit_rows.append(
                 [
                     str(n),
@@ -253,9 +252,9 @@ class Pages:
                     where,
                     e(r.type),
                     e(w.vector_rank or "-"),
-                    e(w.bm25_rank or "-"),
+                    e(w.lexical_rank or "-"),
                     e(phrase),
-                    f"{w.score:.4f}",
+                    f"{w.fused:.4f}",
                 ]
             )
         body = (

@@ -12,26 +12,31 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
+from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters, check_query
+from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId
 
 __all__ = [
     "HINT",
     "MAX_CHARS_RANGE",
     "MODES",
+    "Fusion",
     "Mode",
-    "RankWhy",
     "SearchHit",
     "SearchRows",
+    "Why",
+    "coverage",
     "format_search",
+    "fuse",
     "meta_line",
     "normalize_max_chars",
+    "rerank",
     "search_budget",
-    "search_explained",
     "search_rows",
     "search_text",
 ]
@@ -40,6 +45,22 @@ Mode = Literal["hybrid", "semantic", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "semantic", "lexical")
 MAX_CHARS_RANGE = (1200, 12000)
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
+Ranking = list[tuple[MemoryId, float]]
+
+
+class Why(BaseModel):
+    """Why a hit ranked where it did: the numbers the ranking itself used, not a recomputation.
+
+    Ranks are 1-based within each list the search ran (None: not in that list).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
+    phrase: bool = False  # the record holds the query's words as one exact phrase
+    coverage: float | None = None  # share of the query's terms the chunk holds (hybrid re-rank)
+    fused: float  # the final score, the same as the hit's score
 
 
 class SearchHit(BaseModel):
@@ -47,6 +68,31 @@ class SearchHit(BaseModel):
 
     record: Record
     score: float
+    why: Why | None = None  # for dashboards and benchmarks; the tool's text never shows it
+
+
+class Fusion(BaseModel):
+    """How hybrid search combines its lists; `search.*` settings, see `SearchConfig`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rrf_k: int = 60
+    vector: float = 1.0
+    lexical: float = 1.0
+    phrase: float = 1.0
+    coverage: float = 1.0
+    depth: int = 20
+
+    @classmethod
+    def from_config(cls, cfg: SearchConfig) -> Fusion:
+        return cls(
+            rrf_k=cfg.rrf_k,
+            vector=cfg.vector_weight,
+            lexical=cfg.lexical_weight,
+            phrase=cfg.phrase_weight,
+            coverage=cfg.coverage_weight,
+            depth=cfg.rerank_depth,
+        )
 
 
 class SearchRows(BaseModel):
@@ -80,25 +126,74 @@ def search_budget(reads: Reads, max_chars: int | None) -> int:
     return normalize_max_chars(max_chars)
 
 
-def fuse(rankings: list[list[tuple[MemoryId, float]]], k: int) -> list[tuple[MemoryId, float]]:
-    """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an id's score."""
+def fuse(
+    vector: Ranking | None,
+    lexical: Ranking | None,
+    phrase: Ranking | None,
+    fusion: Fusion,
+    keep: int | None = None,
+) -> list[tuple[MemoryId, float, Why]]:
+    """Weighted reciprocal-rank fusion: each list adds weight / (rrf_k + rank) to an id.
+
+    The best `keep` (all when None), each with the ranks that made its score.
+    """
     scores: dict[MemoryId, float] = {}
-    for ranking in rankings:
-        for rank, (rid, _) in enumerate(ranking, start=1):
-            scores[rid] = scores.get(rid, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    ranks: list[dict[MemoryId, int]] = []
+    for ranking, weight in (
+        (vector, fusion.vector),
+        (lexical, fusion.lexical),
+        (phrase, fusion.phrase),
+    ):
+        positions: dict[MemoryId, int] = {}
+        for rank, (rid, _) in enumerate(ranking or (), start=1):
+            positions.setdefault(rid, rank)
+            scores[rid] = scores.get(rid, 0.0) + weight / (fusion.rrf_k + rank)
+        ranks.append(positions)
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:keep]
+    by_vector, by_lexical, by_phrase = ranks
+    return [
+        (
+            rid,
+            score,
+            # Built from trusted values on every search: skip validation.
+            Why.model_construct(
+                vector_rank=by_vector.get(rid),
+                lexical_rank=by_lexical.get(rid),
+                phrase=rid in by_phrase,
+                coverage=None,
+                fused=score,
+            ),
+        )
+        for rid, score in ordered
+    ]
 
 
-class RankWhy(BaseModel):
-    """Why one hit ranked: its place in each ranking (1-based; None = not in it) and the
-    fused score. The dashboard shows it; search's own output does not change."""
+def coverage(terms: frozenset[str], record: Record) -> float:
+    """The share of a query's content terms that a chunk's text or source path holds."""
+    if not terms:
+        return 0.0
+    text = f"{record.content}\n{record.source}"
+    lowered = text.lower()
+    return sum(holds_term(text, term, lowered) for term in terms) / len(terms)
 
-    model_config = ConfigDict(frozen=True)
 
-    vector_rank: int | None
-    bm25_rank: int | None
-    phrase_rank: int | None
-    score: float
+def rerank(
+    text: str,
+    fused: list[tuple[MemoryId, float, Why]],
+    records: dict[MemoryId, Record],
+    fusion: Fusion,
+) -> list[tuple[MemoryId, float, Why]]:
+    """Add coverage of the query's terms, worth `coverage` times a first rank in one list."""
+    terms = content_terms(text)
+    out = []
+    for rid, score, why in fused:
+        record = records.get(rid)
+        if record is None:
+            continue
+        share = coverage(terms, record)
+        final = score + fusion.coverage * share / (fusion.rrf_k + 1)
+        out.append((rid, final, why.model_copy(update={"coverage": share, "fused": final})))
+    return sorted(out, key=lambda item: (-item[1], item[0]))
 
 
 def search_rows(
@@ -115,29 +210,17 @@ def search_rows(
     """Rows for a query: records with their scores, best first, at most `limit` (1-50).
 
     `limit` and `mode` left out (None) come from `search.limit` and `search.mode`; the
-    fusion constant is `search.rrf_k`. The tool, the CLI and recall steps all resolve here.
+    fusion from `search.*` (`Fusion.from_config`). The tool, the CLI, recall steps and the
+    dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
     """
-    return search_explained(reads, query, project, type, lang, layer, limit, mode, workspace)[0]
-
-
-def search_explained(
-    reads: Reads,
-    query: str,
-    project: str = "",
-    type: str = "",
-    lang: str = "",
-    layer: str = "",
-    limit: int | None = None,
-    mode: Mode | None = None,
-    workspace: str = "",
-) -> tuple[SearchRows, dict[MemoryId, RankWhy]]:
-    """search_rows, and for each hit its rank in each ranking the fusion saw."""
     cfg = reads.runtime.config.search
     mode = cfg.mode if mode is None else mode
     text = _check(query, mode, type)
     limit = clamp(cfg.limit if limit is None else limit, 1, 50)
     ws = reads.open(workspace)
     filters = Filters(project=project, type=type, lang=lang, layer=layer)
+    fusion = Fusion.from_config(cfg)
+    reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
         # Candidates beyond `limit` give the fusion something to agree on.
         pool = limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
@@ -154,31 +237,40 @@ def search_explained(
             phrase = reads.lexical(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
-        rankings: list[list[tuple[MemoryId, float]]] = []
-        named: dict[str, dict[MemoryId, int]] = {}
-        for name, pending in (("vector", vector), ("lexical", lexical), ("phrase", phrase)):
-            if pending is not None:
-                rankings.append(list(deadline.wait(pending, f"search ({name})")))
-                named[name] = {rid: rank for rank, (rid, _) in enumerate(rankings[-1], start=1)}
-        ranked = fuse(rankings, cfg.rrf_k) if mode == "hybrid" else rankings[0]
-        ranked = ranked[:limit]
+        got_vector = None if vector is None else list(deadline.wait(vector, "search (vector)"))
+        got_lexical = None if lexical is None else list(deadline.wait(lexical, "search (lexical)"))
+        got_phrase = None if phrase is None else list(deadline.wait(phrase, "search (phrase)"))
+        keep = max(limit, fusion.depth) if reranked else limit
+        if mode == "hybrid":
+            ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
+        else:
+            only = (got_vector if mode == "semantic" else got_lexical) or []
+            ranked = [
+                (
+                    rid,
+                    score,
+                    Why(
+                        vector_rank=rank if mode == "semantic" else None,
+                        lexical_rank=rank if mode == "lexical" else None,
+                        fused=score,
+                    ),
+                )
+                for rank, (rid, score) in enumerate(only, start=1)
+            ]
+        # The re-rank reads the text of its candidates: fetch them all, keep `limit` after.
+        ranked = ranked[:keep]
         records = deadline.wait(
-            reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _ in ranked))),
+            reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _, _ in ranked))),
             "search (fetch)",
         )
+    if reranked:
+        ranked = rerank(text, ranked, records, fusion)[:limit]
     hits = tuple(
-        SearchHit(record=records[rid], score=score) for rid, score in ranked if rid in records
+        SearchHit(record=records[rid], score=score, why=why)
+        for rid, score, why in ranked
+        if rid in records
     )
-    why = {
-        h.record.id: RankWhy(
-            vector_rank=named.get("vector", {}).get(h.record.id),
-            bm25_rank=named.get("lexical", {}).get(h.record.id),
-            phrase_rank=named.get("phrase", {}).get(h.record.id),
-            score=h.score,
-        )
-        for h in hits
-    }
-    return SearchRows(query=text, mode=mode, hits=hits), why
+    return SearchRows(query=text, mode=mode, hits=hits)
 
 
 def meta_line(record: Record, score: float | None = None) -> str:

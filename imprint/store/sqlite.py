@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from imprint._fs import private_file
 from imprint.errors import InputError
 from imprint.store.records import Fact, Record
+from imprint.store.text import identifier_parts
 from imprint.types import MemoryId
 
 __all__ = [
@@ -183,9 +184,19 @@ def check_query(text: str, argument: str) -> str:
 
 
 def fts_terms(query: str) -> str:
-    """Any of the query's words, each quoted so FTS5 syntax in user text is inert."""
-    words = _WORD.findall(query)
-    return " OR ".join(f'"{w}"' for w in words)
+    """Any of the query's words, each quoted so FTS5 syntax in user text is inert.
+
+    A CamelCase word also matches its parts as a phrase, so `readOnlyHint` finds text that
+    writes `read_only_hint` or "read only hint" (the tokenizer already splits at `_` and `.`).
+    """
+    terms = []
+    for word in _WORD.findall(query):
+        parts = identifier_parts(word)
+        if len(parts) > 1 and "_" not in word:
+            terms.append(f'("{word}" OR "{" ".join(parts)}")')
+        else:
+            terms.append(f'"{word}"')
+    return " OR ".join(terms)
 
 
 def fts_phrase(query: str) -> str:
