@@ -83,7 +83,8 @@ def calls(data: Path, count: int) -> dict[str, Any]:
             text = str(first.content[0].text)  # type: ignore[union-attr]
             rid = text.split("[1] ", 1)[1].split(" ", 1)[0] if "[1] " in text else "x"
             for n in range(1, count + 1):
-                a, b, c = vocab[n % 23], vocab[(n * 7) % 23], vocab[(n * 13) % 23]
+                size = len(vocab)
+                a, b, c = vocab[n % size], vocab[(n * 7) % size], vocab[(n * 13) % size]
                 query = f"{a} {b} {c} {n}"
                 kind = n % 8
                 if kind < 3:
@@ -120,10 +121,24 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--files", type=int, default=0, help="only this many files (0: all)")
     parser.add_argument("--calls", type=int, default=1000, help="mixed calls, 100-5000")
-    parser.add_argument("--skip-ingest-peak", action="store_true")
+    parser.add_argument(
+        "--calls-only",
+        type=Path,
+        default=None,
+        metavar="DATA_DIR",
+        help="no ingest: the calls on a copy of this data dir (one with a corpus ingested)",
+    )
     args = parser.parse_args()
     if not 100 <= args.calls <= 5000:
         parser.error("--calls: 100-5000")
+    if args.calls_only is not None:
+        work = Path(tempfile.mkdtemp(prefix="imprint-memory-"))
+        try:
+            shutil.copytree(args.calls_only, work / "data")
+            print(f"calls: {calls(work / 'data', args.calls)}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="imprint-memory-"))
     try:
         corpus = args.corpus.expanduser().resolve()

@@ -463,6 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--publish", action="store_true", help="into benchmark/published/")
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the store here (default: temporary)"
+    )
     args = parser.parse_args(argv)
     if not 8 <= args.queries <= 400:
         parser.error("--queries: 8-400")
@@ -498,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "loadavg": shake.loadavg,
         }
-    with common.data_dir(None, "imprint-scale-") as root:
+    with common.data_dir(args.data_dir, "imprint-scale-") as root:
         config: Config = load_config(root)
         # Every timed query embeds its text: the cache would hide the embedding (the
         # handshake's daemon keeps its default cache).

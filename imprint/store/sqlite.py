@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -58,7 +57,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     content, content='records', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS records_vocab USING fts5vocab(records_fts, 'row');
 CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
     INSERT INTO records_fts(rowid, content) VALUES (new.rowid, new.content);
 END;
@@ -170,10 +168,6 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # the store. Above this many records it keeps the query's rarest words, while the records
 # holding them add up to at most this many; common words (which BM25 weighs least) go.
 TERM_DOC_BUDGET = 5000
-# Query words are stemmed by the index's own tokenizer (in a temporary table), to look up
-# how many records hold each in records_vocab.
-_TOKENIZER = "porter unicode61 remove_diacritics 2"
-assert f"tokenize='{_TOKENIZER}'" in SCHEMA
 MAX_QUERY_CHARS = 2000
 MAX_QUERY_TERMS = 200
 
@@ -229,8 +223,6 @@ class SqliteStore:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = path
         self.readonly = readonly
-        self._stem_lock = threading.Lock()
-        self._stemmer: sqlite3.Connection | None = None
         if readonly:
             uri = f"file:{path}?mode=ro"
             self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
@@ -245,8 +237,6 @@ class SqliteStore:
             self.conn.commit()
 
     def close(self) -> None:
-        if self._stemmer is not None:
-            self._stemmer.close()
         self.conn.close()
 
     # -- reads ---------------------------------------------------------------------------
@@ -255,44 +245,28 @@ class SqliteStore:
         """The words worth an any-of-the-words query: all of them in a store of at most
         TERM_DOC_BUDGET records; in a larger one the rarest, while the records holding them
         add up to at most TERM_DOC_BUDGET (the rarest word the store holds always; words
-        it does not hold cost nothing), in the query's order."""
+        it does not hold cost nothing), in the query's order.
+
+        Each word's records are counted only up to TERM_DOC_BUDGET + 1 (a LIMIT on the
+        match), so the counting is bounded too; the index's own tokenizer applies."""
         last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
         if last <= TERM_DOC_BUDGET or len(words) < 2:
             return list(words)
-        stems = self._stems(words)
-        wanted = sorted(set(stems.values()))
-        marks = ",".join("?" * len(wanted))
-        docs = dict(
-            self.conn.execute(
-                f"SELECT term, doc FROM records_vocab WHERE term IN ({marks})", wanted
-            ).fetchall()
-        )
-        by_rarity = sorted(range(len(words)), key=lambda i: docs.get(stems.get(i, ""), 0))
-        kept: set[int] = set()
+        counted: dict[str, int] = {}
+        for word in dict.fromkeys(words):
+            counted[word] = self.conn.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? "
+                "LIMIT ?)",
+                [f'"{word}"', TERM_DOC_BUDGET + 1],
+            ).fetchone()[0]
+        kept: set[str] = set()
         total = 0
-        for i in by_rarity:
-            count = int(docs.get(stems.get(i, ""), 0))
-            if total and total + count > TERM_DOC_BUDGET:
+        for word in sorted(counted, key=lambda w: counted[w]):
+            if total and total + counted[word] > TERM_DOC_BUDGET:
                 break
-            kept.add(i)
-            total += count
-        return [w for i, w in enumerate(words) if i in kept]
-
-    def _stems(self, words: Sequence[str]) -> dict[int, str]:
-        """Word position -> the term the index's tokenizer makes of it (none for a word it
-        drops), through an FTS5 table in a private in-memory database: not this
-        connection, whose transactions (and read snapshot) it must not touch."""
-        with self._stem_lock:
-            if self._stemmer is None:
-                db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-                db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{_TOKENIZER}')")
-                db.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, 'instance')")
-                self._stemmer = db
-            db = self._stemmer
-            db.execute("DELETE FROM words")
-            db.executemany("INSERT INTO words(rowid, word) VALUES (?, ?)", enumerate(words))
-            rows = db.execute("SELECT doc, term FROM terms").fetchall()
-        return {int(doc): str(term) for doc, term in rows}
+            kept.add(word)
+            total += counted[word]
+        return [w for w in words if w in kept]
 
     def match(
         self, query: str, limit: int, filters: Filters, *, phrase_only: bool = False
@@ -307,11 +281,14 @@ class SqliteStore:
             f"{extra} ORDER BY bm25(records_fts) LIMIT ?"
         )
         seen: dict[MemoryId, float] = {}
-        words = _WORD.findall(query)
-        any_words = fts_terms(" ".join(self.rare_words(words))) if words else ""
-        exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), any_words)
+        exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), None)
         for expr in exprs:
-            if not expr or len(seen) >= limit:
+            if len(seen) >= limit:
+                continue
+            if expr is None:  # counted only when the phrase left room
+                words = _WORD.findall(query)
+                expr = fts_terms(" ".join(self.rare_words(words))) if words else ""
+            if not expr:
                 continue
             for rid, rank in self.conn.execute(sql, [expr, *params, limit]):
                 if rid not in seen:
