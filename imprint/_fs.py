@@ -9,13 +9,31 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["PRIVATE_UMASK", "atomic_write_text", "private_dir", "private_file"]
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "PRIVATE_UMASK",
+    "atomic_write_text",
+    "data_dir",
+    "private_dir",
+    "private_file",
+]
+
+DEFAULT_DATA_DIR = Path("~/.local/share/imprint")
 
 # The owner process (daemon, `serve --http`, in-process CLI commands) runs under this umask, so
 # files that libraries create for us (SQLite's -wal/-shm, Chroma's segments) are private too.
 PRIVATE_UMASK = 0o077
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`IMPRINT_DATA_DIR`, else ~/.local/share/imprint. Here, not in config, so the stdio
+    bridge finds its daemon without importing the config schema (pydantic)."""
+    env = os.environ if environ is None else environ
+    raw = env.get("IMPRINT_DATA_DIR", "")
+    return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
 
 
 def private_dir(path: Path) -> Path:

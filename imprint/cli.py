@@ -365,8 +365,7 @@ def serve(
     try:
         daemon.start()
         threading.Thread(target=daemon.serve_forever, daemon=True).start()
-        assert daemon.runtime is not None
-        server = build_server(daemon.runtime)
+        server = build_server(daemon.wait_runtime())
         port = port or config.server.http_port
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from imprint._fs import atomic_write_text, private_dir
+from imprint._fs import atomic_write_text, data_dir, private_dir
 from imprint.errors import ConfigError
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 ENV_PREFIX = "IMPRINT_"
-DEFAULT_DATA_DIR = Path("~/.local/share/imprint")
 
 
 class _Group(BaseModel):
@@ -249,12 +248,6 @@ def shown_value(
     if is_secret(key) and not reveal:
         return secret_state(config, key, environ)
     return get_value(config, key)
-
-
-def data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    raw = env.get("IMPRINT_DATA_DIR", "")
-    return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
 
 
 def config_path(root: Path) -> Path:

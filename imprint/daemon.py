@@ -38,18 +38,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
-
-import anyio
-from filelock import FileLock, Timeout
-from mcp.server.stdio import stdio_server
+from typing import IO, TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text, private_dir, private_file
-from imprint.actors.lifecycle import Runtime
-from imprint.config import Config
 from imprint.errors import StoreError
-from imprint.logs import get_logger
-from imprint.server import build_server
+
+if TYPE_CHECKING:
+    from imprint.actors.lifecycle import Runtime
+    from imprint.config import Config
 
 __all__ = [
     "Daemon",
@@ -64,7 +60,18 @@ __all__ = [
     "stop_daemon",
 ]
 
-log = get_logger("imprint.daemon")
+
+class _Log:
+    """structlog is imported at the first log call: the stdio bridge (this module's client
+    half) never logs, and every import it skips is time before a client's `initialize`."""
+
+    def __getattr__(self, name: str) -> Any:
+        from imprint.logs import get_logger
+
+        return getattr(get_logger("imprint.daemon"), name)
+
+
+log = _Log()
 CONNECT_WAIT_SEC = 90.0
 HELLO_TIMEOUT_SEC = 10.0
 HELLO_MAX_BYTES = 64 * 1024
@@ -205,6 +212,7 @@ class Daemon:
         hello_timeout_sec: float = HELLO_TIMEOUT_SEC,
         max_connections: int = MAX_CONNECTIONS,
         peer_uid: Callable[[socket.socket], int | None] = peer_uid,
+        warm_embedder: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.config = config
@@ -212,7 +220,10 @@ class Daemon:
         self.hello_timeout_sec = hello_timeout_sec
         self.max_connections = max_connections
         self._peer_uid = peer_uid
+        self.warm_embedder = warm_embedder
         self.path = socket_path(data_dir)
+        from filelock import FileLock
+
         self._lock = FileLock(_run_dir(data_dir) / "daemon.lock", thread_local=False, mode=0o600)
         self._active = 0  # sessions past their hello: only these keep the daemon alive
         self._open = 0  # every accepted connection, hello or not: the cap counts these
@@ -221,6 +232,9 @@ class Daemon:
         self._stopping = threading.Event()
         self._hello_watch = _Deadlines()
         self.runtime: Runtime | None = None
+        self._runtime_ready = threading.Event()  # set when started, or when starting failed
+        self._runtime_error: BaseException | None = None
+        self._warm_thread: threading.Thread | None = None
         self._listener: socket.socket | None = None
         self.kind = "daemon"
         self.started_at = time.time()
@@ -231,6 +245,8 @@ class Daemon:
 
     def acquire(self) -> bool:
         """False when another daemon already owns this data dir."""
+        from filelock import Timeout
+
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
@@ -240,7 +256,53 @@ class Daemon:
         return True
 
     def start(self) -> None:
-        self.runtime = Runtime(self.data_dir, self.config).start()
+        """Listen at once; the runtime starts (and the embedder loads) in the background.
+
+        A client's `initialize` needs neither the store nor the embedder, so it is answered
+        while they load; its first tools/list or tool call waits for the runtime
+        (`wait_runtime`), and by the time a client sends a search the embedder is usually
+        loaded, so that search does not pay for it either.
+        """
+        self._listen()
+        self._warm_thread = threading.Thread(target=self._warm, name="imprint-warm", daemon=True)
+        self._warm_thread.start()
+
+    def _warm(self) -> None:
+        try:
+            # What a session needs first, so its imports do not queue behind the store's.
+            import mcp.server.stdio  # noqa: F401
+
+            import imprint.server  # noqa: F401
+            from imprint.actors.lifecycle import Runtime
+
+            started = time.monotonic()
+            self.runtime = Runtime(self.data_dir, self.config).start()
+            log.info("daemon.runtime.ready", elapsed_ms=round((time.monotonic() - started) * 1000))
+        except BaseException as exc:
+            self._runtime_error = exc
+            log.exception("daemon.runtime.failed")
+            return
+        finally:
+            self._runtime_ready.set()
+        if not self.warm_embedder or self._stopping.is_set():
+            return
+        try:
+            started = time.monotonic()
+            self.runtime.embedder().embed(["warm up"])  # loads the model, sizes its arena
+            log.info("daemon.embedder.ready", elapsed_ms=round((time.monotonic() - started) * 1000))
+        except Exception as exc:  # the first search reports it again, in its own words
+            log.warning("daemon.embedder.failed", error=f"{type(exc).__name__}: {exc}")
+
+    def wait_runtime(self, timeout: float | None = None) -> Runtime:
+        """The started runtime, once the background start is done; its error if it failed."""
+        if not self._runtime_ready.wait(timeout):
+            raise StoreError("daemon: the store is still starting; try again")
+        if self.runtime is None:
+            error = self._runtime_error
+            raise StoreError(f"daemon: the store failed to start: {error}") from error
+        return self.runtime
+
+    def _listen(self) -> None:
         self.path.unlink(missing_ok=True)  # a stale socket of a daemon that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # Bound 0600 from the start: no moment at which another user may connect.
@@ -370,6 +432,8 @@ class Daemon:
                 cwd=str(cwd),
                 roots=[str(r) for r in roots],
             )
+            import anyio
+
             with self._state:
                 self.sessions += 1
             try:
@@ -397,10 +461,10 @@ class Daemon:
         open this socket (0600), so only the owner gets a token."""
         from imprint.dashboard import DashboardServer, Owner
 
-        assert self.runtime is not None
         port = request.get("port", 8766)
         with self._dashboard_lock:
             try:
+                runtime = self.wait_runtime(timeout=120)  # started in the background
                 if self._dashboard is None:
                     if not isinstance(port, int) or not 0 <= port <= 65535:
                         raise StoreError(f"port: {port!r} is not allowed; 0-65535")
@@ -409,7 +473,7 @@ class Daemon:
                         started_at=self.started_at,
                         clients=lambda: self.sessions,
                     )
-                    self._dashboard = DashboardServer(self.runtime, owner, port=port).start()
+                    self._dashboard = DashboardServer(runtime, owner, port=port).start()
                 self._dashboard_users += 1
                 reply = {"url": self._dashboard.url(), "port": self._dashboard.port}
                 if port and port != self._dashboard.port:
@@ -433,8 +497,14 @@ class Daemon:
     async def _session(
         self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
     ) -> None:
-        assert self.runtime is not None
-        server = build_server(self.runtime, cwd, roots)
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        from imprint.server import build_server
+
+        # The tools register at the session's first tools/list or call, once the runtime is
+        # up: `initialize` is answered without waiting for it.
+        server = build_server(self.wait_runtime, cwd, roots)
         async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (
             read_stream,
             write_stream,
@@ -456,6 +526,9 @@ class Daemon:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
         self.shutdown()
         try:
+            if self._warm_thread is not None:
+                # A start under way cannot be interrupted; stop what it started.
+                self._warm_thread.join()
             with self._dashboard_lock:
                 if self._dashboard is not None:
                     self._dashboard.stop()
@@ -513,11 +586,15 @@ def _try_connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def _spawn_daemon(data_dir: Path) -> None:
+def _spawn_daemon(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The started daemon and where its stderr begins in the (appended) log file."""
     log_file = private_file(_run_dir(data_dir) / "daemon.stderr.log")
     with log_file.open("ab") as err:
-        subprocess.Popen(
-            [sys.executable, "-m", "imprint.cli", "daemon"],
+        start = err.tell()
+        # imprint.launch, not imprint.cli: the daemon binds its socket before it imports
+        # the command line's libraries (or the store's).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "imprint.launch", "daemon"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -525,6 +602,18 @@ def _spawn_daemon(data_dir: Path) -> None:
             env={**os.environ, "IMPRINT_DATA_DIR": str(data_dir)},
             cwd=str(data_dir),
         )
+    return proc, start
+
+
+def _last_error_line(log_file: Path, start: int) -> str:
+    try:
+        with log_file.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def connect(data_dir: Path) -> socket.socket:
@@ -534,19 +623,27 @@ def connect(data_dir: Path) -> socket.socket:
     if sock is not None:
         return sock
     # One starter at a time: the others wait here, then find the daemon it started.
+    from filelock import FileLock
+
     with FileLock(
         _run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC, mode=0o600
     ):
         sock = _try_connect(path)
         if sock is not None:
             return sock
-        _spawn_daemon(data_dir)
+        proc, log_start = _spawn_daemon(data_dir)
         deadline = time.monotonic() + CONNECT_WAIT_SEC
         while time.monotonic() < deadline:
             sock = _try_connect(path)
             if sock is not None:
                 return sock
-            time.sleep(0.05)  # waiting for another process to bind; nothing to wait on
+            if proc.poll() is not None and proc.returncode != 0:
+                # It died before listening (a bad config, a missing package): say why now,
+                # not after CONNECT_WAIT_SEC.
+                log_file = _run_dir(data_dir) / "daemon.stderr.log"
+                why = _last_error_line(log_file, log_start) or f"exit status {proc.returncode}"
+                raise StoreError(f"daemon: it exited before listening: {why} (see {log_file})")
+            time.sleep(0.02)  # waiting for another process to bind; nothing to wait on
     raise StoreError(
         f"daemon: none answered on {path} within {CONNECT_WAIT_SEC:g} s; "
         f"see {_run_dir(data_dir) / 'daemon.stderr.log'}"

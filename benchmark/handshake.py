@@ -1,0 +1,205 @@
+"""Handshake latency as a stdio MCP client sees it: spawn `imprint serve`, send `initialize`,
+time the reply; then tools/list and a first search.
+
+Cold: no daemon runs (each round stops it first), so the bridge starts one. Warm: the daemon
+is already up, only the bridge process is new. Each round is a fresh process, as an
+assistant starts one per session.
+
+    python -m benchmark.handshake [--cold 5] [--warm 10] [--serve "python -m imprint.launch serve"]
+
+`--serve` names the command to time (for a before/after comparison, run it with another
+checkout on PYTHONPATH and its command line). Used by benchmark/scale.py too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmark._common import DEFAULT_CORPUS, Latency, data_dir, latency, note
+
+__all__ = ["Handshake", "measure_handshake", "prepare_store"]
+
+DEFAULT_SERVE = f"{sys.executable} -m imprint.launch serve"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "handshake-benchmark", "version": "1"},
+    },
+}
+QUERY = "how does the writer keep the two indexes consistent"
+
+
+@dataclass
+class Round:
+    initialize_s: float
+    tools_list_s: float
+    first_search_s: float  # from sending the search to its reply
+    spawn_to_search_s: float
+
+
+@dataclass
+class Handshake:
+    serve: str
+    cold: list[Round] = field(default_factory=list)
+    warm: list[Round] = field(default_factory=list)
+    loadavg: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, dict[str, Latency]]:
+        out: dict[str, dict[str, Latency]] = {}
+        for name, rounds in (("cold", self.cold), ("warm", self.warm)):
+            if rounds:
+                out[name] = {
+                    key: latency([getattr(r, key) for r in rounds])
+                    for key in (
+                        "initialize_s",
+                        "tools_list_s",
+                        "first_search_s",
+                        "spawn_to_search_s",
+                    )
+                }
+        return out
+
+
+class _Client:
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def reply(self, rid: int) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"imprint serve closed before answering request {rid}")
+            msg = json.loads(line)
+            if msg.get("id") == rid:
+                if "error" in msg:
+                    raise RuntimeError(f"request {rid}: {msg['error']}")
+                return dict(msg)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _round(command: list[str], env: dict[str, str]) -> Round:
+    t0 = time.perf_counter()
+    client = _Client(command, env)
+    try:
+        client.send(INIT)
+        client.reply(1)
+        t_init = time.perf_counter()
+        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        client.reply(2)
+        t_list = time.perf_counter()
+        args = {"query": QUERY, "limit": 5}
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": args},
+            }
+        )
+        result = client.reply(3)["result"]
+        if result.get("isError"):
+            raise RuntimeError(f"search failed: {result['content'][0]['text']}")
+        t_search = time.perf_counter()
+    finally:
+        client.close()
+    return Round(t_init - t0, t_list - t_init, t_search - t_list, t_search - t0)
+
+
+def _stop(env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "stop"],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+
+
+def prepare_store(root: Path, corpus: Path, files: int) -> None:
+    """A small store to search: the first `files` Markdown files of the corpus."""
+    from imprint.actors.lifecycle import running
+    from imprint.config import load_config
+    from imprint.ingest.pipeline import ingest_path
+
+    picked = sorted(corpus.rglob("*.md"))[:files]
+    staging = root.parent / f"{root.name}-files"
+    staging.mkdir(exist_ok=True)
+    for n, path in enumerate(picked):
+        (staging / f"{n:03d}-{path.name}").write_bytes(path.read_bytes())
+    with running(root, load_config(root)) as runtime:
+        ingest_path(runtime, staging, project="handshake", roots=[staging])
+
+
+def measure_handshake(root: Path, serve: str, cold: int, warm: int) -> Handshake:
+    """`cold` rounds with no daemon, then `warm` rounds with the daemon left running."""
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(root), "IMPRINT_LOG_FILE": "false"}
+    command = shlex.split(serve)
+    res = Handshake(serve=serve, loadavg=list(os.getloadavg()))
+    _stop(env)
+    for n in range(cold):
+        res.cold.append(_round(command, env))
+        note(f"handshake: cold {n + 1}/{cold}: {res.cold[-1]}")
+        _stop(env)
+    if warm:
+        _round(command, env)  # starts the daemon the warm rounds find
+        for n in range(warm):
+            res.warm.append(_round(command, env))
+            note(f"handshake: warm {n + 1}/{warm}: {res.warm[-1]}")
+        _stop(env)
+    res.loadavg += list(os.getloadavg())
+    return res
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cold", type=int, default=5, help="rounds with no daemon (5)")
+    parser.add_argument("--warm", type=int, default=10, help="rounds with the daemon up (10)")
+    parser.add_argument("--serve", default=DEFAULT_SERVE, help="the command to time")
+    parser.add_argument("--files", type=int, default=20, help="corpus files in the store (20)")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--data-dir", type=Path, default=None)
+    args = parser.parse_args()
+    if not 0 <= args.cold <= 50 or not 0 <= args.warm <= 200:
+        raise SystemExit("--cold: 0-50 rounds; --warm: 0-200 rounds")
+    with data_dir(args.data_dir, "imprint-handshake-") as root:
+        prepare_store(root, args.corpus, args.files)
+        res = measure_handshake(root, args.serve, args.cold, args.warm)
+    summary = res.summary()
+    print(f"imprint serve handshake  ({args.serve}; load average {res.loadavg})")
+    for kind, rows in summary.items():
+        for key, lat in rows.items():
+            print(f"  {kind:4} {key:18} p50 {lat.p50_ms:7.0f} ms  p95 {lat.p95_ms:7.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

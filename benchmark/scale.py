@@ -1,0 +1,554 @@
+"""Scale: search, recall, writes, disk and memory at 10k and 100k chunks (1M if asked), plus
+the handshake, the 4-search fan-out and actors vs direct; published with PNG plots.
+
+    python -m benchmark.scale [--sizes 10k,100k] [--queries 40] [--handshake 3,5] [--publish]
+
+Stores. Every chunk is distinct and realistic: 3-8 sentences drawn (seeded) from the corpus's
+prose (Markdown and reST outside code blocks), so its words differ from every other chunk's;
+its vector is the mean of its sentences' embeddings, re-normalised (each sentence embedded
+once with the real embedder and cached in `benchmark/out/scale-sentences-<key>.npz`, which
+later runs reuse: a million chunks embedded one by one would take days here). Records carry
+six projects, eight types and a source per eight chunks. One store grows through the sizes:
+the first 10k chunks of the 100k store are the 10k store, all written through the writer
+actor (Chroma embedded + SQLite FTS5, batches of 500) with those vectors.
+
+At each size: hybrid, semantic and lexical search p50/p95 (`search_rows` through the reader
+actors, each query timed alone, after warm-up), hybrid with a project filter (`where`), a
+4-search recall (`run_plan`, the steps fanned out) and the same 4 searches one after another,
+write throughput and build time of that size's records, disk size of the data dir, and this
+process's RSS (it is the store's owner; its peak too). Queries are the first 4-8 words of
+corpus sentences (seeded), so every query has real matches. At the first size, actors vs
+direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio client sees
+it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is recorded
+before and after every part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmark import _common as common
+from benchmark._common import DEFAULT_CORPUS, OUT_DIR, PUBLISHED, Latency, latency, note
+from benchmark.handshake import measure_handshake, prepare_store
+from benchmark.store import compare, parse_sizes
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.write_messages import Check, Write
+from imprint.config import Config, load_config
+from imprint.logs import configure_logging
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_rows
+from imprint.recall.coordinator import run_plan
+from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
+from imprint.store import sqlite as sqlite_mod
+from imprint.store.embedder import MODEL_NAME, Embedder
+from imprint.store.records import Record, content_sha, make_id
+from imprint.store.sqlite import WriteBatch
+
+SEED = 20261130
+WRITE_BATCH = 500
+WRITE_TIMEOUT_SEC = 900.0
+WARMUP = 5
+PROJECTS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+TYPES = ("note", "decision", "pattern", "finding", "bug", "preference", "architecture", "milestone")
+PACKAGES = ("imprint", "chromadb", "onnxruntime", "pykka", "numpy", "matplotlib")
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_MARKUP = re.compile(r"&#?\w+;|[`*_\[\]<>|#=]+|\(https?://\S+\)")
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+@dataclass
+class SizeRun:
+    records: int
+    build_seconds: float  # writing this size's new records
+    write_records_per_sec: float
+    check: dict[str, Any]
+    disk_mb: float
+    rss_mb: float
+    peak_rss_mb: float
+    hybrid: Latency
+    semantic: Latency
+    lexical: Latency
+    lexical_every_word: Latency  # TERM_DOC_BUDGET lifted: the query as before the bound
+    hybrid_every_word: Latency
+    hybrid_project_filter: Latency
+    recall_4_searches: Latency
+    searches_4_in_sequence: Latency
+    fanout_ratio_p50: float
+    loadavg: list[float]
+
+
+@dataclass
+class Results(common.Run):
+    sentences: dict[str, Any]
+    handshake: dict[str, Any] | None = None
+    sizes: list[SizeRun] = field(default_factory=list)
+    actors_vs_direct: dict[str, Any] | None = None
+    queries: list[str] = field(default_factory=list)
+    total_seconds: float = 0.0
+
+
+# -- the sentence pool and its embeddings ---------------------------------------------------
+
+
+def corpus_sentences(corpus: Path, limit: int) -> list[str]:
+    """Prose sentences of 6-60 words from the corpus's docs, outside code, de-duplicated."""
+    found: dict[str, None] = {}
+    for path in sorted(corpus.rglob("*")):
+        if path.suffix not in (".md", ".rst", ".txt") or not path.is_file():
+            continue
+        fenced = False
+        para: list[str] = []
+        lines = [*path.read_text(encoding="utf-8", errors="replace").splitlines(), ""]
+        for line in lines:
+            if _FENCE.match(line):
+                fenced = not fenced
+                continue
+            if fenced or line.startswith(("    ", "\t", ".. ", ":")):
+                continue
+            if line.strip():
+                para.append(line.strip())
+                continue
+            text = " ".join(_MARKUP.sub(" ", " ".join(para)).split())
+            para = []
+            for sentence in _SENTENCE_END.split(text):
+                words = sentence.split()
+                if 6 <= len(words) <= 60 and sentence[-1:] in ".!?":
+                    found[sentence] = None
+                    if len(found) >= limit:
+                        return list(found)
+    return list(found)
+
+
+def sentence_vectors(sentences: list[str], embedder: Embedder) -> tuple[np.ndarray, str]:
+    """Each sentence's embedding, from the cache file when it holds this very list."""
+    key = hashlib.sha256(
+        ("\n".join(sentences) + "\0" + MODEL_NAME + str(embedder.model_file)).encode()
+    ).hexdigest()[:16]
+    path = OUT_DIR / f"scale-sentences-{key}.npz"
+    if path.is_file():
+        note(f"sentences: {len(sentences)} embeddings from {common.relative(path)}")
+        return np.load(path)["vectors"], str(path)
+    note(f"sentences: embedding {len(sentences)} (once; cached for later runs)")
+    started = time.perf_counter()
+    vectors = embedder.embed(sentences)
+    note(f"sentences: {time.perf_counter() - started:.1f} s")
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    np.savez(path, vectors=vectors)
+    return vectors, str(path)
+
+
+class Chunks:
+    """Chunk j: sentences idx[offsets[j]:offsets[j+1]] joined; vector their normalised mean.
+    Drawn once for the largest size, so every smaller store is a prefix of the larger."""
+
+    def __init__(self, sentences: list[str], vectors: np.ndarray, n: int) -> None:
+        rng = np.random.default_rng(SEED)
+        self.sentences, self.vectors = sentences, vectors
+        counts = rng.integers(3, 9, size=n)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)])
+        self.idx = rng.integers(0, len(sentences), size=int(self.offsets[-1]))
+        self.now = time.time()
+
+    def batch(self, start: int, end: int) -> tuple[list[Record], np.ndarray]:
+        lo, hi = int(self.offsets[start]), int(self.offsets[end])
+        picked = self.vectors[self.idx[lo:hi]]
+        sums = np.add.reduceat(picked, self.offsets[start:end] - lo, axis=0)
+        vecs = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        records = []
+        for j in range(start, end):
+            parts = self.idx[self.offsets[j] : self.offsets[j + 1]]
+            content = " ".join(self.sentences[i] for i in parts)
+            project = PROJECTS[j % len(PROJECTS)]
+            records.append(
+                Record(
+                    id=make_id("scale", j),
+                    content=content,
+                    project=project,
+                    source=f"scale/{project}/doc-{j // 8:06d}.md",
+                    source_type="file",
+                    chunk_index=j % 8,
+                    chunk_count=8,
+                    type=TYPES[(j // 7) % len(TYPES)],
+                    lang="markdown",
+                    layer="docs",
+                    created_at=self.now,
+                    content_sha=content_sha(content),
+                )
+            )
+        return records, vecs.astype(np.float32)
+
+
+def make_queries(sentences: Sequence[str], count: int) -> list[str]:
+    rng = np.random.default_rng(SEED + 1)
+    picked = rng.choice(len(sentences), size=count, replace=False)
+    out = []
+    for i in picked:
+        words = re.findall(r"[A-Za-z][A-Za-z0-9_-]+", sentences[int(i)])
+        out.append(" ".join(words[: int(rng.integers(4, 9))]))
+    return out
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+def rss_mb() -> tuple[float, float]:
+    """This process's resident and peak resident memory, in MB."""
+    now = 0.0
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                now = int(line.split()[1]) / 1024
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return now, peak
+
+
+def disk_mb(folder: Path) -> float:
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return total / 1e6
+
+
+def timed(calls: Sequence[Any]) -> list[float]:
+    samples = []
+    for call in calls:
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def measure_size(
+    runtime: Runtime, folder: Path, queries: list[str], build_s: float, new: int, n: int
+) -> SizeRun:
+    reads = ActorReads(runtime)
+    ws = reads.open("")
+    for query in queries[:WARMUP]:
+        search_rows(reads, query, mode="hybrid")
+
+    def search(query: str, mode: str, project: str = "") -> Any:
+        return lambda: search_rows(reads, query, project=project, mode=mode)  # type: ignore[arg-type]
+
+    lat: dict[str, Latency] = {}
+    for mode in ("hybrid", "semantic", "lexical"):
+        lat[mode] = latency(timed([search(q, mode) for q in queries]))
+        note(f"  {n}: {mode} p50 {lat[mode].p50_ms:.1f} ms p95 {lat[mode].p95_ms:.1f} ms")
+    budget = sqlite_mod.TERM_DOC_BUDGET
+    sqlite_mod.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
+    try:
+        lat["lexical_all"] = latency(timed([search(q, "lexical") for q in queries]))
+        lat["hybrid_all"] = latency(timed([search(q, "hybrid") for q in queries]))
+    finally:
+        sqlite_mod.TERM_DOC_BUDGET = budget
+    note(f"  {n}: every word: lexical p50 {lat['lexical_all'].p50_ms:.1f} ms")
+    lat["filter"] = latency(
+        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)])
+    )
+    plans = [
+        parse_plan([{"tool": "search", "args": {"query": q}} for q in queries[i : i + 4]])
+        for i in range(0, len(queries) - 3, 4)
+    ]
+    run_plan(reads, ws, plans[0], 30, recall_id="scale-warmup")
+    together: list[float] = []
+    apart: list[float] = []
+    for k, steps in enumerate(plans):
+        # Interleaved, the order alternating, as store.compare does for actors vs direct.
+        def fanned(steps: Any = steps, k: int = k) -> Any:
+            return lambda: run_plan(reads, ws, steps, 30, recall_id=f"scale-{k}")
+
+        def in_turn(steps: Any = steps) -> Any:
+            return lambda: [STEP_FUNCTIONS[s.tool](reads, **s.args, workspace=ws) for s in steps]
+
+        pair = [(fanned(), together), (in_turn(), apart)]
+        for call, samples in pair if k % 2 == 0 else reversed(pair):
+            samples.extend(timed([call]))
+    lat["recall"], lat["apart"] = latency(together), latency(apart)
+    now, peak = rss_mb()
+    return SizeRun(
+        records=n,
+        build_seconds=build_s,
+        write_records_per_sec=new / build_s if build_s > 0 else 0.0,
+        check={},
+        disk_mb=disk_mb(folder),
+        rss_mb=now,
+        peak_rss_mb=peak,
+        hybrid=lat["hybrid"],
+        semantic=lat["semantic"],
+        lexical=lat["lexical"],
+        lexical_every_word=lat["lexical_all"],
+        hybrid_every_word=lat["hybrid_all"],
+        hybrid_project_filter=lat["filter"],
+        recall_4_searches=lat["recall"],
+        searches_4_in_sequence=lat["apart"],
+        fanout_ratio_p50=statistics.median(together) / statistics.median(apart),
+        loadavg=list(os.getloadavg()),
+    )
+
+
+def grow(runtime: Runtime, chunks: Chunks, start: int, end: int) -> tuple[float, dict[str, Any]]:
+    ws = runtime.resolve("", create=True)
+    runtime.workspace(ws)
+    writer = runtime.writer(ws)
+    started = time.perf_counter()
+    last = started
+    for lo in range(start, end, WRITE_BATCH):
+        records, vecs = chunks.batch(lo, min(lo + WRITE_BATCH, end))
+        writer.write(Write(batch=WriteBatch(upserts=tuple(records))), vecs).get(
+            timeout=WRITE_TIMEOUT_SEC
+        )
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            note(f"  writing: {lo + len(records)}/{end}")
+    seconds = time.perf_counter() - started
+    check = writer.check(Check()).get(timeout=WRITE_TIMEOUT_SEC)
+    if check["records"] != end or check["vectors"] != end or not check["fts_ok"]:
+        raise SystemExit(f"store of {end}: built wrong: {check}")
+    return seconds, check
+
+
+# -- plots and text ---------------------------------------------------------------------
+
+
+def plot(res: Results, folder: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    sizes = [s.records for s in res.sizes]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, color in (
+        ("hybrid", "C0"),
+        ("semantic", "C1"),
+        ("lexical", "C2"),
+        ("lexical_every_word", "C5"),
+        ("hybrid_project_filter", "C3"),
+        ("recall_4_searches", "C4"),
+    ):
+        p50 = [getattr(s, name).p50_ms for s in res.sizes]
+        p95 = [getattr(s, name).p95_ms for s in res.sizes]
+        label = name.replace("_", " ")
+        ax.plot(sizes, p50, "o-", color=color, label=f"{label} p50")
+        ax.plot(sizes, p95, "o--", color=color, alpha=0.5, label=f"{label} p95")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("chunks in the store")
+    ax.set_ylabel("ms")
+    loads = ", ".join(f"{s.loadavg[0]:.1f}" for s in res.sizes)
+    ax.set_title(f"Search latency by store size (2 cores, load average {loads})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(folder / "latency_vs_size.png", dpi=110)
+    plt.close(fig)
+    made.append("latency_vs_size.png")
+
+    if res.handshake:
+        fig, ax = plt.subplots(figsize=(6, 3.4))
+        names, values = [], []
+        for kind, rows in res.handshake["summary"].items():
+            for key in ("initialize_s", "spawn_to_search_s"):
+                names.append(f"{kind}\n{key.removesuffix('_s').replace('_', ' ')}")
+                values.append(rows[key]["p50_ms"])
+        ax.bar(names, values, color=["C0", "C1", "C2", "C3"][: len(values)])
+        ax.axhline(300, color="grey", ls=":", lw=1)
+        ax.axhline(1500, color="grey", ls="--", lw=1)
+        ax.set_ylabel("p50 ms")
+        ax.set_title("imprint serve, as a stdio client sees it", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(folder / "handshake.png", dpi=110)
+        plt.close(fig)
+        made.append("handshake.png")
+
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(sizes, [s.rss_mb for s in res.sizes], "o-", label="owner RSS MB")
+    ax.plot(sizes, [s.disk_mb for s in res.sizes], "o-", label="disk MB")
+    ax.set_xscale("log")
+    ax.set_xlabel("chunks in the store")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / "memory_disk.png", dpi=110)
+    plt.close(fig)
+    made.append("memory_disk.png")
+    return made
+
+
+def table(res: Results) -> str:
+    lines = [
+        common.title(res, "scale", f"; sentences {res.sentences['count']}"),
+        "",
+        f"{'records':>8} {'build s':>8} {'rec/s':>7} {'disk MB':>8} {'RSS MB':>7} "
+        f"{'hyb p50/p95':>12} {'sem p50/p95':>12} {'lex p50/p95':>12} {'lex-all p50':>11} "
+        f"{'filt p50':>8} "
+        f"{'recall p50':>10} {'seq p50':>8} {'ratio':>6} {'load':>5}",
+    ]
+    for s in res.sizes:
+        lines.append(
+            f"{s.records:>8} {s.build_seconds:>8.1f} {s.write_records_per_sec:>7.0f} "
+            f"{s.disk_mb:>8.1f} {s.rss_mb:>7.0f} "
+            f"{s.hybrid.p50_ms:>5.1f}/{s.hybrid.p95_ms:<6.1f} "
+            f"{s.semantic.p50_ms:>5.1f}/{s.semantic.p95_ms:<6.1f} "
+            f"{s.lexical.p50_ms:>5.1f}/{s.lexical.p95_ms:<6.1f} "
+            f"{s.lexical_every_word.p50_ms:>11.1f} "
+            f"{s.hybrid_project_filter.p50_ms:>8.1f} {s.recall_4_searches.p50_ms:>10.1f} "
+            f"{s.searches_4_in_sequence.p50_ms:>8.1f} {s.fanout_ratio_p50:>6.2f} "
+            f"{s.loadavg[0]:>5.1f}"
+        )
+    if res.actors_vs_direct:
+        c = res.actors_vs_direct
+        lines.append(
+            f"\nactors vs direct at {c['records']}: {c['actors']['p50_ms']:.1f} / "
+            f"{c['direct']['p50_ms']:.1f} ms p50 = {c['actors_over_direct_p50']:.2f}"
+        )
+    if res.handshake:
+        lines.append("")
+        for kind, rows in res.handshake["summary"].items():
+            shown = ", ".join(f"{k.removesuffix('_s')} {v['p50_ms']:.0f}" for k, v in rows.items())
+            lines.append(f"handshake {kind} p50 ms: {shown}")
+        lines.append(f"handshake load average: {res.handshake['loadavg']}")
+    start, end = res.machine["loadavg_start"], res.machine["loadavg_end"]
+    lines.append(
+        f"total {res.total_seconds:.0f} s; load average {start[0]:.2f} at start, "
+        f"{end[0]:.2f} at end"
+    )
+    return "\n".join(lines)
+
+
+def readme(res: Results, command: str, plots: list[str]) -> str:
+    text = [
+        common.title(res, "scale", ""),
+        "",
+        f"Command: `{command}`",
+        "",
+        *(f"![{p}]({p})" for p in plots),
+        "",
+        "```",
+        table(res),
+        "```",
+        "",
+        "Method: see the docstring of `benchmark/scale.py`. Figures are from one run on a "
+        "shared, loaded 2-core machine; the load average is given beside each size.",
+        "",
+    ]
+    return "\n".join(text)
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=40, help="timed queries per mode (40)")
+    parser.add_argument("--sentences", type=int, default=20_000, help="sentence pool (20000)")
+    parser.add_argument(
+        "--handshake", default="3,5", help="cold,warm handshake rounds; 0,0 skips (3,5)"
+    )
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--publish", action="store_true", help="into benchmark/published/")
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the store here (default: temporary)"
+    )
+    args = parser.parse_args(argv)
+    if not 8 <= args.queries <= 400:
+        parser.error("--queries: 8-400")
+    if max(args.sizes) > 1_000_000:
+        parser.error("--sizes: at most 1000000")
+    try:
+        cold, warm = (int(x) for x in args.handshake.split(","))
+    except ValueError:
+        parser.error("--handshake: two counts, cold,warm (e.g. 3,5)")
+    corpus = common.corpus_dir(args.corpus, "scale")
+    if corpus is None:
+        return 2
+    started = time.perf_counter()
+    res = Results(
+        started_at=common.utc_now(),
+        command=list(sys.argv),
+        machine=common.machine(PACKAGES, loadavg_start=os.getloadavg()),
+        config={},
+        sentences={},
+    )
+    if cold or warm:
+        with common.data_dir(None, "imprint-scale-hs-") as root:
+            prepare_store(root, corpus, 20)
+            shake = measure_handshake(root, f"{sys.executable} -m imprint.launch serve", cold, warm)
+        res.handshake = {
+            "serve": shake.serve,
+            "summary": {
+                k: {n: asdict(v) for n, v in rows.items()} for k, rows in shake.summary().items()
+            },
+            "rounds": {
+                "cold": [asdict(r) for r in shake.cold],
+                "warm": [asdict(r) for r in shake.warm],
+            },
+            "loadavg": shake.loadavg,
+        }
+    with common.data_dir(args.data_dir, "imprint-scale-") as root:
+        config: Config = load_config(root)
+        # Every timed query embeds its text: the cache would hide the embedding (the
+        # handshake's daemon keeps its default cache).
+        config.embedding.query_cache_size = 0
+        configure_logging(root, level="warning", to_file=False)
+        res.config = {
+            "embedding_threads": config.embedding.threads,
+            "reader_pool_size": config.readers.pool_size,
+            "query_cache_size": config.embedding.query_cache_size,
+        }
+        runtime = Runtime(root, config).start()
+        try:
+            sentences = corpus_sentences(corpus, args.sentences)
+            vectors, cache = sentence_vectors(sentences, runtime.embedder())
+            res.sentences = {
+                "count": len(sentences),
+                "cache": common.relative(Path(cache)).as_posix(),
+            }
+            chunks = Chunks(sentences, vectors, max(args.sizes))
+            queries = make_queries(sentences, args.queries)
+            res.queries = queries
+            done = 0
+            for n in args.sizes:
+                note(f"store: growing to {n}")
+                build_s, check = grow(runtime, chunks, done, n)
+                note(f"store: {n - done} records in {build_s:.1f} s")
+                size = measure_size(runtime, root, queries, build_s, n - done, n)
+                size.check = check
+                res.sizes.append(size)
+                if done == 0:
+                    cmp = compare(runtime, queries, n)
+                    res.actors_vs_direct = asdict(cmp)
+                    note(f"  actors/direct {cmp.actors_over_direct_p50:.2f}")
+                done = n
+        finally:
+            runtime.stop()
+    res.total_seconds = time.perf_counter() - started
+    res.machine["loadavg_end"] = os.getloadavg()
+    print(table(res))
+    if args.publish:
+        folder = common.publish(res, PUBLISHED, "scale", "")
+        plots = plot(res, folder)
+        text = readme(res, common.shown_command(sys.argv), plots)
+        (folder / "README.md").write_text(text, encoding="utf-8")
+        print(f"evidence: {common.relative(folder)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,251 @@
+"""The handshake path: `imprint serve` bridges without the store's libraries, the daemon
+answers `initialize` while its runtime is still starting, and it loads the embedder in the
+background before anyone asks. Behaviour only; the timings are in benchmark/handshake.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pytest
+
+from imprint import daemon as daemon_mod
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.daemon import Daemon
+from imprint.errors import StoreError
+from imprint.launch import plain_serve_allow
+
+pytestmark = pytest.mark.timeout(120)
+
+REPO = Path(__file__).resolve().parents[1]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "handshake-test", "version": "1"},
+    },
+}
+# What the bridge must not import: the store, the embedder, the model, and the libraries of
+# the command line, the config schema, logging and MCP (it copies bytes; the daemon speaks MCP).
+HEAVY = (
+    "chromadb",
+    "onnxruntime",
+    "llama_cpp",
+    "tokenizers",
+    "numpy",
+    "pykka",
+    "mcp",
+    "typer",
+    "rich",
+    "pydantic",
+    "structlog",
+)
+
+
+@pytest.fixture
+def sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Sockets in a short private folder of this test's own (no XDG_RUNTIME_DIR)."""
+    folder = Path(tempfile.mkdtemp(prefix="imp-hs-", dir="/tmp"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def started(sockets: Path, tmp_path: Path) -> Iterator[list[Daemon]]:
+    """Daemons a test starts; each is shut down and closed after it."""
+    daemons: list[Daemon] = []
+    yield daemons
+    for d in daemons:
+        d.shutdown()
+        d.close()
+
+
+def _start(daemons: list[Daemon], data_dir: Path, **kwargs: object) -> Daemon:
+    d = Daemon(data_dir, Config(), idle_exit_sec=None, **kwargs)  # type: ignore[arg-type]
+    assert d.acquire()
+    daemons.append(d)
+    d.start()
+    threading.Thread(target=d.serve_forever, daemon=True).start()
+    return d
+
+
+@contextlib.contextmanager
+def _session(path: Path) -> Iterator[tuple[socket.socket, BinaryIO]]:
+    """A session past its hello: the socket and a line reader over it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(path))
+        sock.settimeout(60)  # a bound for a failing test, never reached by a passing one
+        hello = json.dumps({"cwd": "/", "pid": os.getpid(), "roots": []}) + "\n"
+        sock.sendall(hello.encode())
+        with sock.makefile("rb") as reader:
+            assert json.loads(reader.readline()) == {"ok": True}
+            yield sock, reader
+
+
+def _ask(sock: socket.socket, reader: BinaryIO, message: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall((json.dumps(message) + "\n").encode())
+    while True:
+        line = reader.readline()
+        assert line, "the daemon closed the session"
+        reply = json.loads(line)
+        if reply.get("id") == message["id"]:
+            return dict(reply)
+
+
+def test_plain_serve_is_recognised_and_everything_else_goes_to_the_full_cli() -> None:
+    """Only `serve` with --allow options takes the fast path; --http, --help, a stray
+    argument or another command go to typer, which knows how to answer them."""
+    assert plain_serve_allow(["serve"]) == []
+    assert plain_serve_allow(["serve", "--allow", "/a", "--allow=/b"]) == ["/a", "/b"]
+    for argv in (
+        [],
+        ["serve", "--http"],
+        ["serve", "--help"],
+        ["serve", "--allow"],
+        ["serve", "--allow="],
+        ["serve", "--allow", "--http"],
+        ["serve", "extra"],
+        ["ingest", "."],
+        ["daemon"],
+    ):
+        assert plain_serve_allow(argv) is None, argv
+
+
+def test_the_installed_serve_command_bridges_without_heavy_imports(
+    started: list[Daemon], sockets: Path, tmp_path: Path
+) -> None:
+    """The `imprint` console script (as pyproject declares it) run as `imprint serve`:
+    the client gets its initialize reply through the daemon, and the bridge process never
+    imported chromadb, onnxruntime, llama_cpp (nor MCP, typer, pydantic, structlog...)."""
+    data_dir = tmp_path / "data"
+    _start(started, data_dir, warm_embedder=False)
+    entry = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["imprint"]
+    script = textwrap.dedent(
+        f"""
+        import importlib, json, sys
+        module, func = {entry!r}.split(":")
+        sys.argv = ["imprint", "serve"]
+        try:
+            getattr(importlib.import_module(module), func)()
+        except SystemExit:
+            pass
+        heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+        sys.stderr.write("HEAVY=" + json.dumps(heavy) + "\\n")
+        """
+    )
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)}
+    with subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline() or b"null")
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        err = proc.stderr.read()
+    assert reply and reply["result"]["serverInfo"]["name"] == "imprint", err.decode()
+    heavy = [line for line in err.decode().splitlines() if line.startswith("HEAVY=")]
+    assert heavy == ["HEAVY=[]"], err.decode()
+
+
+def test_initialize_is_answered_while_the_runtime_is_still_starting(
+    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the runtime's start held back, the daemon already listens and answers
+    initialize; tools/list waits for the runtime and then lists all 17 tools."""
+    release = threading.Event()
+    original = Runtime.start
+
+    def held(self: Runtime) -> Runtime:
+        release.wait(60)
+        return original(self)
+
+    monkeypatch.setattr(Runtime, "start", held)
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    with _session(d.path) as (sock, reader):
+        reply = _ask(sock, reader, INITIALIZE)
+        assert reply["result"]["serverInfo"]["name"] == "imprint"
+        assert d.runtime is None and not release.is_set()
+        sock.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        release.set()
+        listed = _ask(sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert len(listed["result"]["tools"]) == 17
+
+
+def test_a_runtime_that_fails_to_start_is_reported_to_the_session(
+    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start failure in the background is not lost: tools/list gets an error naming it."""
+
+    def broken(self: Runtime) -> Runtime:
+        raise StoreError("store: the disk is on fire")
+
+    monkeypatch.setattr(Runtime, "start", broken)
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    with _session(d.path) as (sock, reader):
+        _ask(sock, reader, INITIALIZE)
+        listed = _ask(sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert "the disk is on fire" in json.dumps(listed)
+    with pytest.raises(StoreError, match="failed to start: store: the disk is on fire"):
+        d.wait_runtime()
+
+
+def test_the_daemon_loads_the_embedder_in_the_background(
+    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after it starts, with no client and no request, the daemon loads the embedder
+    (in its warm-up thread), so a client's first search does not pay for it."""
+    loaded = threading.Event()
+    threads: list[str] = []
+    original = Runtime.embedder
+
+    def watched(self: Runtime) -> object:
+        threads.append(threading.current_thread().name)
+        found = original(self)
+        loaded.set()
+        return found
+
+    monkeypatch.setattr(Runtime, "embedder", watched)
+    d = _start(started, tmp_path / "data")
+    assert loaded.wait(90), "the embedder was not loaded without a request"
+    assert threads[0] == "imprint-warm"
+    assert d.wait_runtime()._embedder is not None
+
+
+def test_a_daemon_that_dies_before_listening_is_reported_at_once(
+    sockets: Path, tmp_path: Path
+) -> None:
+    """A bad config makes the spawned daemon exit: the bridge says why (the config error
+    from the daemon's stderr) as soon as it exits, instead of waiting CONNECT_WAIT_SEC."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "config.toml").write_text("[readers]\npool_size = 0\n")
+    with pytest.raises(StoreError, match=r"exited before listening: .*pool_size"):
+        daemon_mod.connect(data_dir)

@@ -1,0 +1,78 @@
+"""A filtered vector query looks at the nearest records unfiltered first and filters them
+itself (Chroma's `where` gathers every admitted record first: linear in the store); it falls
+back to Chroma's filter only when those hold too few matches. Same answers either way, on the
+embedded store and on a `chroma run` server. Speed is measured in benchmark/scale.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.write_messages import Write
+from imprint.store.embedder import DIMENSIONS
+from imprint.store.records import Record
+from imprint.store.sqlite import Filters, WriteBatch
+from imprint.store.vectors import OVERFETCH, VectorIndex
+from imprint.types import MemoryId
+
+
+def _filled(runtime: Runtime) -> tuple[VectorIndex, np.ndarray]:
+    """90 records: 60 in project "big", 29 in "other", 1 in "tiny"; random unit vectors."""
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(90, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    projects = ["big" if i % 3 else "other" for i in range(89)] + ["tiny"]
+    records = tuple(
+        Record(id=MemoryId(f"v{i:03d}"), content=f"record {i}", project=p)
+        for i, p in enumerate(projects)
+    )
+    ws = runtime.resolve("", create=True)
+    runtime.workspace(ws)
+    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=60)
+    return runtime.workspace(ws).vectors, vectors
+
+
+class _Calls:
+    def __init__(self, collection: Any) -> None:
+        self._collection = collection
+        self.wheres: list[Any] = []
+
+    def query(self, **kwargs: Any) -> Any:
+        self.wheres.append(kwargs.get("where"))
+        return self._collection.query(**kwargs)
+
+
+def test_a_filter_that_the_nearest_records_satisfy_needs_no_chroma_where(
+    runtime: Runtime,
+) -> None:
+    """Project "big" (2 in 3 records), limit 5: one unfiltered query of OVERFETCH x 5, only
+    "big" records come back, and they are exactly the ones Chroma's own filter returns."""
+    index, vectors = _filled(runtime)
+    calls = _Calls(index.collection)
+    real = index.collection
+    index.collection = calls
+    try:
+        hits = index.query(vectors[4], 5, Filters(project="big"))
+    finally:
+        index.collection = real
+    assert calls.wheres == [None]
+    expected = real.query(query_embeddings=[vectors[4]], n_results=5, where={"project": "big"})
+    assert [rid for rid, _ in hits] == expected["ids"][0]
+    assert OVERFETCH * 5 <= 90  # the overfetch did not simply take the whole collection
+
+
+def test_a_rare_filter_falls_back_to_chromas_where(runtime: Runtime) -> None:
+    """Project "tiny" (1 record, far from the query): the unfiltered nearest records miss it,
+    so Chroma's filter finds it; nothing of another project comes back."""
+    index, vectors = _filled(runtime)
+    calls = _Calls(index.collection)
+    real = index.collection
+    index.collection = calls
+    try:
+        hits = index.query(vectors[0], 3, Filters(project="tiny"))
+    finally:
+        index.collection = real
+    assert [rid for rid, _ in hits] == [MemoryId("v089")]
+    assert calls.wheres[-1] == {"project": "tiny"}
