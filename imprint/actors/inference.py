@@ -6,7 +6,11 @@ messages, so no two calls ever reach the model at once. `complete`:
 - does not start when its deadline has passed, including after waiting in the mailbox;
 - stops at the first piece past the deadline and closes the provider's stream;
 - runs to that first piece even if the caller stopped waiting: prompt processing cannot be
-  interrupted, so a timed-out prompt finishes in the background and its result is dropped.
+  interrupted, so a timed-out prompt finishes in the background and its result is dropped;
+- so it does not start a prompt it cannot finish: it keeps each provider's measured prompt
+  speed (tokens per second to the first piece, updated as the run goes), estimates a new
+  prompt's time from its token count, and skips it (`skipped-cost`) when that estimate runs
+  past the deadline. The Completion carries the estimate beside what happened.
 
 The InferenceActor never waits on another actor.
 """
@@ -34,14 +38,16 @@ __all__ = [
     "Inference",
     "InferenceActor",
     "InferenceProxy",
+    "PromptSpeed",
     "ask_model",
 ]
 
 log = get_logger("imprint.inference")
 
-# ok; skipped-late (never started); stopped (at the deadline, mid-stream); timeout (the
-# caller stopped waiting); error (provider); invalid (output breaks the schema)
-Outcome = Literal["ok", "skipped-late", "stopped", "timeout", "error", "invalid"]
+# ok; skipped-late (never started); skipped-cost (never started: its estimated prompt time
+# runs past the deadline); stopped (at the deadline, mid-stream); timeout (the caller
+# stopped waiting); error (provider); invalid (output breaks the schema)
+Outcome = Literal["ok", "skipped-late", "skipped-cost", "stopped", "timeout", "error", "invalid"]
 
 
 class CompleteRequest(Message):
@@ -55,6 +61,8 @@ class CompleteRequest(Message):
     max_tokens: int = 256
     purpose: str = "complete"
     fresh: bool = False  # reset the model's cached prompt first (deterministic output)
+    grammar: str | None = None  # GBNF the output must follow (local only)
+    pin_prefix: bool = False  # keep this prompt's state: later prompts share its prefix
 
 
 class Completion(BaseModel):
@@ -67,18 +75,45 @@ class Completion(BaseModel):
     first_piece_ms: float | None = None
     run_ms: float = 0.0
     data: Any = None  # the parsed JSON, when a schema was given and the output conforms
+    prompt_tokens: int | None = None
+    estimate_ms: float | None = None  # the prompt's estimated time to the first piece
 
     @property
     def ok(self) -> bool:
         return self.outcome == "ok"
 
 
+class PromptSpeed(BaseModel):
+    """A provider's measured prompt speed: tokens per second to the first piece."""
+
+    tokens_per_s: float
+    samples: int = 1
+
+    def update(self, tokens_per_s: float) -> PromptSpeed:
+        # The mean of the last few: one warm (cached) prompt must not hide a cold one's cost.
+        n = min(self.samples, 4)
+        mean = (self.tokens_per_s * n + tokens_per_s) / (n + 1)
+        return PromptSpeed(tokens_per_s=mean, samples=self.samples + 1)
+
+
+def count_tokens(provider: Provider, messages: list[ChatMessage]) -> int:
+    """The provider's own count when it has one; else about 4 characters a token."""
+    counter = getattr(provider, "count_tokens", None)
+    if counter is not None:
+        return int(counter(messages))
+    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
+
+
 class Inference:
     """The logic, testable without threads; the provider is made on first use."""
 
-    def __init__(self, make: Callable[[], Provider]) -> None:
+    def __init__(
+        self, make: Callable[[], Provider], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._make = make
         self._provider: Provider | None = None
+        self._clock = clock
+        self.speeds: dict[str, PromptSpeed] = {}  # by provider name, as the run goes
 
     @property
     def provider(self) -> Provider:
@@ -91,7 +126,8 @@ class Inference:
         return self._provider is not None and bool(getattr(self._provider, "loaded", True))
 
     def complete(self, req: CompleteRequest) -> Completion:
-        started = time.monotonic()
+        clock = self._clock
+        started = clock()
         if started >= req.deadline:
             return Completion(
                 outcome="skipped-late", detail="the deadline passed before it started"
@@ -101,20 +137,48 @@ class Inference:
             if req.fresh and hasattr(provider, "reset"):
                 provider.reset()
             messages = [ChatMessage(role=m["role"], content=m["content"]) for m in req.messages]
+            tokens = count_tokens(provider, messages)
+            speed = self.speeds.get(provider.name)
+            estimate = tokens / speed.tokens_per_s if speed is not None else None
+            estimate_ms = round(estimate * 1000, 1) if estimate is not None else None
+            left = req.deadline - clock()
+            if estimate is not None and estimate > left:
+                return Completion(
+                    outcome="skipped-cost",
+                    detail=f"about {estimate:.1f} s for {tokens} prompt tokens at "
+                    f"{speed.tokens_per_s:.0f} tokens/s, {max(0.0, left):.1f} s left"
+                    if speed is not None
+                    else "",
+                    prompt_tokens=tokens,
+                    estimate_ms=estimate_ms,
+                )
             stream = provider.stream(
-                messages, deadline=req.deadline, schema=req.json_schema, max_tokens=req.max_tokens
+                messages,
+                deadline=req.deadline,
+                schema=req.json_schema,
+                max_tokens=req.max_tokens,
+                grammar=req.grammar,
+                pin=req.pin_prefix,
             )
         except ImprintError as exc:
-            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started))
+            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started, clock))
         pieces: list[str] = []
         first: float | None = None
         outcome: Outcome = "ok"
+        base: dict[str, Any] = {"prompt_tokens": tokens, "estimate_ms": estimate_ms}
         try:
             for piece in stream:
                 if first is None:
-                    first = _ms(started)
+                    first = _ms(started, clock)
+                    if first > 0 and tokens > 0:
+                        measured = tokens / (first / 1000)
+                        self.speeds[provider.name] = (
+                            speed.update(measured)
+                            if speed is not None
+                            else PromptSpeed(tokens_per_s=measured)
+                        )
                 pieces.append(piece)
-                if time.monotonic() >= req.deadline:
+                if clock() >= req.deadline:
                     outcome = "stopped"
                     break
         except ImprintError as exc:
@@ -124,7 +188,8 @@ class Inference:
                 detail=str(exc),
                 pieces=len(pieces),
                 first_piece_ms=first,
-                run_ms=_ms(started),
+                run_ms=_ms(started, clock),
+                **base,
             )
         except Exception as exc:  # a provider bug must not kill the one inference actor
             log.exception("inference.provider_failed")
@@ -134,19 +199,15 @@ class Inference:
                 detail=f"provider failed ({type(exc).__name__})",
                 pieces=len(pieces),
                 first_piece_ms=first,
-                run_ms=_ms(started),
+                run_ms=_ms(started, clock),
+                **base,
             )
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
         text = "".join(pieces)
-        base: dict[str, Any] = {
-            "text": text,
-            "pieces": len(pieces),
-            "first_piece_ms": first,
-            "run_ms": _ms(started),
-        }
+        base.update(text=text, pieces=len(pieces), first_piece_ms=first, run_ms=_ms(started, clock))
         if outcome == "stopped":
             return Completion(outcome="stopped", detail="stopped at the deadline", **base)
         if req.json_schema is None:
@@ -167,8 +228,8 @@ class Inference:
             self._provider = None
 
 
-def _ms(since: float) -> float:
-    return round((time.monotonic() - since) * 1000, 3)
+def _ms(since: float, clock: Callable[[], float] = time.monotonic) -> float:
+    return round((clock() - since) * 1000, 3)
 
 
 class InferenceActor(pykka.ThreadingActor):
@@ -191,6 +252,8 @@ class InferenceActor(pykka.ThreadingActor):
             pieces=result.pieces,
             first_piece_ms=result.first_piece_ms,
             run_ms=result.run_ms,
+            prompt_tokens=result.prompt_tokens,
+            estimate_ms=result.estimate_ms,
             late_by_ms=round(max(0.0, time.monotonic() - msg.deadline) * 1000, 1),
         )
         return result

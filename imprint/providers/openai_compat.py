@@ -66,6 +66,8 @@ class _ChatCompletions:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         with post_stream(
             self._client,
@@ -127,6 +129,8 @@ class OllamaProvider:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         body: dict[str, Any] = {
             "model": self.model,

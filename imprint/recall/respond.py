@@ -8,7 +8,6 @@ plans the steps and condenses the evidence into a cited answer (`imprint.recall.
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from pathlib import Path
@@ -18,15 +17,22 @@ from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
-from imprint.reads.evidence import Block, one_line, render_blocks
+from imprint.reads.evidence import Block, Layout, layout_blocks, one_line
 from imprint.reads.gateway import Reads
 from imprint.reads.search import format_search, normalize_max_chars, search_rows
 from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import StepResult, merge
-from imprint.recall.model import Answer, Planned, answer, plan_steps
+from imprint.recall.model import (
+    Answer,
+    Planned,
+    answer,
+    named_ids,
+    named_sources,
+    plan_steps,
+)
 from imprint.recall.plan import Step, parse_plan
 
-__all__ = ["condensed", "format_recall", "recall_text"]
+__all__ = ["condensed", "format_recall", "layout_recall", "recall_text"]
 
 log = get_logger("imprint.recall")
 
@@ -37,6 +43,13 @@ def format_recall(
     question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
 ) -> str:
     """A line per step, then the merged evidence as numbered blocks under one budget."""
+    return layout_recall(question, results, max_chars, clamp=clamp).text
+
+
+def layout_recall(
+    question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
+) -> Layout:
+    """`format_recall`, saying how many blocks it shows in full (1..shown) and lists."""
     max_chars = normalize_max_chars(max_chars) if clamp else max_chars
     items = merge(results)
     shown_q = one_line(question)
@@ -46,10 +59,10 @@ def format_recall(
         label = r.label if len(r.label) <= 160 else r.label[:159] + "…"
         status = r.detail if r.outcome == "ok" else f"{r.outcome}: {r.detail}"
         prelude.append(f"step {r.index} {label}: {status}")
-    blocks = [Block(meta=i.meta, content=i.content) for i in items]
+    blocks = [Block(meta=i.meta, content=i.content, index=i.index) for i in items]
     if not blocks:
-        return "\n".join(prelude)[:max_chars]
-    return render_blocks(prelude, blocks, max_chars, hint=HINT)
+        return Layout(text="\n".join(prelude)[:max_chars], shown=0)
+    return layout_blocks(prelude, blocks, max_chars, hint=HINT)
 
 
 def _with_note(note: str, body: str, max_chars: int) -> str:
@@ -161,7 +174,15 @@ def _model_recall(
         with reads.deadline() as read_deadline:
             listed = read_deadline.wait(reads.projects(Projects(workspace=ws)), "recall")
         projects = [p for p, _ in listed]
-        planned = plan_steps(inference, question, projects, deadline, recall_id=recall_id)
+        planned = plan_steps(
+            inference,
+            question,
+            projects,
+            deadline,
+            recall_id=recall_id,
+            sources=named_sources(reads, ws, question),
+            ids=named_ids(reads, ws, question),
+        )
         log.info(
             "recall.model.plan",
             recall_id=recall_id,
@@ -178,10 +199,11 @@ def _model_recall(
     results = run_plan(
         reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=str(cwd) if cwd else ""
     )
-    evidence = format_recall(question, results, max_chars)
+    laid = layout_recall(question, results, max_chars)
+    evidence = laid.text
     if not condense:
         return evidence
-    shown = {int(n) for n in re.findall(r"^\[(\d+)\] ", evidence, re.M)}
+    shown = set(range(1, laid.shown + 1))  # index lines name a record, they show no text
     reply = answer(inference, question, evidence, shown, deadline, recall_id=recall_id)
     log.info(
         "recall.model.answer",
