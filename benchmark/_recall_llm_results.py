@@ -558,8 +558,8 @@ def _cache_reading(res: LlmResults) -> list[str]:
         f"Prompt cache: {_cache_text(res.model.get('prompt_cache'))}. {from_cache} of "
         f"{len(calls)} model calls reused a prefix restored from it rather than the last "
         f"call's state. At most it held {entries} states: {counted / 2**20:,.0f} MiB as its "
-        f"capacity counts them (the llama.cpp states), plus {scores / 2**20:,.0f} MiB of "
-        "logits copies (`LlamaState.scores`) that the capacity does not count. Median ms "
+        f"capacity counts them (state, token ids and logits; {scores / 2**20:,.1f} MiB of "
+        "that is logits, one row per state, as the cache keeps them). Median ms "
         f"from a call's last piece to its end (generation's end and the cache save): "
         f"{fmt(median(saves))}.",
     ]

@@ -75,3 +75,8 @@ def test_lookup_is_by_longest_common_prefix() -> None:
     with pytest.raises(KeyError):
         cache[(42,)]
     assert cache.misses == 1
+
+
+def test_an_empty_cache_is_still_used() -> None:
+    """llama-cpp-python saves only `if self.cache:`; an empty cache must be truthy."""
+    assert bool(PromptCache()) is True

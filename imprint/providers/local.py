@@ -71,6 +71,10 @@ class PromptCache:
     def __len__(self) -> int:
         return len(self._states)
 
+    def __bool__(self) -> bool:
+        # llama-cpp-python tests `if self.cache:`; an empty cache must still be used.
+        return True
+
     def _longest(self, key: tuple[int, ...]) -> tuple[tuple[int, ...] | None, int]:
         best, best_len = None, 0
         for k in self._states:
