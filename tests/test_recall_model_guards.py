@@ -190,3 +190,22 @@ def test_restating_headers_is_told_from_saying_something() -> None:
     assert restates_headers("See docs/gardening.md#0 in proj [1].", headers)
     assert restates_headers("0a1b2c3d4e5f6a7b | proj | note [1].", headers)
     assert not restates_headers("Tomatoes need six hours of sun [1].", headers)
+
+
+def test_an_old_speed_measurement_does_not_keep_the_model_from_being_measured_again() -> None:
+    """After SPEED_TTL_SEC a slow measurement no longer skips prompts: the next one runs
+    and measures again, so a busy moment does not switch the model path off for good."""
+    from imprint.actors.inference import SPEED_TTL_SEC
+
+    clock = FakeClock()
+    provider = FakeProvider(tokens=["ok"], clock=clock, seconds_per_token=1.0)
+    logic = Inference(lambda: provider, clock=clock)
+    msgs = ({"role": "user", "content": " ".join(["word"] * 40)},)
+    assert logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 100)).ok
+    skipped = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
+    assert skipped.outcome == "skipped-cost"
+    clock.advance(SPEED_TTL_SEC + 1)
+    provider.seconds_per_token = 0.1  # the machine is quiet again
+    again = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
+    assert again.ok and again.estimate_ms is None and again.first_piece_ms == pytest.approx(4000)
+    assert logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20)).ok

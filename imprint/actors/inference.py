@@ -33,6 +33,7 @@ from imprint.logs import get_logger
 from imprint.providers import ChatMessage, Provider, ProviderError
 
 __all__ = [
+    "SPEED_TTL_SEC",
     "CompleteRequest",
     "Completion",
     "Inference",
@@ -83,17 +84,23 @@ class Completion(BaseModel):
         return self.outcome == "ok"
 
 
+# A measured speed older than this is not used to skip a prompt: one slow measurement (a
+# loaded machine) must not keep the model from ever being measured again.
+SPEED_TTL_SEC = 120.0
+
+
 class PromptSpeed(BaseModel):
     """A provider's measured prompt speed: tokens per second to the first piece."""
 
     tokens_per_s: float
+    at: float  # the clock when last measured
     samples: int = 1
 
-    def update(self, tokens_per_s: float) -> PromptSpeed:
+    def update(self, tokens_per_s: float, at: float) -> PromptSpeed:
         # The mean of the last few: one warm (cached) prompt must not hide a cold one's cost.
         n = min(self.samples, 4)
         mean = (self.tokens_per_s * n + tokens_per_s) / (n + 1)
-        return PromptSpeed(tokens_per_s=mean, samples=self.samples + 1)
+        return PromptSpeed(tokens_per_s=mean, at=at, samples=self.samples + 1)
 
 
 def count_tokens(provider: Provider, messages: list[ChatMessage]) -> int:
@@ -108,11 +115,12 @@ class Inference:
     """The logic, testable without threads; the provider is made on first use."""
 
     def __init__(
-        self, make: Callable[[], Provider], *, clock: Callable[[], float] = time.monotonic
+        self, make: Callable[[], Provider], *, clock: Callable[[], float] | None = None
     ) -> None:
         self._make = make
         self._provider: Provider | None = None
-        self._clock = clock
+        # Looked up on each call (not bound here), so a test may replace the module's clock.
+        self._clock: Callable[[], float] = clock or (lambda: time.monotonic())
         self.speeds: dict[str, PromptSpeed] = {}  # by provider name, as the run goes
 
     @property
@@ -139,19 +147,21 @@ class Inference:
             messages = [ChatMessage(role=m["role"], content=m["content"]) for m in req.messages]
             tokens = count_tokens(provider, messages)
             speed = self.speeds.get(provider.name)
-            estimate = tokens / speed.tokens_per_s if speed is not None else None
+            fresh_speed = speed if speed and clock() - speed.at <= SPEED_TTL_SEC else None
+            estimate = tokens / fresh_speed.tokens_per_s if fresh_speed else None
             estimate_ms = round(estimate * 1000, 1) if estimate is not None else None
             left = req.deadline - clock()
             if estimate is not None and estimate > left:
                 return Completion(
                     outcome="skipped-cost",
                     detail=f"about {estimate:.1f} s for {tokens} prompt tokens at "
-                    f"{speed.tokens_per_s:.0f} tokens/s, {max(0.0, left):.1f} s left"
-                    if speed is not None
+                    f"{fresh_speed.tokens_per_s:.0f} tokens/s, {max(0.0, left):.1f} s left"
+                    if fresh_speed
                     else "",
                     prompt_tokens=tokens,
                     estimate_ms=estimate_ms,
                 )
+            prompt_started = clock()  # after counting, which may load the model
             stream = provider.stream(
                 messages,
                 deadline=req.deadline,
@@ -170,12 +180,13 @@ class Inference:
             for piece in stream:
                 if first is None:
                     first = _ms(started, clock)
-                    if first > 0 and tokens > 0:
-                        measured = tokens / (first / 1000)
+                    now = clock()
+                    if now > prompt_started and tokens > 0:
+                        measured = tokens / (now - prompt_started)
                         self.speeds[provider.name] = (
-                            speed.update(measured)
-                            if speed is not None
-                            else PromptSpeed(tokens_per_s=measured)
+                            fresh_speed.update(measured, now)
+                            if fresh_speed
+                            else PromptSpeed(tokens_per_s=measured, at=now)  # stale: restart
                         )
                 pieces.append(piece)
                 if clock() >= req.deadline:
@@ -228,8 +239,9 @@ class Inference:
             self._provider = None
 
 
-def _ms(since: float, clock: Callable[[], float] = time.monotonic) -> float:
-    return round((clock() - since) * 1000, 3)
+def _ms(since: float, clock: Callable[[], float] | None = None) -> float:
+    now = clock() if clock is not None else time.monotonic()
+    return round((now - since) * 1000, 3)
 
 
 class InferenceActor(pykka.ThreadingActor):
