@@ -115,6 +115,13 @@ class PromptCache:
         self._states.move_to_end(key)
         self._evict()
 
+    def pin(self, llm: Any) -> None:
+        """Save `llm`'s evaluated tokens now as the pinned state (replacing the last one)."""
+        key = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
+        if key:
+            self.pin_next = True
+            self[key] = llm.save_state()
+
     def _evict(self) -> None:
         while len(self._states) > self.entries or self.cache_size > self.capacity_bytes:
             victim = next((k for k in self._states if k != self.pinned), None)
@@ -248,7 +255,6 @@ class LocalProvider:
                 rules = self.gbnf(grammar)
             else:
                 rules = None
-            self.cache.pin_next = pin
             chunks = llm.create_chat_completion(
                 messages=list(messages),
                 stream=True,
@@ -260,13 +266,18 @@ class LocalProvider:
             )
             try:
                 for chunk in chunks:
+                    if pin:
+                        # The prompt is evaluated by the first chunk: pin its state now, since
+                        # llama-cpp-python saves only a stream that runs to its end, and a
+                        # plan stopped at the deadline would otherwise leave nothing behind.
+                        self.cache.pin(llm)
+                        pin = False
                     piece = chunk["choices"][0].get("delta", {}).get("content")
                     if piece:
                         yield piece
             finally:
                 chunks.close()  # stops generation; the model is free for the next call
         finally:
-            self.cache.pin_next = False  # a stream closed early saved nothing to pin
             self._entered.release()
 
     def close(self) -> None:
