@@ -30,7 +30,10 @@ def register(server: MCPServer, app: App) -> None:
         """Answer a multi-part question in one call instead of several. Give a plan of up
         to 8 independent read steps; they run at the same time and their results merge
         (duplicates once) into one response under max_chars: a line per step (its count
-        or its error), then numbered evidence blocks like search's. Step tools: search,
+        or its error), then numbered evidence blocks like search's (a search step shows one
+        block per file, its other chunks named as +#2,#5); results the budget hides are
+        listed as "[n] source#chunk score" lines, to fetch with file_chunks or get_memory.
+        Step tools: search,
         get_memory, neighbors, file_chunks, file_summary, list_sources, kg_query, with the
         same arguments as those tools minus workspace and max_chars. Steps cannot use each
         other's results. Without a plan this is exactly search(question).
