@@ -121,7 +121,7 @@ def test_an_answer_estimated_past_the_deadline_is_skipped_and_the_evidence_retur
     class Sized(FakeProvider):
         def count_tokens(self, messages: list[ChatMessage]) -> int:
             # The planning prompt is small; the answer prompt (the evidence) is enormous.
-            return 10**9 if messages[-1]["content"].startswith("recall ") else 5
+            return 10**9 if messages[-1]["content"].startswith("recall ") else 100
 
     provider = Sized(
         responses=[[json.dumps({"steps": [{"tool": "kg_query", "args": {"subject": "garden"}}]})]]
@@ -200,12 +200,30 @@ def test_an_old_speed_measurement_does_not_keep_the_model_from_being_measured_ag
     clock = FakeClock()
     provider = FakeProvider(tokens=["ok"], clock=clock, seconds_per_token=1.0)
     logic = Inference(lambda: provider, clock=clock)
-    msgs = ({"role": "user", "content": " ".join(["word"] * 40)},)
+    msgs = ({"role": "user", "content": " ".join(["word"] * 80)},)
     assert logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 100)).ok
     skipped = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
     assert skipped.outcome == "skipped-cost"
     clock.advance(SPEED_TTL_SEC + 1)
     provider.seconds_per_token = 0.1  # the machine is quiet again
     again = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
-    assert again.ok and again.estimate_ms is None and again.first_piece_ms == pytest.approx(4000)
-    assert logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20)).ok
+    assert again.ok and again.estimate_ms is None and again.first_piece_ms == pytest.approx(8000)
+    then = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
+    assert then.ok and then.estimate_ms == pytest.approx(8000)  # the old sample is gone
+
+
+def test_short_prompts_do_not_measure_the_speed() -> None:
+    """Below MIN_SPEED_TOKENS a prompt's time is mostly fixed cost: it leaves the measured
+    speed alone, so a run of tiny prompts cannot price real ones out."""
+    from imprint.actors.inference import MIN_SPEED_TOKENS
+
+    clock = FakeClock()
+    provider = FakeProvider(tokens=["ok"], clock=clock, seconds_per_token=0.01)
+    logic = Inference(lambda: provider, clock=clock)
+    big = ({"role": "user", "content": " ".join(["word"] * 100)},)
+    assert logic.complete(CompleteRequest(messages=big, deadline=clock() + 60)).ok
+    provider.seconds_per_token = 1.0  # tiny prompts that look very slow per token
+    tiny = ({"role": "user", "content": " ".join(["w"] * (MIN_SPEED_TOKENS - 1))},)
+    for _ in range(5):
+        logic.complete(CompleteRequest(messages=tiny, deadline=clock() + 600))
+    assert logic.speeds["fake"].tokens_per_s == pytest.approx(100.0)

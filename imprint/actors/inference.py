@@ -33,6 +33,7 @@ from imprint.logs import get_logger
 from imprint.providers import ChatMessage, Provider, ProviderError
 
 __all__ = [
+    "MIN_SPEED_TOKENS",
     "SPEED_TTL_SEC",
     "CompleteRequest",
     "Completion",
@@ -89,18 +90,27 @@ class Completion(BaseModel):
 SPEED_TTL_SEC = 120.0
 
 
-class PromptSpeed(BaseModel):
-    """A provider's measured prompt speed: tokens per second to the first piece."""
+# Prompts shorter than this do not measure the speed: their time to the first piece is
+# mostly fixed cost (sampling, grammar setup), and a few such samples once priced every
+# real prompt far too high (a benchmark's one-token resets drove it from 44 to 5 tokens/s).
+MIN_SPEED_TOKENS = 64
 
-    tokens_per_s: float
+
+class PromptSpeed(BaseModel):
+    """A provider's measured prompt speed: tokens per second to the first piece, the median
+    of the last few prompts (one warm, cached prompt or one busy moment moves it little)."""
+
+    recent: tuple[float, ...]
     at: float  # the clock when last measured
-    samples: int = 1
+
+    @property
+    def tokens_per_s(self) -> float:
+        ordered = sorted(self.recent)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
     def update(self, tokens_per_s: float, at: float) -> PromptSpeed:
-        # The mean of the last few: one warm (cached) prompt must not hide a cold one's cost.
-        n = min(self.samples, 4)
-        mean = (self.tokens_per_s * n + tokens_per_s) / (n + 1)
-        return PromptSpeed(tokens_per_s=mean, at=at, samples=self.samples + 1)
+        return PromptSpeed(recent=(*self.recent[-4:], tokens_per_s), at=at)
 
 
 def count_tokens(provider: Provider, messages: list[ChatMessage]) -> int:
@@ -181,12 +191,12 @@ class Inference:
                 if first is None:
                     first = _ms(started, clock)
                     now = clock()
-                    if now > prompt_started and tokens > 0:
+                    if now > prompt_started and tokens >= MIN_SPEED_TOKENS:
                         measured = tokens / (now - prompt_started)
                         self.speeds[provider.name] = (
                             fresh_speed.update(measured, now)
                             if fresh_speed
-                            else PromptSpeed(tokens_per_s=measured, at=now)  # stale: restart
+                            else PromptSpeed(recent=(measured,), at=now)  # stale: restart
                         )
                 pieces.append(piece)
                 if clock() >= req.deadline:
