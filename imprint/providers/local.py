@@ -35,7 +35,7 @@ __all__ = [
     "bundled_gguf",
 ]
 
-PROMPT_CACHE_BYTES = 192 << 20  # everything the entries hold, the pinned one included
+PROMPT_CACHE_BYTES = 64 << 20  # everything the entries hold, the pinned one included
 PROMPT_CACHE_ENTRIES = 4
 
 
