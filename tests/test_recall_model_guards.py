@@ -227,3 +227,37 @@ def test_short_prompts_do_not_measure_the_speed() -> None:
     for _ in range(5):
         logic.complete(CompleteRequest(messages=tiny, deadline=clock() + 600))
     assert logic.speeds["fake"].tokens_per_s == pytest.approx(100.0)
+
+
+def test_restating_the_count_line_or_ids_is_refused_too() -> None:
+    """Answers seen from the real model: the count line, or ids and a path, with citations."""
+    evidence = (
+        "recall \"q\": 1 steps, 2 records\nstep 1 search(query='q'): 2 results\n\n"
+        "[1] 326a83ca39e20c56 | corpus | imprint-memory-layer/docs/tagging.md#0 | note | 0.5\n"
+        "Tagging runs an LLM over each chunk.\n\n[2] imprint-memory-layer/docs/sync.md#1 0.4000"
+        "\n\n(1 more result hidden by max_chars=4000; raise max_chars (up to 12000) or narrow "
+        "the steps)"
+    )
+    headers = header_words(evidence, 1)
+    assert restates_headers(
+        "The answer is: 1 more result hidden by max_chars=4000; raise max_chars [1].", headers
+    )
+    assert restates_headers(
+        "The answer is: 326a83ca39e20c56 | corpus | imprint-memory-layer/docs/tagging [1].",
+        headers,
+    )
+    assert not restates_headers("Tagging runs an LLM over each chunk [1].", headers)
+
+
+def test_an_answer_cut_at_max_tokens_keeps_its_complete_cited_sentences(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A reply cut mid-sentence loses the unfinished sentence, not its cited ones."""
+    provider = FakeProvider(tokens=["Tomatoes need six hours of sun [1]. ", "Mulch keeps the soi"])
+    rt = make_runtime(tmp_path, embedder, lambda: provider)
+    try:
+        plan = [{"tool": "search", "args": {"query": "tomatoes", "limit": 2}}]
+        text = recall_text(ActorReads(rt), "tomatoes", plan)
+    finally:
+        rt.stop()
+    assert "answer: Tomatoes need six hours of sun [1].\n" in text

@@ -119,7 +119,7 @@ ANSWER_SYSTEM = (
     "add facts and do not repeat the evidence headers. At most 4 sentences."
 )
 MAX_SENTENCES = 4
-SENTENCE_CHARS = 240
+SENTENCE_CHARS = 160  # with max_tokens 200, a first sentence always ends
 
 _CITE = re.compile(r"\[(\d{1,3})\]")
 
@@ -146,6 +146,11 @@ _GLUE = frozenset(
         "a",
         "an",
         "and",
+        "answer",
+        "code",
+        "question",
+        "result",
+        "results",
         "are",
         "as",
         "at",
@@ -200,15 +205,21 @@ def _tokens(text: str) -> list[str]:
 
 
 def header_words(evidence: str, shown: int) -> set[str]:
-    """The tokens of the shown blocks' provenance lines (ids, projects, paths, types), and
-    the parts of their paths."""
+    """The tokens of everything in the evidence that is not an excerpt: the recall and step
+    lines, the blocks' provenance lines, the index lines and the count line (and the parts
+    of their paths). `shown` is kept for callers; every header counts."""
     words: set[str] = set()
-    for line in evidence.splitlines():
-        m = re.match(r"^\[(\d+)\] (.*)$", line)
-        if m and int(m.group(1)) <= shown:
-            for token in _tokens(m.group(2)):
-                words.add(token)
-                words.update(p for p in re.split(r"[/#.+,_-]+", token) if p)
+    lines = evidence.splitlines()
+    excerpt = False
+    for line in lines:
+        if excerpt:  # the line after a block's provenance line is its excerpt
+            excerpt = False
+            continue
+        if re.match(r"^\[\d+\] \S+ \| ", line):
+            excerpt = True
+        for token in _tokens(line):
+            words.add(token)
+            words.update(p for p in re.split(r"[/#.+,_:=-]+", token) if p)
     return words
 
 
@@ -409,6 +420,9 @@ def answer(
     if not result.ok:
         return Answer(text="", cited=(), note=f"model error: {result.detail}", ms=ms)
     text = result.text.strip()
+    if not text.endswith("].") and "]." in text:
+        # Cut at max_tokens mid-sentence: keep the complete (cited) sentences only.
+        text = text[: text.rindex("].") + 2]
     cited = tuple(dict.fromkeys(int(n) for n in _CITE.findall(text)))
     if not cited:
         return Answer(text=text, cited=(), note="answer cites no evidence", ms=ms)
