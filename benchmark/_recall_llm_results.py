@@ -60,6 +60,38 @@ class LlmResults(RecallRun):
     summary: dict[str, dict[str, Any]] = field(default_factory=dict)
     gold_total: int = 0
     total_seconds: float = 0.0
+    checks: dict[str, Any] = field(default_factory=dict)
+
+
+def check_lines(res: LlmResults) -> list[str]:
+    """Issue 11's model-path checks, one line each."""
+    c = res.checks
+    if not c:
+        return []
+    est = c.get("estimates", {})
+    pc = c.get("prompt_cache", {})
+    growth = c.get("rss_growth_after_50_mib")
+    return [
+        f"- RSS: {fmt(c.get('rss_before_model_mib'))} MiB before the model loaded; after 50 "
+        f"recalls {fmt(c.get('rss_after_50_mib'))} MiB (+{fmt(growth)} MiB), at most "
+        f"{fmt(c.get('rss_max_mib'))} MiB (+{fmt(c.get('rss_max_growth_mib'))} MiB); the "
+        f"model file is {fmt(c.get('model_mib'), 1)} MiB, so the growth limit is "
+        f"{fmt(c.get('rss_limit_mib'), 1)} MiB: "
+        + ("met" if growth is not None and growth <= c["rss_limit_mib"] else "NOT met"),
+        f"- Planning, median ms to the first piece: cold {fmt(c['plan_first_piece_ms']['cold'])}, "
+        f"warm (pinned prefix) {fmt(c['plan_first_piece_ms']['warm'])}: "
+        f"{fmt(c.get('plan_cold_over_warm'), 2)}x "
+        + ("(>= 2x: met)" if (c.get("plan_cold_over_warm") or 0) >= 2 else "(< 2x: NOT met)"),
+        f"- Prompt cache: {pc.get('hits')} hits, {pc.get('misses')} misses, "
+        f"{pc.get('reused_tokens')} prefix tokens restored; {pc.get('entries_now')} entries, "
+        f"{fmt((pc.get('bytes_now') or 0) / 2**20, 1)} MiB of "
+        f"{fmt((pc.get('capacity_bytes') or 0) / 2**20)} MiB (every byte counted).",
+        f"- Cost estimates: {est.get('with_estimate')} of {est.get('calls')} recall model "
+        f"calls had one; median actual/estimated ms to the first piece "
+        f"{fmt(est.get('median_actual_over_estimate'), 2)}; skipped as too costly: "
+        f"{est.get('skipped_cost', {}).get('recall.plan')} plans, "
+        f"{est.get('skipped_cost', {}).get('recall.answer')} answers.",
+    ]
 
 
 def _reused(run: LlmRecall, kind: str) -> str:
@@ -214,6 +246,8 @@ def llm_table(res: LlmResults) -> str:
         f"{m['loadavg_warm_start'][0]:.2f} before warm, {m['loadavg_end'][0]:.2f} at end "
         "(other work on the machine skews every latency)",
     ]
+    if res.checks:
+        lines += ["", "issue 11 checks", *check_lines(res)]
     return "\n".join(lines)
 
 
@@ -343,6 +377,8 @@ def llm_readme(res: LlmResults, command: str) -> str:
             *fallbacks,
             "",
         ]
+    if res.checks:
+        lines += ["## Issue 11 checks", "", *check_lines(res), ""]
     lines += [*llm_reading(res), ""]
     lines += [
         "## Per lookup",
@@ -558,8 +594,8 @@ def _cache_reading(res: LlmResults) -> list[str]:
         f"Prompt cache: {_cache_text(res.model.get('prompt_cache'))}. {from_cache} of "
         f"{len(calls)} model calls reused a prefix restored from it rather than the last "
         f"call's state. At most it held {entries} states: {counted / 2**20:,.0f} MiB as its "
-        f"capacity counts them (the llama.cpp states), plus {scores / 2**20:,.0f} MiB of "
-        "logits copies (`LlamaState.scores`) that the capacity does not count. Median ms "
+        f"capacity counts them (state, token ids and logits; {scores / 2**20:,.1f} MiB of "
+        "that is logits, one row per state, as the cache keeps them). Median ms "
         f"from a call's last piece to its end (generation's end and the cache save): "
         f"{fmt(median(saves))}.",
     ]

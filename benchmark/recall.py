@@ -33,7 +33,9 @@ Method
    - separate: the lookup's `calls`, one after another, as a client sends them;
    - recall @4000: one `recall(question, plan)` at the default budget (max_chars 4000);
    - recall @matched: one `recall(question, plan, max_chars=M)`, M the characters the
-     separate calls returned in all, clamped to 1,200-12,000.
+     separate calls returned in all, clamped to 1,200-12,000;
+   - recall @1200, @8000, @12000: the budget sweep (with @4000, the bounds and the default
+     of ADR 0058's range), run after @matched.
    The first two swap order on every other lookup, so neither always runs on a warmer cache.
 4. Figures.
    - round trips: tool calls made.
@@ -95,6 +97,7 @@ from imprint.reads.search import MAX_CHARS_RANGE
 from imprint.server import build_server
 
 DEFAULT_BUDGET = 4000
+SWEEP = (1200, 8000, 12000)  # with the default, the budgets every run reports
 
 
 @dataclass
@@ -119,6 +122,7 @@ class LookupResult:
     separate: Variant
     recall: Variant
     matched: Variant
+    sweep: dict[str, Variant] = field(default_factory=dict)  # "1200", "8000", "12000"
 
 
 @dataclass
@@ -213,7 +217,14 @@ async def run_lookups(
                 session, "recall_matched", [recall_call(lookup, budget)], lookup.gold, repeats
             )
             matched.max_chars = budget
-            for v in (separate, recall, matched):
+            sweep: dict[str, Variant] = {}
+            for chars in SWEEP:
+                v = await run_variant(
+                    session, f"recall_{chars}", [recall_call(lookup, chars)], lookup.gold, repeats
+                )
+                v.max_chars = chars
+                sweep[str(chars)] = v
+            for v in (separate, recall, matched, *sweep.values()):
                 for p in v.step_problems:
                     note(f"  {lookup.id} {v.name}: {p}")
                 for c in v.calls:
@@ -227,6 +238,7 @@ async def run_lookups(
                     separate=separate,
                     recall=recall,
                     matched=matched,
+                    sweep=sweep,
                 )
             )
     return out
@@ -234,8 +246,8 @@ async def run_lookups(
 
 def totals(results: Sequence[LookupResult]) -> dict[str, Totals]:
     out = {}
-    for key in ("separate", "recall", "matched"):
-        vs: list[Variant] = [getattr(r, key) for r in results]
+    for key in ("separate", "recall", "matched", *(str(c) for c in SWEEP)):
+        vs: list[Variant] = [r.sweep[key] if key.isdigit() else getattr(r, key) for r in results]
         out[key] = Totals(
             round_trips=sum(v.round_trips for v in vs),
             tokens=sum(v.tokens for v in vs),
@@ -308,11 +320,36 @@ def table(res: Results) -> str:
         f"{ratio(rc.server_seconds, s.server_seconds):>5}  {mt.server_seconds:>16.2f}  "
         f"{ratio(mt.server_seconds, s.server_seconds):>5}",
         "",
+        *sweep_lines(res),
+        "",
         f"total {res.total_seconds:.0f} s (ingest {res.data_dir['ingest_seconds']:.1f} s); "
         f"load average (1 min) {m['loadavg_start'][0]:.2f} at start, "
         f"{m['loadavg_end'][0]:.2f} at end (other work on the machine skews server time)",
     ]
     return "\n".join(lines)
+
+
+def _budgets(res: Results) -> list[tuple[str, Totals]]:
+    t = res.totals
+    rows = [(str(c), t[str(c)]) for c in SWEEP if str(c) in t]
+    rows.append((str(DEFAULT_BUDGET), t["recall"]))
+    return sorted(rows, key=lambda r: int(r[0]))
+
+
+def sweep_lines(res: Results) -> list[str]:
+    """Recall at each budget against the separate calls: chars, tokens, gold visible."""
+    s = res.totals["separate"]
+    gt = res.gold_total
+    lines = [
+        f"budget sweep       chars  ratio    tokens  ratio    gold   (separate: {s.chars:,} "
+        f"chars, {s.tokens:,} tokens, {s.gold_visible}/{gt} gold)"
+    ]
+    for chars, v in _budgets(res):
+        lines.append(
+            f"  recall @{chars:<6}{v.chars:>9,}  {ratio(v.chars, s.chars):>5}  {v.tokens:>8,}  "
+            f"{ratio(v.tokens, s.tokens):>5}  {f'{v.gold_visible}/{gt}':>6}"
+        )
+    return lines
 
 
 def readme(res: Results, command: str) -> str:
@@ -345,6 +382,17 @@ def readme(res: Results, command: str) -> str:
         f"| server time, s | {s.server_seconds:.2f} | {rc.server_seconds:.2f} | "
         f"{ratio(rc.server_seconds, s.server_seconds)} | {mt.server_seconds:.2f} | "
         f"{ratio(mt.server_seconds, s.server_seconds)} |",
+        "",
+        "## Budget sweep",
+        "",
+        "| | characters | ratio | caller tokens | ratio | gold visible |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| separate calls | {s.chars:,} | 1.00 | {s.tokens:,} | 1.00 | {s.gold_visible}/{gt} |",
+        *(
+            f"| recall @{c} | {v.chars:,} | {ratio(v.chars, s.chars)} | {v.tokens:,} | "
+            f"{ratio(v.tokens, s.tokens)} | {v.gold_visible}/{gt} |"
+            for c, v in _budgets(res)
+        ),
         "",
         "## Per lookup",
         "",
@@ -424,7 +472,8 @@ def run(args: argparse.Namespace, setup: Setup, data_dir: Path) -> int:
             "recall_matched": "recall(question, plan, max_chars=M), M the characters "
             "the separate calls returned, clamped to 1200-12000",
             "order": "separate then recall on odd lookups, recall then separate on even "
-            "ones; recall @matched last",
+            "ones; recall @matched, then the sweep",
+            "sweep": "recall(question, plan, max_chars=B) for B in 1200, 8000, 12000",
             "tokens": "arguments JSON + result text, tokenizer above",
             "gold": "gold path appears in the text, not inside a longer path",
             "server_time": "perf_counter around call_tool in the client, summed per "

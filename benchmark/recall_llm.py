@@ -42,6 +42,14 @@ planning and answering), tagger.llm off. The same store and lookups; one run per
    (`ObservedProvider`, which wraps the LocalProvider `make_provider` builds and forwards
    every call unchanged). Totals: medians, counts within the timeout, cold vs warm.
 
+5. Issue 11 checks (`checks` in results.json, a section of the README): the process's RSS
+   (VmRSS) before the model loads and after every recall, against the model file's size
+   plus 300 MiB after 50 recalls; planning's median ms to the first piece cold (prompt
+   cache emptied) against warm (the pinned planning prefix restored), which should be at
+   least 2x; and every `inference.done` event's estimate (`estimate_ms`, from the prompt's
+   token count and the measured prompt speed) beside its `first_piece_ms`, with the
+   prompts skipped because the estimate ran past the deadline.
+
 Evidence goes to `benchmark/published/recall-llm-<UTC timestamp>/` (results.json with the
 responses, log events and token records; README.md).
 """
@@ -132,6 +140,9 @@ class ObservedProvider:
     def reset(self) -> None:
         self.inner.reset()
 
+    def count_tokens(self, messages: list[ChatMessage]) -> int:
+        return self.inner.count_tokens(messages)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -146,10 +157,11 @@ class ObservedProvider:
         max_tokens = kw.get("max_tokens", 256)
         llm = self.inner.load()
         before = [int(t) for t in llm.input_ids[: llm.n_tokens]]
-        cached = [list(k) for k in getattr(getattr(llm, "cache", None), "cache_state", {})]
+        cached = [list(k) for k in _states(getattr(llm, "cache", None))]
         rec: dict[str, Any] = {
             "recall_id": structlog.contextvars.get_contextvars().get("recall_id", ""),
             "kind": "plan" if schema is not None else "answer",
+            "pin": bool(kw.get("pin")),
             "max_tokens": max_tokens,
             "state_tokens_before": len(before),
             "cache_entries_before": len(cached),
@@ -198,14 +210,32 @@ class ObservedProvider:
     @staticmethod
     def _cache(llm: Any) -> dict[str, Any]:
         cache = getattr(llm, "cache", None)
-        states = list(getattr(cache, "cache_state", {}).values())
+        states = list(_states(cache).values())
         if cache is None:
             return {"cache_entries": None, "cache_counted_bytes": None, "cache_scores_bytes": None}
         return {
             "cache_entries": len(states),
-            "cache_counted_bytes": int(sum(st.llama_state_size for st in states)),
+            "cache_counted_bytes": int(cache.cache_size),
             "cache_scores_bytes": int(sum(st.scores.nbytes for st in states)),
+            "cache_all_bytes": int(
+                sum(st.llama_state_size + st.scores.nbytes + st.input_ids.nbytes for st in states)
+            ),
         }
+
+
+def _states(cache: Any) -> dict[Any, Any]:
+    """The cache's states by key: ours (`PromptCache._states`) or llama-cpp-python's."""
+    if cache is None:
+        return {}
+    return dict(getattr(cache, "_states", None) or getattr(cache, "cache_state", {}))
+
+
+def rss_mib() -> float:
+    """This process's resident set (VmRSS), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
 
 
 class LogTail:
@@ -381,6 +411,7 @@ async def run_llm_lookups(
         await session.call("search", {"query": "warm up the server"})
         for lk, rec in zip(lookups, out, strict=True):
             rec.reference = await llm_reference(session, runtime, lk)
+        res.checks["rss_before_model_mib"] = rss_mib()
         note("warm-up: one untimed intent-only recall loads the model")
         warm = await llm_recall(session, inference, observed, tail, lookups[0], "intent", "warm")
         state = await anyio.to_thread.run_sync(lambda: runtime.inference_state())
@@ -400,6 +431,7 @@ async def run_llm_lookups(
                 for i, (lk, rec) in enumerate(zip(lookups, out, strict=True), start=1):
                     run = await llm_recall(session, inference, observed, tail, lk, mode, state_name)
                     rec.runs.append(run)
+                    res.checks.setdefault("rss_mib", []).append(rss_mib())
                     note(
                         f"{state_name} {MODE_LABEL[mode]} {i}/{len(lookups)} {lk.id}: "
                         f"plan {fmt(run.plan_ms)} answer {fmt(run.answer_ms)} wall "
@@ -413,7 +445,72 @@ def prompt_cache(observed: ObservedProvider) -> dict[str, Any] | None:
     cache = getattr(observed.inner.load(), "cache", None)  # loaded: returns the model
     if cache is None:
         return None
-    return {"type": type(cache).__name__, "capacity_bytes": getattr(cache, "capacity_bytes", None)}
+    return {
+        "type": type(cache).__name__,
+        "capacity_bytes": getattr(cache, "capacity_bytes", None),
+        "entries": getattr(cache, "entries", None),
+    }
+
+
+def checks(res: LlmResults, observed: ObservedProvider) -> dict[str, Any]:
+    """Issue 11's model-path checks: RSS, warm-prefix planning, estimates beside actuals."""
+    out = dict(res.checks)
+    rss = out.get("rss_mib", [])
+    model_mib = res.model["bytes"] / 2**20
+    out["model_mib"] = round(model_mib, 1)
+    out["rss_limit_mib"] = round(model_mib + 300, 1)
+    base = out.get("rss_before_model_mib") or 0.0
+    if len(rss) >= 50:
+        out["rss_after_50_mib"] = rss[49]
+        out["rss_growth_after_50_mib"] = round(rss[49] - base, 1)
+    out["rss_max_mib"] = max(rss, default=None)
+    out["rss_max_growth_mib"] = round(max(rss) - base, 1) if rss else None
+    s = res.summary
+    cold = s["intent/cold"]["plan_calls"]["median_first_piece_ms"]
+    warm = s["intent/warm"]["plan_calls"]["median_first_piece_ms"]
+    out["plan_first_piece_ms"] = {"cold": cold, "warm": warm}
+    out["plan_cold_over_warm"] = round(cold / warm, 2) if cold and warm else None
+    done = [
+        e
+        for lk in res.lookups
+        for r in lk.runs
+        for e in r.events
+        if e.get("event") == "inference.done" and str(e.get("purpose", "")).startswith("recall.")
+    ]
+    rows: list[dict[str, Any]] = []
+    for e in done:
+        rows.append(
+            {
+                "purpose": e.get("purpose"),
+                "outcome": e.get("outcome"),
+                "prompt_tokens": e.get("prompt_tokens"),
+                "estimate_ms": e.get("estimate_ms"),
+                "first_piece_ms": e.get("first_piece_ms"),
+            }
+        )
+    paired = [r for r in rows if r["estimate_ms"] and r["first_piece_ms"]]
+    out["estimates"] = {
+        "calls": len(rows),
+        "with_estimate": len(paired),
+        "median_actual_over_estimate": median(
+            [r["first_piece_ms"] / r["estimate_ms"] for r in paired]
+        ),
+        "skipped_cost": {
+            p: sum(r["outcome"] == "skipped-cost" and r["purpose"] == p for r in rows)
+            for p in ("recall.plan", "recall.answer")
+        },
+        "rows": rows,
+    }
+    cache = observed.inner.cache
+    out["prompt_cache"] = {
+        "hits": cache.hits,
+        "misses": cache.misses,
+        "reused_tokens": cache.reused_tokens,
+        "entries_now": len(cache),
+        "bytes_now": cache.cache_size,
+        "capacity_bytes": cache.capacity_bytes,
+    }
+    return out
 
 
 def _reuse(runs: Sequence[LlmRecall], kind: str) -> dict[str, Any]:
@@ -563,6 +660,7 @@ def run(args: argparse.Namespace, setup: Setup, data_dir: Path) -> int:
         finally:
             runtime.stop()
         res.summary = llm_summary(res.lookups, args.timeout)
+        res.checks = checks(res, observed)
         res.gold_total = sum(len(lk.gold) for lk in res.lookups)
         res.total_seconds = common.elapsed()
         common.conclude(res, llm_table, llm_readme, args.out, "recall-llm")

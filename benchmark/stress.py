@@ -118,6 +118,8 @@ class _FakeModel:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         yield json.dumps({"steps": []})
 
@@ -152,6 +154,8 @@ class Recorded:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         with self._lock:
             first = not self.calls
@@ -161,7 +165,12 @@ class Recorded:
             if self._hold:
                 self._release.wait(timeout=600)
         yield from self.inner.stream(
-            messages, deadline=deadline, schema=schema, max_tokens=max_tokens
+            messages,
+            deadline=deadline,
+            schema=schema,
+            max_tokens=max_tokens,
+            grammar=grammar,
+            pin=pin,
         )
 
     def reset(self) -> None:

@@ -44,6 +44,8 @@ class FakeProvider:
         fail: str = "",
         responses: list[list[str]] | None = None,
         call_gates: list[threading.Event | None] | None = None,
+        clock: FakeClock | None = None,
+        seconds_per_token: float = 0.0,
     ) -> None:
         self.tokens = tokens if tokens is not None else ["fake ", "answer"]
         self.responses = list(responses or [])  # per call, in order; then `tokens`
@@ -51,6 +53,9 @@ class FakeProvider:
         self.prompt_gate = prompt_gate
         self.token_gates = token_gates or []
         self.fail = fail
+        # With a clock: prompt processing moves it by seconds_per_token per prompt token.
+        self.clock = clock
+        self.seconds_per_token = seconds_per_token
         self.calls: list[dict[str, Any]] = []
         self.prompt_started = threading.Event()
         self.prompt_finished = threading.Event()
@@ -67,6 +72,8 @@ class FakeProvider:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         with self._lock:
             self._inside += 1
@@ -77,6 +84,8 @@ class FakeProvider:
                     "schema": schema,
                     "deadline": deadline,
                     "started": time.monotonic(),
+                    "grammar": grammar,
+                    "pin": pin,
                 }
             )
         finished = False
@@ -86,6 +95,8 @@ class FakeProvider:
                 held = self.call_gates.pop(0) if self.call_gates else self.prompt_gate
             if held is not None:
                 assert held.wait(timeout=30), "prompt gate never opened"
+            if self.clock is not None:
+                self.clock.advance(self.count_tokens(messages) * self.seconds_per_token)
             self.prompt_finished.set()
             if self.fail:
                 raise ProviderError(self.fail)
@@ -100,6 +111,10 @@ class FakeProvider:
             with self._lock:
                 self._inside -= 1
                 self.closed.append(not finished)
+
+    def count_tokens(self, messages: list[ChatMessage]) -> int:
+        """One token a word: tests size prompts in words."""
+        return sum(len(m["content"].split()) for m in messages)
 
     def close(self) -> None:
         self.loaded = False

@@ -595,7 +595,7 @@ def test_waterfall_shows_the_model_phases(
     from tests.fakes import FakeProvider
 
     plan = json.dumps({"steps": [{"tool": "search", "args": {"query": "garden compost"}}]})
-    provider = FakeProvider(responses=[[plan], ["Compost is turned [1]."]])
+    provider = FakeProvider(responses=[[plan], ["The heap is turned every fortnight [1]."]])
     config = Config()
     config.recall.llm = True
     config.tagger.provider = "local"
@@ -610,7 +610,7 @@ def test_waterfall_shows_the_model_phases(
             dash.sign_in()
             r = dash.post("/recall", {"question": "how is compost made?", "condense": "on"})
         assert r.status_code == 200, r.text
-        assert "answer: Compost is turned [1]." in _unescape(r.text)
+        assert "answer: The heap is turned every fortnight [1]." in _unescape(r.text)
         svg = re.search(r"<svg .*?</svg>", r.text, re.S)[0]
         labels = re.findall(r'data-kind="model" data-outcome="ok"><title>([^(]+) \(', svg)
         assert [label.strip() for label in labels] == ["model: plan", "model: answer"]

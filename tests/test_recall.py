@@ -348,7 +348,13 @@ def test_hard_budgets_count_hidden_results_and_keep_the_minimum_width(
         assert text.splitlines()[-1].startswith(f"({hidden} more result")
     else:
         assert not text.splitlines()[-1].startswith("(")
-    excerpts = [b.split("\n", 1)[1] for b in text.split("\n\n")[1:] if b.startswith("[")]
+    # A block's first line is its provenance (`id | project | ...`); index lines have no `|`.
+    blocks = [b for b in text.split("\n\n")[1:] if b.startswith("[") and " | " in b[:120]]
+    excerpts = [b.split("\n", 1)[1] for b in blocks]
+    assert len(blocks) == len(shown)
+    listed = re.findall(r"^\[\d+\] (\S+) \d\.\d{4}$", text, re.M)
+    assert not set(listed) & set(shown)
+    assert len(shown) + len(listed) <= total
     clipped = {len(e) for e in excerpts if e.endswith("…")}
     assert len(clipped) <= 1  # one common width
     assert all(width >= MIN_EXCERPT for width in clipped)

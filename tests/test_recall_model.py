@@ -27,7 +27,7 @@ PLAN = json.dumps(
     {
         "steps": [
             {"tool": "search", "args": {"query": "garden compost"}},
-            {"tool": "file_summary", "args": {"source": "notes.txt"}},
+            {"tool": "kg_query", "args": {"subject": "garden"}},
             {"tool": "search", "args": {"query": "espresso and gardens"}},  # the baseline again
             {"tool": "search", "args": {"query": "garden compost"}},  # a repeat
         ]
@@ -76,7 +76,7 @@ def test_model_plan_keeps_the_baseline_and_answers_with_citations(
     )
     assert lines[1] == "step 1 search(query='espresso and gardens'): 5 results"  # the baseline
     assert lines[2].startswith("step 2 search(query='garden compost')")
-    assert lines[3].startswith("step 3 file_summary(source='notes.txt')")
+    assert lines[3].startswith("step 3 kg_query(subject='garden')")
     assert "answer: Ristretto uses less water [1]. Compost [3]." in text
     cited = text.split("cited:\n", 1)[1].splitlines()
     assert cited[0].startswith("[1] ") and cited[1].startswith("[3] ")
@@ -119,10 +119,10 @@ def test_condense_false_returns_the_evidence_after_planning(
 
 def test_a_callers_plan_is_not_replanned(tmp_path: Path, embedder: Embedder) -> None:
     """With the caller's plan the model only answers."""
-    provider = FakeProvider(tokens=["It says so [1]."])
+    provider = FakeProvider(tokens=["Tomatoes need full sun [1]."])
     plan = [{"tool": "search", "args": {"query": "tomatoes"}}]
     text, _ = run(tmp_path, embedder, provider, plan=plan)
-    assert "answer: It says so [1]." in text and len(provider.calls) == 1
+    assert "answer: Tomatoes need full sun [1]." in text and len(provider.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -256,15 +256,17 @@ def test_only_the_steps_the_model_adds_run_after_planning(
     """The baseline search runs during planning, once; the model's added steps after it,
     numbered after the baseline, and the answer sees all of them."""
     seen, searched = steps_run
-    provider = FakeProvider(responses=[[PLAN], ["Ristretto [1]."]], call_gates=[searched])
+    provider = FakeProvider(
+        responses=[[PLAN], ["Ristretto uses less water [1]."]], call_gates=[searched]
+    )
     text, _ = run(tmp_path, embedder, provider, recall={"llm_timeout_sec": 30.0})
     assert seen[0] == f"search:{QUESTION}"  # before the plan existed
-    assert sorted(seen[1:]) == ["file_summary", "search:garden compost"]
+    assert sorted(seen[1:]) == ["kg_query", "search:garden compost"]
     lines = text.splitlines()
     assert lines[1] == "step 1 search(query='espresso and gardens'): 5 results"
     assert lines[2].startswith("step 2 search(query='garden compost')")
-    assert lines[3].startswith("step 3 file_summary(source='notes.txt')")
-    assert "answer: Ristretto [1]." in text
+    assert lines[3].startswith("step 3 kg_query(subject='garden')")
+    assert "answer: Ristretto uses less water [1]." in text
 
 
 class _Recorder(BaseHTTPRequestHandler):

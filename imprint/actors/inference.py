@@ -6,7 +6,11 @@ messages, so no two calls ever reach the model at once. `complete`:
 - does not start when its deadline has passed, including after waiting in the mailbox;
 - stops at the first piece past the deadline and closes the provider's stream;
 - runs to that first piece even if the caller stopped waiting: prompt processing cannot be
-  interrupted, so a timed-out prompt finishes in the background and its result is dropped.
+  interrupted, so a timed-out prompt finishes in the background and its result is dropped;
+- so it does not start a prompt it cannot finish: it keeps each provider's measured prompt
+  speed (tokens per second to the first piece, updated as the run goes), estimates a new
+  prompt's time from its token count, and skips it (`skipped-cost`) when that estimate runs
+  past the deadline. The Completion carries the estimate beside what happened.
 
 The InferenceActor never waits on another actor.
 """
@@ -30,19 +34,23 @@ from imprint.logs import get_logger
 from imprint.providers import ChatMessage, Provider, ProviderError
 
 __all__ = [
+    "MIN_SPEED_TOKENS",
+    "SPEED_TTL_SEC",
     "CompleteRequest",
     "Completion",
     "Inference",
     "InferenceActor",
     "InferenceProxy",
+    "PromptSpeed",
     "ask_model",
 ]
 
 log = get_logger("imprint.inference")
 
-# ok; skipped-late (never started); stopped (at the deadline, mid-stream); timeout (the
-# caller stopped waiting); error (provider); invalid (output breaks the schema)
-Outcome = Literal["ok", "skipped-late", "stopped", "timeout", "error", "invalid"]
+# ok; skipped-late (never started); skipped-cost (never started: its estimated prompt time
+# runs past the deadline); stopped (at the deadline, mid-stream); timeout (the caller
+# stopped waiting); error (provider); invalid (output breaks the schema)
+Outcome = Literal["ok", "skipped-late", "skipped-cost", "stopped", "timeout", "error", "invalid"]
 
 
 class CompleteRequest(Message):
@@ -56,6 +64,8 @@ class CompleteRequest(Message):
     max_tokens: int = 256
     purpose: str = "complete"
     fresh: bool = False  # reset the model's cached prompt first (deterministic output)
+    grammar: str | None = None  # GBNF the output must follow (local only)
+    pin_prefix: bool = False  # keep this prompt's state: later prompts share its prefix
 
 
 class Completion(BaseModel):
@@ -68,22 +78,65 @@ class Completion(BaseModel):
     first_piece_ms: float | None = None
     run_ms: float = 0.0
     data: Any = None  # the parsed JSON, when a schema was given and the output conforms
+    prompt_tokens: int | None = None
+    estimate_ms: float | None = None  # the prompt's estimated time to the first piece
 
     @property
     def ok(self) -> bool:
         return self.outcome == "ok"
 
 
+# A measured speed older than this is not used to skip a prompt: one slow measurement (a
+# loaded machine) must not keep the model from ever being measured again.
+SPEED_TTL_SEC = 120.0
+
+
+# Prompts shorter than this do not measure the speed: their time to the first piece is
+# mostly fixed cost (sampling, grammar setup), and a few such samples once priced every
+# real prompt far too high (a benchmark's one-token resets drove it from 44 to 5 tokens/s).
+MIN_SPEED_TOKENS = 64
+
+
+class PromptSpeed(BaseModel):
+    """A provider's measured prompt speed: tokens per second to the first piece, the median
+    of the last few prompts (one warm, cached prompt or one busy moment moves it little)."""
+
+    recent: tuple[float, ...]
+    at: float  # the clock when last measured
+
+    @property
+    def tokens_per_s(self) -> float:
+        ordered = sorted(self.recent)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+    def update(self, tokens_per_s: float, at: float) -> PromptSpeed:
+        return PromptSpeed(recent=(*self.recent[-4:], tokens_per_s), at=at)
+
+
+def count_tokens(provider: Provider, messages: list[ChatMessage]) -> int:
+    """The provider's own count when it has one; else about 4 characters a token."""
+    counter = getattr(provider, "count_tokens", None)
+    if counter is not None:
+        return int(counter(messages))
+    return sum(len(m["content"]) for m in messages) // 4 + 4 * len(messages)
+
+
 class Inference:
     """The logic, testable without threads; the provider is made on first use."""
 
-    def __init__(self, make: Callable[[], Provider]) -> None:
+    def __init__(
+        self, make: Callable[[], Provider], *, clock: Callable[[], float] | None = None
+    ) -> None:
         self._make = make
         self._provider: Provider | None = None
         # Read by other threads (device_context) without a message, so that a long prompt,
         # which holds the actor's mailbox, never makes them wait.
         self._busy_lock = threading.Lock()
         self._busy: tuple[float, str] | None = None  # (time.time() it started, purpose)
+        # Looked up on each call (not bound here), so a test may replace the module's clock.
+        self._clock: Callable[[], float] = clock or (lambda: time.monotonic())
+        self.speeds: dict[str, PromptSpeed] = {}  # by provider name, as the run goes
 
     @property
     def provider(self) -> Provider:
@@ -109,7 +162,8 @@ class Inference:
         }
 
     def complete(self, req: CompleteRequest) -> Completion:
-        started = time.monotonic()
+        clock = self._clock
+        started = clock()
         if started >= req.deadline:
             return Completion(
                 outcome="skipped-late", detail="the deadline passed before it started"
@@ -123,25 +177,57 @@ class Inference:
                 self._busy = None
 
     def _complete(self, req: CompleteRequest, started: float) -> Completion:
+        clock = self._clock
         try:
             provider = self.provider
             if req.fresh and hasattr(provider, "reset"):
                 provider.reset()
             messages = [ChatMessage(role=m["role"], content=m["content"]) for m in req.messages]
+            tokens = count_tokens(provider, messages)
+            speed = self.speeds.get(provider.name)
+            fresh_speed = speed if speed and clock() - speed.at <= SPEED_TTL_SEC else None
+            estimate = tokens / fresh_speed.tokens_per_s if fresh_speed else None
+            estimate_ms = round(estimate * 1000, 1) if estimate is not None else None
+            left = req.deadline - clock()
+            if estimate is not None and estimate > left:
+                return Completion(
+                    outcome="skipped-cost",
+                    detail=f"about {estimate:.1f} s for {tokens} prompt tokens at "
+                    f"{fresh_speed.tokens_per_s:.0f} tokens/s, {max(0.0, left):.1f} s left"
+                    if fresh_speed
+                    else "",
+                    prompt_tokens=tokens,
+                    estimate_ms=estimate_ms,
+                )
+            prompt_started = clock()  # after counting, which may load the model
             stream = provider.stream(
-                messages, deadline=req.deadline, schema=req.json_schema, max_tokens=req.max_tokens
+                messages,
+                deadline=req.deadline,
+                schema=req.json_schema,
+                max_tokens=req.max_tokens,
+                grammar=req.grammar,
+                pin=req.pin_prefix,
             )
         except ImprintError as exc:
-            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started))
+            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started, clock))
         pieces: list[str] = []
         first: float | None = None
         outcome: Outcome = "ok"
+        base: dict[str, Any] = {"prompt_tokens": tokens, "estimate_ms": estimate_ms}
         try:
             for piece in stream:
                 if first is None:
-                    first = _ms(started)
+                    first = _ms(started, clock)
+                    now = clock()
+                    if now > prompt_started and tokens >= MIN_SPEED_TOKENS:
+                        measured = tokens / (now - prompt_started)
+                        self.speeds[provider.name] = (
+                            fresh_speed.update(measured, now)
+                            if fresh_speed
+                            else PromptSpeed(recent=(measured,), at=now)  # stale: restart
+                        )
                 pieces.append(piece)
-                if time.monotonic() >= req.deadline:
+                if clock() >= req.deadline:
                     outcome = "stopped"
                     break
         except ImprintError as exc:
@@ -151,7 +237,8 @@ class Inference:
                 detail=str(exc),
                 pieces=len(pieces),
                 first_piece_ms=first,
-                run_ms=_ms(started),
+                run_ms=_ms(started, clock),
+                **base,
             )
         except Exception as exc:  # a provider bug must not kill the one inference actor
             log.exception("inference.provider_failed")
@@ -161,19 +248,15 @@ class Inference:
                 detail=f"provider failed ({type(exc).__name__})",
                 pieces=len(pieces),
                 first_piece_ms=first,
-                run_ms=_ms(started),
+                run_ms=_ms(started, clock),
+                **base,
             )
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
         text = "".join(pieces)
-        base: dict[str, Any] = {
-            "text": text,
-            "pieces": len(pieces),
-            "first_piece_ms": first,
-            "run_ms": _ms(started),
-        }
+        base.update(text=text, pieces=len(pieces), first_piece_ms=first, run_ms=_ms(started, clock))
         if outcome == "stopped":
             return Completion(outcome="stopped", detail="stopped at the deadline", **base)
         if req.json_schema is None:
@@ -198,8 +281,9 @@ class Inference:
 _wall_clock = time.time
 
 
-def _ms(since: float) -> float:
-    return round((time.monotonic() - since) * 1000, 3)
+def _ms(since: float, clock: Callable[[], float] | None = None) -> float:
+    now = clock() if clock is not None else time.monotonic()
+    return round((now - since) * 1000, 3)
 
 
 class InferenceActor(pykka.ThreadingActor):
@@ -222,6 +306,8 @@ class InferenceActor(pykka.ThreadingActor):
             pieces=result.pieces,
             first_piece_ms=result.first_piece_ms,
             run_ms=result.run_ms,
+            prompt_tokens=result.prompt_tokens,
+            estimate_ms=result.estimate_ms,
             late_by_ms=round(max(0.0, time.monotonic() - msg.deadline) * 1000, 1),
         )
         return result

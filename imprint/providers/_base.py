@@ -42,6 +42,11 @@ class Provider(Protocol):
 
     `deadline` is a `time.monotonic()` instant. A provider uses it to bound its own waits
     (an HTTP client's timeout); the InferenceActor stops reading at the first piece past it.
+    `grammar` (GBNF) is enforced by `local`; the others ignore it, so callers keep their own
+    checks of the output. `pin` asks a provider with a prompt-state cache to keep this
+    prompt's state (a fixed prefix that later prompts share); the others ignore it.
+    A provider may also offer `count_tokens(messages) -> int`, for the InferenceActor's
+    estimate of a prompt's cost.
     """
 
     name: str
@@ -53,6 +58,8 @@ class Provider(Protocol):
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]: ...
 
     def close(self) -> None: ...

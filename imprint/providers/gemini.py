@@ -37,6 +37,8 @@ class GeminiProvider:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         body: dict[str, Any] = {

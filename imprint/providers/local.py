@@ -4,6 +4,13 @@ Two threads on one `Llama` object crash the process, so the object lives in the 
 and the provider in the InferenceActor, whose mailbox serializes every call. A JSON schema
 is turned into a grammar here, so a schema llama.cpp cannot express is an error rather
 than the silent fallback to free-form JSON that `response_format` gives.
+
+Evaluated prompts are kept in a `PromptCache` of our own: llama-cpp-python's RAM cache
+counts only the model's state bytes, not the logits copy each state carries (about 96 MiB
+for SmolLM2 at n_batch 512), so its 256 MiB cap held about 1.2 GiB. Ours keeps a few
+entries, drops the logits (a restored prompt always re-decodes its last token, which
+refreshes them), counts every byte an entry holds, and pins the last prompt sent with
+`pin=True` (recall's fixed planning prefix) so answering cannot evict it.
 """
 
 from __future__ import annotations
@@ -12,16 +19,122 @@ import importlib.util
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from imprint.errors import ModelMissingError
 from imprint.providers._base import ChatMessage, ProviderError
 
-__all__ = ["PROMPT_CACHE_BYTES", "LocalProvider", "bundled_gguf"]
+__all__ = [
+    "PROMPT_CACHE_BYTES",
+    "PROMPT_CACHE_ENTRIES",
+    "LocalProvider",
+    "PromptCache",
+    "bundled_gguf",
+]
 
-PROMPT_CACHE_BYTES = 256 << 20  # about a dozen states of SmolLM2 at n_ctx 4096
+PROMPT_CACHE_BYTES = 64 << 20  # everything the entries hold, the pinned one included
+PROMPT_CACHE_ENTRIES = 4
+
+
+def _entry_bytes(state: Any) -> int:
+    """Every byte a saved state holds: the model's state, its token ids and its logits."""
+    return int(state.llama_state_size) + int(state.input_ids.nbytes) + int(state.scores.nbytes)
+
+
+class PromptCache:
+    """Evaluated prompt states keyed by their tokens, found by longest common prefix.
+
+    At most `entries` states and `capacity_bytes` in all, counted by `_entry_bytes`; least
+    recently used first out, except the pinned one. llama-cpp-python calls it as its
+    `BaseLlamaCache` (`[key]`, `in`, `[key] = state`, `cache_size`).
+    """
+
+    def __init__(
+        self, capacity_bytes: int = PROMPT_CACHE_BYTES, entries: int = PROMPT_CACHE_ENTRIES
+    ) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.entries = entries
+        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.pinned: tuple[int, ...] | None = None
+        self.pin_next = False  # the next state saved becomes the pinned one
+        self.hits = 0
+        self.misses = 0
+        self.reused_tokens = 0  # prefix tokens restored instead of evaluated
+
+    @property
+    def cache_size(self) -> int:
+        return sum(_entry_bytes(s) for s in self._states.values())
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __bool__(self) -> bool:
+        # llama-cpp-python tests `if self.cache:`; an empty cache must still be used.
+        return True
+
+    def _longest(self, key: tuple[int, ...]) -> tuple[tuple[int, ...] | None, int]:
+        best, best_len = None, 0
+        for k in self._states:
+            n = 0
+            for a, b in zip(k, key, strict=False):
+                if a != b:
+                    break
+                n += 1
+            if n > best_len:
+                best, best_len = k, n
+        return best, best_len
+
+    def __contains__(self, key: Sequence[int]) -> bool:
+        return self._longest(tuple(key))[0] is not None
+
+    def __getitem__(self, key: Sequence[int]) -> Any:
+        found, n = self._longest(tuple(key))
+        if found is None:
+            self.misses += 1
+            raise KeyError("no cached prefix")
+        self.hits += 1
+        self.reused_tokens += n
+        self._states.move_to_end(found)
+        return self._states[found]
+
+    def __setitem__(self, key: Sequence[int], state: Any) -> None:
+        import numpy as np
+
+        key = tuple(key)
+        # The logits are not kept: a restored state re-decodes at least its last token.
+        state.scores = np.zeros((1, state.scores.shape[-1]), dtype=state.scores.dtype)
+        if self.pin_next:
+            if self.pinned is not None and self.pinned != key:
+                self._states.pop(self.pinned, None)
+            self.pinned = key
+            self.pin_next = False
+        self._states[key] = state
+        self._states.move_to_end(key)
+        self._evict()
+
+    def pin(self, llm: Any) -> None:
+        """Save `llm`'s evaluated tokens now as the pinned state (replacing the last one)."""
+        key = tuple(int(t) for t in llm.input_ids[: llm.n_tokens])
+        if key:
+            self.pin_next = True
+            self[key] = llm.save_state()
+
+    def _evict(self) -> None:
+        while len(self._states) > self.entries or self.cache_size > self.capacity_bytes:
+            victim = next((k for k in self._states if k != self.pinned), None)
+            if victim is None:  # only the pinned one left, and it alone is over the cap
+                self._states.clear()
+                self.pinned = None
+                return
+            del self._states[victim]
+
+    def clear(self) -> None:
+        self._states.clear()
+        self.pinned = None
+        self.pin_next = False
 
 
 def bundled_gguf() -> Path | None:
@@ -58,6 +171,7 @@ class LocalProvider:
         self.chat_format = chat_format
         self.seed = seed
         self._llm: Any = None
+        self.cache = PromptCache()
         self.load_seconds: float | None = None
         self._entered = threading.Lock()
 
@@ -68,7 +182,7 @@ class LocalProvider:
     def load(self) -> Any:
         """Load on first use: a server that never infers never pays for the model."""
         if self._llm is None:
-            from llama_cpp import Llama, LlamaRAMCache
+            from llama_cpp import Llama
 
             started = time.monotonic()
             self._llm = Llama(
@@ -81,11 +195,28 @@ class LocalProvider:
                 verbose=False,
             )
             # The model keeps one evaluated prompt; planning and answering alternate, so each
-            # would evict the other's fixed prefix. A RAM cache of states keyed by tokens
+            # would evict the other's fixed prefix. A cache of states keyed by tokens
             # restores the longest matching prefix instead of evaluating it again.
-            self._llm.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
+            self._llm.set_cache(self.cache)
             self.load_seconds = time.monotonic() - started
         return self._llm
+
+    def count_tokens(self, messages: list[ChatMessage]) -> int:
+        """The prompt's tokens by the model's own tokenizer (the chat template's few marker
+        tokens per message estimated)."""
+        llm = self.load()
+        text = "\n".join(m["content"] for m in messages)
+        return len(llm.tokenize(text.encode("utf-8"), add_bos=True)) + 5 * len(messages)
+
+    def gbnf(self, grammar: str) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        try:
+            return LlamaGrammar.from_string(grammar, verbose=False)
+        except Exception as exc:
+            raise ProviderError(
+                f"local: llama.cpp cannot parse this grammar ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
@@ -100,10 +231,8 @@ class LocalProvider:
     def reset(self) -> None:
         """Forget evaluated prompts, for a result that must not depend on earlier ones."""
         if self._llm is not None:
-            from llama_cpp import LlamaRAMCache
-
             self._llm.reset()
-            self._llm.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
+            self.cache.clear()
 
     def stream(
         self,
@@ -112,24 +241,37 @@ class LocalProvider:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         if not self._entered.acquire(blocking=False):
             # Never expected: the actor's mailbox serializes calls. Refuse rather than crash.
             raise ProviderError("local: the model is already in use by another thread")
         try:
             llm = self.load()
-            grammar = self.grammar(schema) if schema is not None else None
+            if schema is not None:
+                rules = self.grammar(schema)
+            elif grammar is not None:
+                rules = self.gbnf(grammar)
+            else:
+                rules = None
             chunks = llm.create_chat_completion(
                 messages=list(messages),
                 stream=True,
                 temperature=0.0,
                 top_k=1,
                 max_tokens=max_tokens,
-                grammar=grammar,
+                grammar=rules,
                 seed=self.seed,
             )
             try:
                 for chunk in chunks:
+                    if pin:
+                        # The prompt is evaluated by the first chunk: pin its state now, since
+                        # llama-cpp-python saves only a stream that runs to its end, and a
+                        # plan stopped at the deadline would otherwise leave nothing behind.
+                        self.cache.pin(llm)
+                        pin = False
                     piece = chunk["choices"][0].get("delta", {}).get("content")
                     if piece:
                         yield piece

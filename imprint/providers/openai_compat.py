@@ -79,6 +79,8 @@ class _ChatCompletions:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         started = False
         try:
@@ -158,6 +160,8 @@ class OllamaProvider:
         deadline: float,
         schema: dict[str, Any] | None = None,
         max_tokens: int = 256,
+        grammar: str | None = None,
+        pin: bool = False,
     ) -> Iterator[str]:
         body: dict[str, Any] = {
             "model": self.model,

@@ -4,6 +4,12 @@ Numbered blocks, each a provenance line and an excerpt. Every shown excerpt gets
 width: the widest that lets the shown blocks fit, at least 300 characters (or the longest
 shown content, where all are shorter). Blocks that do not fit are counted on a last line,
 never dropped silently. The output never exceeds `max_chars`.
+
+Recall also gives each block a short index line (`source#chunk score`): blocks that do not
+fit in full are then listed by those lines, numbered on, as many as fit after the blocks, so
+the caller sees where the rest is and can fetch it; the count line stays. With index lines,
+the layout keeps every hidden result listed if it can, and shows as many full blocks as that
+leaves room for (at least one).
 """
 
 from __future__ import annotations
@@ -13,7 +19,17 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MIN_EXCERPT", "Block", "clamp", "clip", "escape_field", "one_line", "render_blocks"]
+__all__ = [
+    "MIN_EXCERPT",
+    "Block",
+    "Layout",
+    "clamp",
+    "clip",
+    "escape_field",
+    "layout_blocks",
+    "one_line",
+    "render_blocks",
+]
 
 MIN_EXCERPT = 300
 _SPACE = re.compile(r"\s+")
@@ -26,6 +42,17 @@ class Block(BaseModel):
 
     meta: str
     content: str
+    index: str = ""  # its short line when hidden (recall), e.g. "src.md#3 0.0163"
+
+
+class Layout(BaseModel):
+    """The text, and how many blocks it shows in full and lists by index line after them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    shown: int
+    listed: int = 0
 
 
 def clamp(value: int, low: int, high: int) -> int:
@@ -68,19 +95,81 @@ def render_blocks(
     extra_hidden: int = 0,
 ) -> str:
     """Lay out as many blocks as fit at a common excerpt width; count the rest."""
+    return layout_blocks(prelude, blocks, max_chars, hint=hint, extra_hidden=extra_hidden).text
+
+
+def _fit(
+    head: str,
+    metas: Sequence[str],
+    contents: Sequence[str],
+    listed: Sequence[str],
+    footer: str,
+    max_chars: int,
+) -> str | None:
+    """The text with every block at one width of at least 300 (or the longest), or None."""
+    shown = len(metas)
+    lines = "\n".join(listed)
+    # text = head "\n\n" body ["\n\n" index] ["\n\n" footer]; body = "meta\nexcerpt" blocks
+    fixed = (len(head) + 2 if head else 0) + sum(len(m) + 1 for m in metas)
+    fixed += 2 * (shown - 1) + (len(lines) + 2 if lines else 0)
+    fixed += len(footer) + 2 if footer else 0
+    room = (max_chars - fixed) // shown
+    longest = max(len(c) for c in contents[:shown])
+    if room < min(MIN_EXCERPT, longest):
+        return None
+    width = min(room, longest)
+    body = "\n\n".join(f"{metas[i]}\n{clip(contents[i], width)}" for i in range(shown))
+    return "\n\n".join(p for p in (head, body, lines, footer) if p)
+
+
+def layout_blocks(
+    prelude: Sequence[str],
+    blocks: Sequence[Block],
+    max_chars: int,
+    *,
+    hint: str,
+    extra_hidden: int = 0,
+) -> Layout:
+    """`render_blocks`, saying how many blocks it shows; with index lines (every block has
+    one), the hidden blocks are listed too."""
     head = "\n".join(prelude)
     contents = [one_line(b.content) for b in blocks]
-    for shown in range(len(blocks), 0, -1):
-        footer = _footer(len(blocks) - shown + extra_hidden, max_chars, hint)
-        metas = [f"[{i + 1}] {blocks[i].meta}" for i in range(shown)]
-        # text = head "\n\n" body ["\n\n" footer]; body = blocks "meta\nexcerpt" joined by "\n\n"
-        fixed = (len(head) + 2 if head else 0) + sum(len(m) + 1 for m in metas)
-        fixed += 2 * (shown - 1) + (len(footer) + 2 if footer else 0)
-        room = (max_chars - fixed) // shown
-        longest = max(len(c) for c in contents[:shown])
-        if room >= min(MIN_EXCERPT, longest):
-            width = min(room, longest)
-            body = "\n\n".join(f"{metas[i]}\n{clip(contents[i], width)}" for i in range(shown))
-            return "\n\n".join(p for p in (head, body, footer) if p)
-    footer = _footer(len(blocks) + extra_hidden, max_chars, hint)
-    return "\n\n".join(p for p in (head, footer) if p)[:max_chars]
+    metas = [f"[{i + 1}] {b.meta}" for i, b in enumerate(blocks)]
+    n = len(blocks)
+    if n and all(b.index for b in blocks):
+        index = [f"[{i + 1}] {b.index}" for i, b in enumerate(blocks)]
+        # Every hidden block listed, with as many full blocks as that leaves room for.
+        for shown in range(n, 0, -1):
+            footer = _footer(n - shown + extra_hidden, max_chars, hint)
+            text = _fit(head, metas[:shown], contents, index[shown:], footer, max_chars)
+            if text is not None:
+                return Layout(text=text, shown=shown, listed=n - shown)
+        # Not all listable: one block (if it fits) and as many index lines as fit, by rank.
+        for shown in (1, 0):
+            footer = _footer(n - shown + extra_hidden, max_chars, hint)
+            if shown and _fit(head, metas[:1], contents, [], footer, max_chars) is None:
+                continue
+            listed = n - shown
+            while listed > 0:
+                lines = index[shown : shown + listed]
+                if shown:
+                    text = _fit(head, metas[:1], contents, lines, footer, max_chars)
+                else:
+                    text = "\n\n".join(p for p in (head, "\n".join(lines), footer) if p)
+                    text = text if len(text) <= max_chars else None
+                if text is not None:
+                    return Layout(text=text, shown=shown, listed=listed)
+                listed -= 1
+            if shown:
+                text = _fit(head, metas[:1], contents, [], footer, max_chars)
+                assert text is not None
+                return Layout(text=text, shown=1)
+        footer = _footer(n + extra_hidden, max_chars, hint)
+        return Layout(text="\n\n".join(p for p in (head, footer) if p)[:max_chars], shown=0)
+    for shown in range(n, 0, -1):
+        footer = _footer(n - shown + extra_hidden, max_chars, hint)
+        text = _fit(head, metas[:shown], contents, [], footer, max_chars)
+        if text is not None:
+            return Layout(text=text, shown=shown)
+    footer = _footer(n + extra_hidden, max_chars, hint)
+    return Layout(text="\n\n".join(p for p in (head, footer) if p)[:max_chars], shown=0)

@@ -1,8 +1,15 @@
-"""What each step returns, as evidence items; merged by key, round-robin by rank."""
+"""What each step returns, as evidence items; merged by key, round-robin by rank.
+
+A search step keeps one item per source: later chunks of a source already in its results
+are folded into that item's header (`src.md#3 +#2,#5`), so near-duplicate chunks of one
+file do not crowd other sources out of a small budget. Every item has a short index line
+(`src.md#3 +#2,#5 0.0163`) that recall lists when the budget hides the item's excerpt.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -25,6 +32,7 @@ class Item(BaseModel):
     key: str
     meta: str
     content: str
+    index: str = ""  # the short line that names it when its excerpt is hidden
 
 
 class StepResult(BaseModel):
@@ -46,8 +54,30 @@ def file_key(project: str, source: str) -> str:
     return f"file:{project or '-'}:{source}"
 
 
-def _record(record: Record, score: float | None = None) -> Item:
-    return Item(key=record.id, meta=meta_line(record, score), content=record.content)
+def _record(record: Record, score: float | None = None, folded: Sequence[int] = ()) -> Item:
+    meta = meta_line(record, score)
+    where = f"{record.source}#{record.chunk_index}" if record.source else record.id
+    if folded:
+        also = " +" + ",".join(f"#{c}" for c in folded)
+        where += also
+        meta = meta.replace(f"#{record.chunk_index} |", f"#{record.chunk_index}{also} |", 1)
+    index = where if score is None else f"{where} {score:.4f}"
+    return Item(key=record.id, meta=meta, content=record.content, index=index)
+
+
+def _folded(hits: Sequence[SearchHit]) -> list[Item]:
+    """One item per source, at its best-ranked chunk; the other chunks named in its header."""
+    first: dict[str, int] = {}
+    groups: list[tuple[SearchHit, list[int]]] = []
+    for hit in hits:
+        source = hit.record.source
+        if source and source in first:
+            groups[first[source]][1].append(hit.record.chunk_index)
+            continue
+        if source:
+            first[source] = len(groups)
+        groups.append((hit, []))
+    return [_record(hit.record, hit.score, folded) for hit, folded in groups]
 
 
 def _fact(fact: Fact) -> Item:
@@ -57,6 +87,7 @@ def _fact(fact: Fact) -> Item:
         key=f"fact:{fact.id}",
         meta=escape_field(f"fact:{fact.id} | {fact.source or '-'} | fact"),
         content=f"{fact.subject} | {fact.predicate} | {fact.object} (since {since}{ended})",
+        index=f"fact:{fact.id} {fact.source or '-'}",
     )
 
 
@@ -64,8 +95,10 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
     """Evidence items of one step's rows, best first, and a short count for its line."""
     if tool == "search":
         assert isinstance(rows, SearchRows)
-        items = [_record(h.record, h.score) for h in rows.hits]
-        return items, f"{len(items)} results"
+        items = _folded(rows.hits)
+        folded = len(rows.hits) - len(items)
+        more = f", {folded} folded" if folded else ""
+        return items, f"{len(rows.hits)} results{more}"
     if tool == "neighbors":
         hits: list[SearchHit] = rows
         return [_record(h.record, h.score) for h in hits], f"{len(hits)} neighbours"
@@ -84,6 +117,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
                 f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary"
             ),
             content="\n".join(format_summary(rows).splitlines()[1:]),
+            index=f"file:{rows.source} summary",
         )
         return [item], "summary"
     if tool == "list_sources":
@@ -95,6 +129,7 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
                     f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source"
                 ),
                 content=f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}",
+                index=f"file:{r['source']} source",
             )
             for r in listed
         ]

@@ -9,7 +9,6 @@ baseline search is gathered while it plans, so the evidence is ready when planni
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from pathlib import Path
@@ -19,16 +18,23 @@ from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
-from imprint.reads.evidence import Block, clip, one_line, render_blocks
+from imprint.reads.evidence import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.gateway import Reads
 from imprint.reads.search import format_search, normalize_max_chars, search_budget, search_rows
 from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge
-from imprint.recall.model import Answer, Planned, answer, plan_steps
+from imprint.recall.model import (
+    Answer,
+    Planned,
+    answer,
+    named_ids,
+    named_sources,
+    plan_steps,
+)
 from imprint.recall.plan import Step, parse_plan
 from imprint.store.sqlite import check_query
 
-__all__ = ["condensed", "format_recall", "recall_text"]
+__all__ = ["condensed", "format_recall", "layout_recall", "recall_text"]
 
 log = get_logger("imprint.recall")
 
@@ -72,29 +78,34 @@ def format_recall(
     counts the hidden results), they compact, down to one line for all steps, so the
     response keeps at least one block whenever there is one, and always that count.
     """
+    return layout_recall(question, results, max_chars, clamp=clamp).text
+
+
+def layout_recall(
+    question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
+) -> Layout:
+    """`format_recall`, saying how many blocks it shows in full (1..shown) and lists."""
     max_chars = normalize_max_chars(max_chars) if clamp else max_chars
     items = merge(results)
     shown_q = clip(one_line(question), 160)
     head = f'recall "{shown_q}": {len(results)} steps, {len(items)} records'
-    blocks = [Block(meta=i.meta, content=i.content) for i in items]
-    text = ""
+    blocks = [Block(meta=i.meta, content=i.content, index=i.index) for i in items]
+    laid = Layout(text="", shown=0)
     for level in (0, 1, 2):
         prelude = [head, *_step_lines(results, level)]
         if not blocks:
             text = "\n".join(prelude)
             if len(text) <= max_chars:
-                return text
+                return Layout(text=text, shown=0)
+            laid = Layout(text=text, shown=0)
             continue
-        text = render_blocks(prelude, blocks, max_chars, hint=HINT)
-        if _SHOWN.search(text):
-            return text
+        laid = layout_blocks(prelude, blocks, max_chars, hint=HINT)
+        if laid.shown:
+            return laid
     if not blocks:
-        return text[:max_chars]
+        return Layout(text=laid.text[:max_chars], shown=0)
     # Not even one block fits beside the header: the header and the count of what is hidden.
-    return render_blocks([head], blocks, max_chars, hint=HINT)
-
-
-_SHOWN = re.compile(r"^\[1\] ", re.M)
+    return layout_blocks([head], blocks, max_chars, hint=HINT)
 
 
 def _with_note(note: str, body: str, max_chars: int) -> str:
@@ -288,6 +299,8 @@ def _model_recall(
             deadline,
             recall_id=recall_id,
             search=runtime.config.search,
+            sources=named_sources(reads, ws, question),
+            ids=named_ids(reads, ws, question),
         )
         log.info(
             "recall.model.plan",
@@ -316,10 +329,11 @@ def _model_recall(
         results = gathering.wait() + added.wait()
     else:  # the caller's plan: nothing to plan, its steps start at once
         results = run_plan(reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=where)
-    evidence = format_recall(question, results, max_chars)
+    laid = layout_recall(question, results, max_chars)
+    evidence = laid.text
     if not condense:
         return evidence
-    shown = {int(n) for n in re.findall(r"^\[(\d+)\] ", evidence, re.M)}
+    shown = set(range(1, laid.shown + 1))  # index lines name a record, they show no text
     reply = answer(inference, question, evidence, shown, deadline, recall_id=recall_id)
     log.info(
         "recall.model.answer",

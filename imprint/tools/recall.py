@@ -26,14 +26,14 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Answer a multi-part question in one call. Plan steps run at once and merge under
-        max_chars: a line per step, then numbered blocks as in search. Step tools: search,
-        get_memory, neighbors,
-        file_chunks, file_summary, list_sources, kg_query, with their arguments minus
-        workspace and max_chars; steps cannot use each other's results. Without a plan (and
+        max_chars: a line per step, numbered blocks, then "[n] source#chunk score" lines
+        for what the budget hid. Step tools: search, get_memory, neighbors, file_chunks,
+        file_summary, list_sources, kg_query, their arguments minus workspace and
+        max_chars; steps are independent. Without a plan (and
         no model): exactly search(question). With recall.llm on, a local model may plan and
         answer citing [n]: a pointer to the cited evidence, not a fact; verify it.
-        Plan: [{"tool": "search", "args": {"query": "how is ingest serialized"}},
-        {"tool": "kg_query", "args": {"subject": "imprint"}}]"""
+        Plan: [{"tool": "search", "args": {"query": "ingest order"}},
+        {"tool": "kg_query", "args": {"subject": "x"}}]"""
         return await run_tool(
             recall_text,
             app.reads,

@@ -137,3 +137,65 @@ def test_recall_model_path_runs_on_the_bundled_model(tmp_path: Path, embedder: A
     else:
         assert first.startswith('recall "How should I brew a ristretto?" (local model'), text
         assert "\nanswer: " in text and "\ncited:\n[" in text
+
+
+def test_an_answer_under_the_citation_grammar_cites_only_shown_blocks(
+    provider: LocalProvider,
+) -> None:
+    """Under recall's answer grammar even a 135M model ends every sentence with citations,
+    and only of the blocks shown (1..3 here), within the sentence cap."""
+    import re
+
+    from imprint.recall.model import MAX_SENTENCES, answer_grammar
+
+    evidence = (
+        "[1] a | p | docs/espresso.md#0 | note\nA ristretto uses less water than a lungo.\n\n"
+        "[2] b | p | docs/gardening.md#0 | note\nTomatoes need six hours of sun.\n\n"
+        "[3] c | p | docs/actors.md#0 | note\nAn actor processes one message at a time."
+    )
+    messages: Any = [
+        {"role": "system", "content": "Answer from the evidence and cite it as [n]."},
+        {"role": "user", "content": f"{evidence}\n\nQuestion: How is a ristretto made?"},
+    ]
+    text = "".join(
+        provider.stream(
+            messages, deadline=time.monotonic() + 300, max_tokens=120, grammar=answer_grammar(3)
+        )
+    )
+    sentences = re.findall(r"[A-Z][^\[\]\n.!?]{8,}?((?: \[\d+\])+)\.", text)
+    assert sentences and len(sentences) <= MAX_SENTENCES, text
+    cited = {int(n) for group in sentences for n in re.findall(r"\d+", group)}
+    assert cited and cited <= {1, 2, 3}, text
+
+
+def test_the_prompt_cache_is_bounded_and_keeps_the_pinned_prefix(
+    provider: LocalProvider,
+) -> None:
+    """A few entries, every byte counted (logits dropped), and the pinned planning prompt
+    survives answers enough to evict everything else; the next plan reuses its prefix."""
+    from imprint.providers.local import PROMPT_CACHE_ENTRIES, _entry_bytes
+
+    system = "You plan lookups in a local memory. " * 6
+    provider.reset()
+    cache = provider.cache
+
+    def run(messages: Any, **kw: Any) -> None:
+        list(provider.stream(messages, deadline=time.monotonic() + 300, max_tokens=4, **kw))
+
+    plan = [{"role": "system", "content": system}, {"role": "user", "content": "Question: a?"}]
+    # Stopped after its first piece, as a plan at the deadline is: the prompt is pinned anyway.
+    stream = provider.stream(plan, deadline=time.monotonic() + 300, max_tokens=40, pin=True)
+    next(iter(stream))
+    stream.close()  # type: ignore[attr-defined]
+    pinned = cache.pinned
+    assert pinned is not None
+    for i in range(PROMPT_CACHE_ENTRIES + 2):
+        run([{"role": "user", "content": f"Evidence {i}: " + "words " * (20 + i)}])
+    assert len(cache) <= PROMPT_CACHE_ENTRIES
+    assert cache.pinned == pinned and pinned in cache._states
+    states = list(cache._states.values())
+    assert all(s.scores.shape[0] == 1 for s in states)
+    assert cache.cache_size == sum(_entry_bytes(s) for s in states) <= cache.capacity_bytes
+    hits, reused = cache.hits, cache.reused_tokens
+    run([{"role": "system", "content": system}, {"role": "user", "content": "Question: b?"}])
+    assert cache.hits == hits + 1 and cache.reused_tokens - reused >= 30
