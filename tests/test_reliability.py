@@ -61,3 +61,14 @@ def test_bounded_clips_quoted_values_and_keeps_one_line() -> None:
     long = bounded("source: no source " + repr("x" * 5000) + "; list_sources shows what exists")
     assert long.endswith("… (5002 characters); list_sources shows what exists")
     assert len(bounded("y" * 5000)) == MAX_ERROR_CHARS
+
+
+def test_a_chunk_index_past_sqlites_integers_is_refused_by_name(session: Session) -> None:
+    """file_chunks(start=2**63) is a one-line error naming start, directly and as a recall
+    step (before the fix: SQLite's OverflowError, "Error executing tool file_chunks")."""
+    session.ok("ingest_content", name="a.md", content="# A\n\nThe auk.")
+    text = session.error("file_chunks", source="a.md", start=2**63)
+    assert text.startswith("start: 9223372036854775808 is not allowed; a chunk index 0-")
+    plan = [{"tool": "file_chunks", "args": {"source": "a.md", "start": 10**30}}]
+    recalled = session.ok("recall", question="auk", plan=plan)
+    assert "start: 1000000000000000000000000000000 is not allowed" in recalled

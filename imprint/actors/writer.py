@@ -16,7 +16,7 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
-from imprint._faults import failpoint
+from imprint._faults import delay, failpoint
 from imprint.actors._trace import traced
 from imprint.actors.write_messages import Check, SourceState, Write
 from imprint.logs import get_logger
@@ -123,6 +123,7 @@ class Writer:
         if embeddings is None or len(embeddings) != len(batch.upserts):
             embeddings = self.embedder.embed([r.content for r in batch.upserts])
         vectors = self.store.vectors
+        delay("writer.apply")
         vectors.delete(list(batch.delete_ids))
         vectors.upsert(list(batch.upserts), embeddings)
         failpoint("writer.after_vectors")
