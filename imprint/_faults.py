@@ -15,11 +15,12 @@ import threading
 import time
 from collections import Counter
 
-from imprint.logs import get_logger
+import structlog
 
 __all__ = ["delay", "failpoint"]
 
-log = get_logger(__name__)
+# structlog itself: this module sits below imprint.logs, which configures it at startup.
+log = structlog.stdlib.get_logger(__name__)
 
 _hits: Counter[str] = Counter()
 _lock = threading.Lock()
