@@ -44,7 +44,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "list_sources": ("project", "lang", "layer", "limit", "workspace"),
     "kg_query": ("subject", "predicate", "include_ended", "limit", "workspace"),
     "graph_scope": ("scope", "depth", "workspace"),
-    "status": ("workspace",),
+    "status": ("workspace", "check"),
     "device_context": (),
     "store": ("content", "project", "type", "domains", "topics", "workspace"),
     "delete": ("id", "source", "project", "workspace"),

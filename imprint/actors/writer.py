@@ -18,9 +18,10 @@ from pykka.typing import proxy_method
 
 from imprint._faults import delay, failpoint
 from imprint.actors._trace import traced
-from imprint.actors.write_messages import Check, SourceState, Write
+from imprint.actors.write_messages import Check, Repair, SourceState, Write
 from imprint.logs import get_logger
-from imprint.store.embedder import Embedder
+from imprint.store.embedder import DIMENSIONS, Embedder
+from imprint.store.integrity import deep_check, repair
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 
@@ -129,7 +130,10 @@ class Writer:
         failpoint("writer.after_vectors")
         self.store.sqlite.apply(batch, seq)
 
-    def check(self) -> dict[str, Any]:
+    def check(self, deep: bool = False) -> dict[str, Any]:
+        if deep:
+            report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+            return {**self.check(), "findings": report.lines()}
         sqlite = self.store.sqlite
         counts = sqlite.counts()
         lexical_ids = sqlite.ids()
@@ -146,6 +150,18 @@ class Writer:
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
         }
+
+    def repair(self) -> dict[str, list[str]]:
+        """Finish the journal, then rebuild what the deep check finds; found and done."""
+        replayed = self.recover()
+        report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+        vectors, done = repair(self.store.sqlite, self.store.vectors, self.embedder, report)
+        self.store.vectors = vectors
+        if replayed:
+            done.insert(0, f"finished {replayed} journaled writes")
+        after = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+        log.warning("writer.repaired", workspace=self.store.name, found=report.lines(), done=done)
+        return {"found": report.lines(), "done": done, "left": after.lines()}
 
     def source_state(self, project: str, source_type: str) -> dict[str, SourceEntry]:
         sqlite = self.store.sqlite
@@ -173,7 +189,11 @@ class WriterActor(pykka.ThreadingActor):
 
     @traced("check")
     def check(self, msg: Check) -> dict[str, Any]:
-        return self.logic.check()
+        return self.logic.check(msg.deep)
+
+    @traced("repair")
+    def repair(self, msg: Repair) -> dict[str, list[str]]:
+        return self.logic.repair()
 
     @traced("source_state")
     def source_state(self, msg: SourceState) -> dict[str, SourceEntry]:
@@ -184,5 +204,6 @@ class WriterProxy:
     """Typed view of `WriterActor`'s proxy."""
 
     write = proxy_method(WriterActor.write)
+    repair = proxy_method(WriterActor.repair)
     source_state = proxy_method(WriterActor.source_state)
     check = proxy_method(WriterActor.check)

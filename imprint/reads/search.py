@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
-from imprint.errors import InputError
+from imprint.errors import DeadlineExceeded, InputError
+from imprint.logs import get_logger
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
@@ -35,6 +36,8 @@ __all__ = [
 
 Mode = Literal["hybrid", "semantic", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "semantic", "lexical")
+log = get_logger(__name__)
+
 MAX_CHARS_RANGE = (1200, 12000)
 RRF_K = 60
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
@@ -53,6 +56,7 @@ class SearchRows(BaseModel):
     query: str
     mode: Mode
     hits: tuple[SearchHit, ...]
+    warning: str = ""  # one line: a failed index was left out of these results
 
 
 def normalize_max_chars(max_chars: int) -> int:
@@ -115,13 +119,28 @@ def search_rows(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
         rankings: list[list[tuple[MemoryId, float]]] = []
+        warning = ""
         if vector is not None:
-            rankings.append(list(deadline.wait(vector, "search (vector)")))
+            try:
+                rankings.append(list(deadline.wait(vector, "search (vector)")))
+            except (InputError, DeadlineExceeded):
+                raise
+            except Exception as exc:
+                if mode != "hybrid":
+                    raise
+                # A damaged vector index must not take search down: the lexical side answers.
+                why = one_line(f"{exc.__class__.__name__}: {exc}")[:160]  # `type` is an argument
+                warning = (
+                    f"warning: the vector index failed ({why}); lexical results only; "
+                    "run `imprint status --check`, then `imprint repair`"
+                )
         if lexical is not None:
             rankings.append(list(deadline.wait(lexical, "search (lexical)")))
         if phrase is not None:
             rankings.append(list(deadline.wait(phrase, "search (phrase)")))
         ranked = fuse(rankings, RRF_K) if mode == "hybrid" else rankings[0]
+        if warning:
+            log.warning("search.vector_failed", workspace=ws, error=warning)
         ranked = ranked[:limit]
         records = deadline.wait(
             reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _ in ranked))),
@@ -130,7 +149,7 @@ def search_rows(
     hits = tuple(
         SearchHit(record=records[rid], score=score) for rid, score in ranked if rid in records
     )
-    return SearchRows(query=text, mode=mode, hits=hits)
+    return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
 
 
 def meta_line(record: Record, score: float | None = None) -> str:
@@ -148,9 +167,10 @@ def format_search(rows: SearchRows, max_chars: int = 4000, *, clamp: bool = True
     shown_query = one_line(rows.query)
     if len(shown_query) > 200:
         shown_query = shown_query[:199] + "…"
+    warning = [rows.warning] if rows.warning else []
     if not rows.hits:
-        return f'search "{shown_query}" ({rows.mode}): no results'
-    prelude = [f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
+        return "\n".join([*warning, f'search "{shown_query}" ({rows.mode}): no results'])
+    prelude = [*warning, f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
     blocks = [Block(meta=meta_line(h.record, h.score), content=h.record.content) for h in rows.hits]
     return render_blocks(prelude, blocks, max_chars, hint=HINT)
 
