@@ -8,6 +8,8 @@ delete are idempotent and the SQLite step is one transaction, so both indexes en
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 import time
 from typing import Any
 
@@ -19,6 +21,7 @@ from pykka.typing import proxy_method
 from imprint._faults import delay, failpoint
 from imprint.actors._trace import traced
 from imprint.actors.write_messages import Check, Repair, SourceState, Write
+from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
@@ -28,6 +31,19 @@ from imprint.store.workspace import WorkspaceStore
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
 
 log = get_logger("imprint.writer")
+
+
+def _disk_full(exc: Exception) -> bool:
+    """ENOSPC from Chroma or the OS, or SQLite's SQLITE_FULL ("database or disk is full")."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        return "full" in str(exc)
+    return "No space left on device" in str(exc)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 class WriteAck(BaseModel):
@@ -103,11 +119,25 @@ class Writer:
             # so it is never replayed later on top of newer writes.
             self.recover()
         batch = self._with_stale_ids(batch)
-        seq = self.store.sqlite.journal_begin(batch)
+        try:
+            seq = self.store.sqlite.journal_begin(batch)
+        except Exception as exc:
+            if _disk_full(exc):
+                raise StoreError(
+                    f"write: the disk is full ({_one_line(exc)}); nothing was stored; "
+                    "free some space and write again"
+                ) from exc
+            raise
         try:
             self._apply(batch, seq, embeddings)
-        except BaseException:
+        except BaseException as exc:
             self._needs_recovery = True
+            if isinstance(exc, Exception) and _disk_full(exc):
+                raise StoreError(
+                    f"write: the disk is full ({_one_line(exc)}); this write was not "
+                    "acknowledged: the next write finishes it from the journal, or sets it "
+                    "aside if it fails again; free some space"
+                ) from exc
             raise
         return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
 
