@@ -149,6 +149,14 @@ def search_rows(
     hits = tuple(
         SearchHit(record=records[rid], score=score) for rid, score in ranked if rid in records
     )
+    orphans = len(ranked) - len(hits)
+    if orphans and not warning:
+        # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
+        warning = (
+            f"warning: {orphans} results had no record (the indexes disagree); "
+            "run `imprint status --check`, then `imprint repair`"
+        )
+        log.warning("search.orphan_vectors", workspace=ws, count=orphans)
     return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
 
 
