@@ -54,6 +54,19 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "kg_edit": ("action", "subject", "predicate", "object", "fact_id", "source", "workspace"),
     "recall": ("question", "plan", "max_chars", "condense", "workspace"),
 }
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "search": ("query",),
+    "get_memory": ("id",),
+    "neighbors": ("id",),
+    "file_chunks": ("source",),
+    "file_summary": ("source",),
+    "store": ("content",),
+    "ingest_content": ("name", "content"),
+    "ingest_url": ("url",),
+    "ingest_path": ("path",),
+    "kg_edit": ("action",),
+    "recall": ("question",),
+}
 STEP_TOOLS = (
     "search",
     "get_memory",
@@ -228,23 +241,78 @@ def _good(name: str, known_ids: list[str], sources: list[str]) -> st.SearchStrat
     return any_text
 
 
+def _clean(name: str, known_ids: list[str], sources: list[str]) -> st.SearchStrategy[Any]:
+    """A well-formed value for one parameter: clean calls reach the code behind validation."""
+    if name in ("limit", "k", "depth"):
+        return st.integers(1, 10)
+    if name in ("start", "end"):
+        return st.integers(-1, 3)
+    if name == "max_chars":
+        return st.integers(1200, 12000)
+    if name == "workspace":
+        return st.sampled_from(["", "default"])
+    if name == "project":
+        return st.sampled_from(["", "birds", "docs"])
+    if name in ("lang", "layer", "predicate", "subject", "object"):
+        return st.sampled_from(["", "python", "docs", "uses", "imprint", "sqlite"])
+    if name == "name":
+        return st.sampled_from(["a.md", "notes/b.md", "c.txt"])
+    if name in ("query", "question", "content"):
+        return st.one_of(plain, st.text(st.characters(codec="utf-8"), min_size=1, max_size=80))
+    if name == "id":
+        return st.sampled_from(known_ids)
+    if name == "source":
+        return st.sampled_from(sources)
+    if name == "path":
+        return st.sampled_from(["docs", "docs/notes.md", ".", "link-to-etc", "a-fifo"])
+    if name == "mode":
+        return st.sampled_from(["hybrid", "semantic", "lexical"])
+    if name == "detail":
+        return st.sampled_from(["compact", "full"])
+    if name == "action":
+        return st.sampled_from(["add", "end"])
+    if name == "type":
+        return st.sampled_from(["", "note", "decision", "bug"])
+    if name in ("domains", "topics"):
+        return st.one_of(st.none(), st.lists(st.sampled_from(["birds", "storage"]), max_size=2))
+    if name == "scope":
+        return st.sampled_from(
+            ["root", "project:birds", "source:docs/notes.md", *(f"chunk:{i}" for i in known_ids)]
+        )
+    if name == "plan":
+        step = st.sampled_from(
+            [
+                {"tool": "search", "args": {"query": "heron"}},
+                {"tool": "list_sources", "args": {}},
+                {"tool": "kg_query", "args": {"subject": "imprint"}},
+                *({"tool": "get_memory", "args": {"id": i}} for i in known_ids),
+                *({"tool": "file_summary", "args": {"source": s}} for s in sources),
+            ]
+        )
+        return st.one_of(st.none(), st.lists(step, min_size=1, max_size=4, unique_by=repr))
+    return _good(name, known_ids, sources)
+
+
 def _args(tool: str, known_ids: list[str], sources: list[str]) -> st.SearchStrategy[dict[str, Any]]:
     names = PARAMS[tool]
+    required = REQUIRED.get(tool, ())
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
         # Some calls are nearly well formed (to reach deep code), others hostile throughout.
-        hostility = draw(st.sampled_from([0, 0, 1, 3]))
+        hostility = draw(st.sampled_from([0, 0, 0, 1, 3]))
         args: dict[str, Any] = {}
         for name in names:
             how = draw(st.integers(0, 9))
-            if how < 2:
+            if how < 2 and not (hostility == 0 and name in required):
                 continue  # omitted: the default, or a missing required argument
             if how < 2 + hostility:
                 value = draw(json_values)
                 if name == "workspace" and isinstance(value, str):
                     value += "/"  # not a valid name: no new workspace per example
                 args[name] = value
+            elif hostility == 0:
+                args[name] = draw(_clean(name, known_ids, sources))
             else:
                 args[name] = draw(_good(name, known_ids, sources))
         if hostility and draw(st.integers(0, 5)) == 0:
