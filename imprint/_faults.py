@@ -1,7 +1,10 @@
-"""Failpoints: named places where a test can make this process die with SIGKILL.
+"""Failpoints: named places where a test can make this process die with SIGKILL, or stall.
 
 `IMPRINT_FAILPOINT=writer.after_vectors:3` kills the process the third time that point
-is reached. Unset (always, outside tests), a failpoint costs one dict lookup.
+is reached. `IMPRINT_DELAY=reader.read:5:2` makes the first 2 passes through that point
+wait 5 s each (without `:2`, every pass), after logging `fault.delay`, so that a test in
+another process knows that a call is in flight there.
+Unset (always, outside tests), a failpoint costs one dict lookup.
 """
 
 from __future__ import annotations
@@ -9,9 +12,15 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections import Counter
 
-__all__ = ["failpoint"]
+import structlog
+
+__all__ = ["delay", "failpoint"]
+
+# structlog itself: this module sits below imprint.logs, which configures it at startup.
+log = structlog.stdlib.get_logger(__name__)
 
 _hits: Counter[str] = Counter()
 _lock = threading.Lock()
@@ -29,3 +38,19 @@ def failpoint(name: str) -> None:
         reached = _hits[name] >= int(nth or "1")
     if reached:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def delay(name: str) -> None:
+    spec = os.environ.get("IMPRINT_DELAY")
+    if not spec:
+        return
+    target, _, rest = spec.partition(":")
+    if target != name:
+        return
+    seconds, _, times = rest.partition(":")
+    with _lock:
+        _hits[f"delay:{name}"] += 1
+        if times and _hits[f"delay:{name}"] > int(times):
+            return
+    log.warning("fault.delay", point=name, seconds=float(seconds))
+    time.sleep(float(seconds))  # the stall itself is what the test asked for

@@ -268,23 +268,53 @@ def search(
 
 
 @app.command()
-def status(workspace: WorkspaceOpt = "") -> None:
+def status(
+    workspace: WorkspaceOpt = "",
+    check: Annotated[
+        bool, typer.Option("--check", help="compare both indexes record by record")
+    ] = False,
+) -> None:
     """Counts per project, facts, and whether the two indexes agree."""
     from imprint.actors.lifecycle import running
     from imprint.reads.status import status_row
     from imprint.tools.status import format_status
 
     root, config = _setup()
-    via = _via_daemon(root, "status", {"workspace": workspace})
+    via = _via_daemon(root, "status", {"workspace": workspace, "check": check})
     if via is not None:
         typer.echo(via)
         if "indexes: INCONSISTENT" in via:
             raise typer.Exit(1)
         return
     with running(root, config) as runtime:
-        row = status_row(runtime, workspace)
+        row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
     if not row.consistent:
+        raise typer.Exit(1)
+
+
+@app.command()
+def repair(workspace: WorkspaceOpt = "") -> None:
+    """Rebuild whichever index disagrees from the other (re-embedding missing vectors) and
+    say what was found and done. Needs the store to itself: run `imprint stop` first."""
+    from imprint.actors.lifecycle import running
+    from imprint.daemon import daemon_alive
+    from imprint.reads.status import repair_workspace
+
+    root, config = _setup()
+    if daemon_alive(root):
+        raise ImprintError(f"repair: a daemon owns {root}; run `imprint stop` first, then repair")
+    with running(root, config) as runtime:
+        result = repair_workspace(runtime, workspace)
+    for line in result["found"]:
+        typer.echo(f"found: {line}")
+    for line in result["done"]:
+        typer.echo(f"done: {line}")
+    for line in result["left"]:
+        typer.echo(f"left: {line}")
+    if not result["found"]:
+        typer.echo("nothing to repair: the indexes agree record by record")
+    if result["left"]:
         raise typer.Exit(1)
 
 
@@ -527,7 +557,11 @@ def main() -> None:
 
     os.umask(PRIVATE_UMASK)
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click hands back a command's `typer.Exit` code instead of
+        # exiting: pass it on, or `imprint status` on damaged indexes would exit 0.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except ImprintError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -17,6 +17,7 @@ import numpy as np
 import pykka
 from pykka.typing import proxy_method
 
+from imprint._faults import delay
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import traced
 from imprint.actors.read_messages import (
@@ -187,6 +188,7 @@ class ReaderActor(pykka.ThreadingActor):
 
     @traced()
     def _read(self, msg: ReadMessage) -> Any:
+        delay("reader.read")
         return self.logic.handle(msg)
 
 

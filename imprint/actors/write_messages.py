@@ -5,7 +5,7 @@ from __future__ import annotations
 from imprint.actors._trace import Message
 from imprint.store.sqlite import WriteBatch
 
-__all__ = ["Check", "SourceState", "Write"]
+__all__ = ["Check", "Repair", "SourceState", "Write"]
 
 
 class Write(Message):
@@ -14,9 +14,17 @@ class Write(Message):
 
 
 class Check(Message):
-    """Compare the two indexes of the writer's workspace."""
+    """Compare the two indexes of the writer's workspace (deep: record by record, with
+    content hashes, and one search of the vector index)."""
 
     kind = "check"
+    deep: bool = False
+
+
+class Repair(Message):
+    """Rebuild whichever index disagrees from the other; what was found and done."""
+
+    kind = "repair"
 
 
 class SourceState(Message):

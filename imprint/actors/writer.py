@@ -8,6 +8,8 @@ delete are idempotent and the SQLite step is one transaction, so both indexes en
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 import time
 from typing import Any
 
@@ -16,17 +18,32 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
-from imprint._faults import failpoint
+from imprint._faults import delay, failpoint
 from imprint.actors._trace import traced
-from imprint.actors.write_messages import Check, SourceState, Write
+from imprint.actors.write_messages import Check, Repair, SourceState, Write
+from imprint.errors import StoreError
 from imprint.logs import get_logger
-from imprint.store.embedder import Embedder
+from imprint.store.embedder import DIMENSIONS, Embedder
+from imprint.store.integrity import deep_check, repair
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
 
 log = get_logger("imprint.writer")
+
+
+def _disk_full(exc: Exception) -> bool:
+    """ENOSPC from Chroma or the OS, or SQLite's SQLITE_FULL ("database or disk is full")."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        return "full" in str(exc)
+    return "No space left on device" in str(exc)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 class WriteAck(BaseModel):
@@ -102,11 +119,25 @@ class Writer:
             # so it is never replayed later on top of newer writes.
             self.recover()
         batch = self._with_stale_ids(batch)
-        seq = self.store.sqlite.journal_begin(batch)
+        try:
+            seq = self.store.sqlite.journal_begin(batch)
+        except Exception as exc:
+            if _disk_full(exc):
+                raise StoreError(
+                    f"write: the disk is full ({_one_line(exc)}); nothing was stored; "
+                    "free some space and write again"
+                ) from exc
+            raise
         try:
             self._apply(batch, seq, embeddings)
-        except BaseException:
+        except BaseException as exc:
             self._needs_recovery = True
+            if isinstance(exc, Exception) and _disk_full(exc):
+                raise StoreError(
+                    f"write: the disk is full ({_one_line(exc)}); this write was not "
+                    "acknowledged: the next write finishes it from the journal, or sets it "
+                    "aside if it fails again; free some space"
+                ) from exc
             raise
         return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
 
@@ -123,12 +154,16 @@ class Writer:
         if embeddings is None or len(embeddings) != len(batch.upserts):
             embeddings = self.embedder.embed([r.content for r in batch.upserts])
         vectors = self.store.vectors
+        delay("writer.apply")
         vectors.delete(list(batch.delete_ids))
         vectors.upsert(list(batch.upserts), embeddings)
         failpoint("writer.after_vectors")
         self.store.sqlite.apply(batch, seq)
 
-    def check(self) -> dict[str, Any]:
+    def check(self, deep: bool = False) -> dict[str, Any]:
+        if deep:
+            report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+            return {**self.check(), "findings": report.lines()}
         sqlite = self.store.sqlite
         counts = sqlite.counts()
         lexical_ids = sqlite.ids()
@@ -146,6 +181,18 @@ class Writer:
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
         }
+
+    def repair(self) -> dict[str, list[str]]:
+        """Finish the journal, then rebuild what the deep check finds; found and done."""
+        replayed = self.recover()
+        report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+        vectors, done = repair(self.store.sqlite, self.store.vectors, self.embedder, report)
+        self.store.vectors = vectors
+        if replayed:
+            done.insert(0, f"finished {replayed} journaled writes")
+        after = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+        log.warning("writer.repaired", workspace=self.store.name, found=report.lines(), done=done)
+        return {"found": report.lines(), "done": done, "left": after.lines()}
 
     def source_state(self, project: str, source_type: str) -> dict[str, SourceEntry]:
         sqlite = self.store.sqlite
@@ -173,7 +220,11 @@ class WriterActor(pykka.ThreadingActor):
 
     @traced("check")
     def check(self, msg: Check) -> dict[str, Any]:
-        return self.logic.check()
+        return self.logic.check(msg.deep)
+
+    @traced("repair")
+    def repair(self, msg: Repair) -> dict[str, list[str]]:
+        return self.logic.repair()
 
     @traced("source_state")
     def source_state(self, msg: SourceState) -> dict[str, SourceEntry]:
@@ -184,5 +235,6 @@ class WriterProxy:
     """Typed view of `WriterActor`'s proxy."""
 
     write = proxy_method(WriterActor.write)
+    repair = proxy_method(WriterActor.repair)
     source_state = proxy_method(WriterActor.source_state)
     check = proxy_method(WriterActor.check)

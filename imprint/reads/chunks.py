@@ -12,6 +12,7 @@ from imprint.store.records import Record
 __all__ = ["ChunkRows", "chunk_rows"]
 
 MAX_RANGE = 50
+MAX_INDEX = 1_000_000  # far beyond any source's chunks; SQLite integers end at 2**63
 
 
 class ChunkRows(BaseModel):
@@ -35,8 +36,8 @@ def chunk_rows(
     """Chunks start..end (inclusive; end -1 = start + 9) of `source`, at most 50 at once."""
     if not isinstance(source, str) or not source.strip():
         raise InputError("source: must be a source path as search shows it (docs/index.md)")
-    if start < 0:
-        raise InputError(f"start: {start} is not allowed; a chunk index >= 0")
+    if not 0 <= start <= MAX_INDEX:
+        raise InputError(f"start: {start} is not allowed; a chunk index 0-{MAX_INDEX}")
     end = start + 9 if end < 0 else end
     if end < start:
         raise InputError(f"end: {end} is not allowed; >= start ({start}), or -1")

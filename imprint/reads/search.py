@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
 from imprint.config import SearchConfig
-from imprint.errors import InputError
+from imprint.errors import DeadlineExceeded, InputError
+from imprint.logs import get_logger
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
@@ -43,6 +44,8 @@ __all__ = [
 
 Mode = Literal["hybrid", "semantic", "lexical"]
 MODES: tuple[str, ...] = ("hybrid", "semantic", "lexical")
+log = get_logger(__name__)
+
 MAX_CHARS_RANGE = (1200, 12000)
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
 Ranking = list[tuple[MemoryId, float]]
@@ -101,6 +104,7 @@ class SearchRows(BaseModel):
     query: str
     mode: Mode
     hits: tuple[SearchHit, ...]
+    warning: str = ""  # one line: a failed index was left out of these results
 
 
 def normalize_max_chars(max_chars: int) -> int:
@@ -237,9 +241,26 @@ def search_rows(
             phrase = reads.lexical(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
-        got_vector = None if vector is None else list(deadline.wait(vector, "search (vector)"))
+        warning = ""
+        got_vector = None
+        if vector is not None:
+            try:
+                got_vector = list(deadline.wait(vector, "search (vector)"))
+            except (InputError, DeadlineExceeded):
+                raise
+            except Exception as exc:
+                if mode != "hybrid":
+                    raise
+                # A damaged vector index must not take search down: the lexical side answers.
+                failed = one_line(f"{exc.__class__.__name__}: {exc}")[:160]
+                warning = (
+                    f"warning: the vector index failed ({failed}); lexical results only; "
+                    "run `imprint status --check`, then `imprint repair`"
+                )
         got_lexical = None if lexical is None else list(deadline.wait(lexical, "search (lexical)"))
         got_phrase = None if phrase is None else list(deadline.wait(phrase, "search (phrase)"))
+        if warning:
+            log.warning("search.vector_failed", workspace=ws, error=warning)
         keep = max(limit, fusion.depth) if reranked else limit
         if mode == "hybrid":
             ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
@@ -263,6 +284,8 @@ def search_rows(
             reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _, _ in ranked))),
             "search (fetch)",
         )
+    # Vectors among the first `limit` whose records are gone (a damaged lexical side).
+    orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
     if reranked:
         ranked = rerank(text, ranked, records, fusion)[:limit]
     hits = tuple(
@@ -270,7 +293,14 @@ def search_rows(
         for rid, score, why in ranked
         if rid in records
     )
-    return SearchRows(query=text, mode=mode, hits=hits)
+    if orphans and not warning:
+        # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
+        warning = (
+            f"warning: {orphans} results had no record (the indexes disagree); "
+            "run `imprint status --check`, then `imprint repair`"
+        )
+        log.warning("search.orphan_vectors", workspace=ws, count=orphans)
+    return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
 
 
 def meta_line(record: Record, score: float | None = None) -> str:
@@ -288,9 +318,10 @@ def format_search(rows: SearchRows, max_chars: int = 4000, *, clamp: bool = True
     shown_query = one_line(rows.query)
     if len(shown_query) > 200:
         shown_query = shown_query[:199] + "…"
+    warning = [rows.warning] if rows.warning else []
     if not rows.hits:
-        return f'search "{shown_query}" ({rows.mode}): no results'
-    prelude = [f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
+        return "\n".join([*warning, f'search "{shown_query}" ({rows.mode}): no results'])
+    prelude = [*warning, f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
     blocks = [Block(meta=meta_line(h.record, h.score), content=h.record.content) for h in rows.hits]
     return render_blocks(prelude, blocks, max_chars, hint=HINT)
 

@@ -116,6 +116,8 @@ class Record(BaseModel):
             "type": self.type,
             "lang": self.lang,
             "layer": self.layer,
+            # The deep check compares it with SQLite's: a vector of another text is found.
+            "content_sha": self.content_sha,
         }
 
 

@@ -455,7 +455,9 @@ class SqliteStore:
         facts = self.conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(ended IS NULL), 0) FROM facts"
         ).fetchone()
-        fts_rows = self.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
+        # An external-content FTS5 table counts its content table's rows; its docsize table
+        # has one row per record really indexed.
+        fts_rows = self.conn.execute("SELECT COUNT(*) FROM records_fts_docsize").fetchone()[0]
         pending = self.conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
         last_write = {
             project: float(at or 0)

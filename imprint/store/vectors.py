@@ -144,12 +144,17 @@ class VectorIndex:
         self, client: Any, workspace: WorkspaceName, embedder: Embedder, namespace: str = ""
     ) -> None:
         self.client = client
+        self._opened_with = (client, workspace, embedder, namespace)
         self._max_batch: int | None = None
         self.collection = client.get_or_create_collection(
             name=collection_name(workspace, namespace),
             embedding_function=ImprintEmbeddingFunction(embedder),
             configuration={"hnsw": {"space": "cosine"}},
         )
+
+    def reopened(self) -> VectorIndex:
+        """The same workspace's collection opened again (after a repair recreated it)."""
+        return VectorIndex(*self._opened_with)
 
     def max_batch(self) -> int:
         """The most ids Chroma takes in one call (5461 embedded); asked once, then kept.

@@ -21,6 +21,6 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Profile of one source: chunk count, mtime, language, layer, record types, topics
-        and a preview. Cheaper than reading it."""
+        and a preview."""
         row = await run_tool(summary_row, app.reads, source, project, workspace)
         return format_summary(row)

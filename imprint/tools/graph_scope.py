@@ -40,5 +40,5 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Browse the workspace: root lists projects and topics; a project its sources and
-        topics; a topic or source its chunks; a chunk its nearest. Printed ids work as scope."""
+        topics; a topic or source its chunks; a chunk its nearest. Ids work as scope."""
         return format_graph(await run_tool(graph_rows, app.reads, scope, depth, workspace))

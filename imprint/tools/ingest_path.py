@@ -61,7 +61,7 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Index a file or folder of docs and code (.gitignore respected): unchanged files
         skipped, changed replaced, deleted removed. Only under ingest.allowed_roots
-        (default: the server's cwd). Reports progress; returns counts."""
+        (default: the server's cwd). Returns counts."""
 
         def progress(done: int, total: int, source: str) -> None:
             anyio.from_thread.run(ctx.report_progress, done, total, source)

@@ -36,6 +36,6 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Records nearest in meaning to one record (itself excluded), as numbered blocks
-        with scores: to widen from a good hit."""
+        with scores."""
         hits = await run_tool(neighbor_rows, app.reads, id, k, workspace)
         return format_neighbors(id, hits, max_chars)

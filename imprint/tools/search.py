@@ -40,9 +40,9 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
-        Hybrid fuses meaning (vector) and exact words (BM25). Returns numbered blocks
-        `[n] id | project | source#chunk | type | score` + excerpt within max_chars; a last
-        line counts hidden results. Read more with get_memory(id) or file_chunks(source)."""
+        Hybrid = vector + BM25. Returns numbered blocks, each
+        `[n] id | project | source#chunk | type | score` + excerpt, within max_chars; a last
+        line counts hidden results. Read more: get_memory(id), file_chunks(source)."""
         rows = await run_tool(
             search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
         )

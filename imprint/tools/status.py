@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 from imprint.reads.status import StatusRow, status_row
 from imprint.tools._app import READ, App, run_tool, tool
@@ -26,6 +29,11 @@ def format_status(row: StatusRow) -> str:
         f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
         f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
     )
+    if row.findings is not None:
+        if not row.findings:
+            lines.append("  check: every record agrees in both indexes (ids, content hashes)")
+        for finding in row.findings:
+            lines.append(f"  check: {finding}")
     if row.journal_quarantined:
         lines.append(
             f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
@@ -38,8 +46,9 @@ def register(server: MCPServer, app: App) -> None:
     @tool(server, "status", READ)
     async def status(
         workspace: str = "",
+        check: Annotated[bool, Field(description="record by record")] = False,
     ) -> str:
         """Workspace health: records and sources per project, facts, and whether the vector
         and lexical indexes agree."""
-        row = await run_tool(status_row, app.runtime, workspace)
+        row = await run_tool(status_row, app.runtime, workspace, check)
         return format_status(row)
