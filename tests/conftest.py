@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pykka
@@ -72,6 +73,31 @@ def embedder() -> Embedder:
     return Embedder(threads=2)
 
 
+def wait_serving(
+    proc: subprocess.Popen[Any], url: str, seconds: float, what: str, log: Path
+) -> None:
+    """Poll a starting loopback server until `url` answers 200; fail with the end of its log
+    when it exits first or takes longer than `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what} did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.2)  # polling a starting server; no event to wait on
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `chroma run` on 127.0.0.1, started once, stopped at the end of the session."""
@@ -91,23 +117,10 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"chroma run did not start: {(folder / 'server.log').read_text()}")
-            time.sleep(0.2)  # polling a starting server; no event to wait on
+        wait_serving(proc, f"{url}/api/v2/heartbeat", 60, "chroma run", folder / "server.log")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 

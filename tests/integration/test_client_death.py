@@ -16,12 +16,11 @@ import anyio
 import pytest
 from mcp.client import Client
 
+from tests.integration.conftest import daemon_pid
 from tests.integration.test_serve import (
-    _daemon_pid,
     _status,
     _stdio,
     _text,
-    data_dir,  # noqa: F401  (the fixture that stops the daemon afterwards)
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -29,12 +28,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 BIG = "\n\n".join(f"## Part {i}\n\n" + f"part{i} the shearwater skims " * 20 for i in range(6))
 
 
-def _log_size(data_dir: Path) -> int:  # noqa: F811
+def _log_size(data_dir: Path) -> int:
     path = data_dir / "logs" / "imprint.jsonl"
     return path.stat().st_size if path.exists() else 0
 
 
-async def _wait_for_delay(data_dir: Path, offset: int, point: str) -> None:  # noqa: F811
+async def _wait_for_delay(data_dir: Path, offset: int, point: str) -> None:
     """Until the daemon logs that a call reached `point` (after byte `offset` of its log)."""
     path = data_dir / "logs" / "imprint.jsonl"
     with anyio.fail_after(120):
@@ -49,7 +48,7 @@ async def _wait_for_delay(data_dir: Path, offset: int, point: str) -> None:  # n
 
 
 def _kill_mid_call(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     cwd: Path,
     point: str,
     tool: str,
@@ -78,7 +77,7 @@ def _kill_mid_call(
             tg.start_soon(victim)
             await _wait_for_delay(data_dir, offset, point)
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
-        pid = _daemon_pid(data_dir)
+        pid = daemon_pid(data_dir)
         assert pid is not None
         return pid
 
@@ -87,7 +86,7 @@ def _kill_mid_call(
     return pid
 
 
-def _next_client_answers(data_dir: Path, cwd: Path) -> tuple[str, str, str]:  # noqa: F811
+def _next_client_answers(data_dir: Path, cwd: Path) -> tuple[str, str, str]:
     async def go() -> tuple[str, str, str]:
         async with Client(_stdio(data_dir, cwd)) as client:
             with anyio.fail_after(60):
@@ -105,7 +104,7 @@ def _next_client_answers(data_dir: Path, cwd: Path) -> tuple[str, str, str]:  # 
 
 
 def test_a_bridge_killed_during_a_recall_leaves_the_daemon_answering(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     tmp_path: Path,
 ) -> None:
     """SIGKILL the bridge while its recall's read is held in a reader: the same daemon then
@@ -117,12 +116,12 @@ def test_a_bridge_killed_during_a_recall_leaves_the_daemon_answering(
     recalled, stored, found = _next_client_answers(data_dir, tmp_path)
     assert "the heron waits" in recalled
     assert stored.removeprefix("stored ") in found
-    assert _daemon_pid(data_dir) == pid  # never restarted
+    assert daemon_pid(data_dir) == pid  # never restarted
     assert "indexes: consistent" in _status(data_dir).stdout
 
 
 def test_a_bridge_killed_during_an_ingest_leaves_it_whole_or_absent(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     tmp_path: Path,
 ) -> None:
     """SIGKILL the bridge while its ingest is held in the writer: the writer finishes it
@@ -131,7 +130,7 @@ def test_a_bridge_killed_during_an_ingest_leaves_it_whole_or_absent(
     pid = _kill_mid_call(data_dir, tmp_path, "writer.apply", "ingest_content", args)
     recalled, stored, found = _next_client_answers(data_dir, tmp_path)
     assert "the heron waits" in recalled and stored.removeprefix("stored ") in found
-    assert _daemon_pid(data_dir) == pid
+    assert daemon_pid(data_dir) == pid
 
     async def chunks() -> str:
         async with Client(_stdio(data_dir, tmp_path)) as client:

@@ -3,56 +3,24 @@ daemon (started if none runs) or `serve --http`. Real subprocesses, loopback onl
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.integration.conftest import daemon_pid
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _env(data_dir: Path) -> dict[str, str]:
     return {**os.environ, "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_SERVER_IDLE_EXIT_SEC": "60"}
-
-
-def _owner_pid(data_dir: Path) -> int | None:
-    info = data_dir / "run" / "daemon.json"
-    return int(json.loads(info.read_text())["pid"]) if info.exists() else None
-
-
-def _wait_gone(pid: int, seconds: float = 60) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
-    return False
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "data"
-    try:
-        yield path
-    finally:
-        pid = _owner_pid(path)
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            else:
-                assert _wait_gone(pid), "the owner did not stop on SIGTERM"
 
 
 def _dashboard(data_dir: Path, cwd: Path) -> tuple[subprocess.Popen[str], str]:
@@ -92,7 +60,7 @@ def test_dashboard_is_served_by_the_daemon_it_starts(data_dir: Path, tmp_path: P
     first, url = _dashboard(data_dir, tmp_path)
     try:
         assert url.startswith("http://127.0.0.1:") and "?token=" in url
-        pid = _owner_pid(data_dir)
+        pid = daemon_pid(data_dir)
         assert pid is not None and pid != first.pid
         assert f"daemon (pid {pid})" in _overview(url)
         with httpx.Client() as stranger:  # someone who read the URL after the owner used it

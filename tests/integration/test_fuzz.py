@@ -31,13 +31,12 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.fuzz import check_answer, fingerprint, tool_calls
+from tests.integration.conftest import daemon_pid
 from tests.integration.test_serve import (
-    _daemon_pid,
     _env,
     _free_port,
     _stdio,
     _token_client,
-    data_dir,  # noqa: F401  (the fixture that stops the daemon afterwards)
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -115,7 +114,7 @@ def _seed(remote: Remote) -> tuple[list[str], list[str]]:
     return ids, ["docs/notes.md", "docs/retry.py", "inline.md"]
 
 
-def _fuzz(remote: Remote, data_dir: Path, calls: int) -> Campaign:  # noqa: F811
+def _fuzz(remote: Remote, data_dir: Path, calls: int) -> Campaign:
     ids, sources = _seed(remote)
     campaign = Campaign()
 
@@ -171,7 +170,7 @@ def _after(remote: Remote, campaign: Campaign, calls: int) -> None:
 
 
 def test_fuzzed_calls_over_stdio_through_the_daemon(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     tmp_path: Path,
 ) -> None:
     """600 fuzzed calls (fixed seed) on one stdio session bridged to the daemon: each a
@@ -179,14 +178,14 @@ def test_fuzzed_calls_over_stdio_through_the_daemon(
     daemon still answers status, and it is the same daemon as at the start."""
     cwd = _cwd(tmp_path / "cwd")
     with _remote(lambda: Client(_stdio(data_dir, cwd))) as remote:
-        pid = _daemon_pid(data_dir)
+        pid = daemon_pid(data_dir)
         campaign = _fuzz(remote, data_dir, CALLS)
         _after(remote, campaign, CALLS)
-        assert _daemon_pid(data_dir) == pid  # never crashed and replaced
+        assert daemon_pid(data_dir) == pid  # never crashed and replaced
 
 
 def test_fuzzed_calls_over_streamable_http(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     tmp_path: Path,
 ) -> None:
     """600 fuzzed calls (fixed seed) on one streamable HTTP session with the bearer token,
@@ -203,7 +202,7 @@ def test_fuzzed_calls_over_streamable_http(
 
 @contextlib.contextmanager
 def _quiet_http_server(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     cwd: Path,
     stderr: Path,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:

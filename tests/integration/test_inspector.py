@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,16 +27,6 @@ def _inspector() -> str:
             "the MCP Inspector is not installed (npm install @modelcontextprotocol/inspector)"
         )
     return found
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "data"
-    yield path
-    info = path / "run" / "daemon.json"
-    if info.exists():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(int(json.loads(info.read_text())["pid"]), signal.SIGTERM)
 
 
 def _run(data_dir: Path, *method: str) -> dict[str, object]:

@@ -23,11 +23,10 @@ import anyio
 import pytest
 from mcp.client import Client
 
+from tests.integration.conftest import daemon_pid
 from tests.integration.test_serve import (
-    _daemon_pid,
     _stdio,
     _text,
-    data_dir,  # noqa: F401  (the fixture that stops the daemon afterwards)
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -73,7 +72,7 @@ def _text_content(write: Write) -> str:
 
 
 async def _client(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     cwd: Path,
     env: dict[str, str],
     round_: int,
@@ -109,7 +108,7 @@ async def _client(
 
 
 async def _round(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     cwd: Path,
     round_: int,
     ledger: Ledger,
@@ -123,9 +122,9 @@ async def _round(
         for n in range(2):
             tg.start_soon(_client, data_dir, cwd, env, round_, n, ledger, acked_now)
         with anyio.fail_after(300):
-            while _daemon_pid(data_dir) is None:
+            while daemon_pid(data_dir) is None:
                 await anyio.sleep(0.02)  # polling for another process's pid file
-            pid = _daemon_pid(data_dir)
+            pid = daemon_pid(data_dir)
             assert pid is not None
             if at_failpoint:
                 while _alive(pid):
@@ -166,7 +165,7 @@ def _wait_dead(pid: int, seconds: float = 60) -> bool:
     return True
 
 
-def _raw(data_dir: Path) -> tuple[dict[str, tuple[str, str, int]], set[str], int]:  # noqa: F811
+def _raw(data_dir: Path) -> tuple[dict[str, tuple[str, str, int]], set[str], int]:
     """SQLite records (id -> content, source, chunk_count), Chroma ids, pending journal."""
     folder = data_dir / "workspaces" / "default"
     conn = sqlite3.connect(f"file:{folder / 'imprint.sqlite3'}?mode=ro", uri=True, timeout=30)
@@ -187,7 +186,7 @@ def _raw(data_dir: Path) -> tuple[dict[str, tuple[str, str, int]], set[str], int
     return records, vectors, pending
 
 
-def _verify(data_dir: Path, cwd: Path, ledger: Ledger, round_: int) -> None:  # noqa: F811
+def _verify(data_dir: Path, cwd: Path, ledger: Ledger, round_: int) -> None:
     """Restart (a new client starts a new daemon, which recovers), then check everything."""
 
     async def status() -> str:
@@ -236,7 +235,7 @@ def _verify(data_dir: Path, cwd: Path, ledger: Ledger, round_: int) -> None:  # 
 
 
 def test_twenty_sigkills_mid_write_lose_nothing_acknowledged(
-    data_dir: Path,  # noqa: F811
+    data_dir: Path,
     tmp_path: Path,
 ) -> None:
     """20 SIGKILLs of the daemon under two writing clients (16 at random moments, 4 at the
@@ -249,7 +248,7 @@ def test_twenty_sigkills_mid_write_lose_nothing_acknowledged(
     for round_ in range(ROUNDS):
         anyio.run(_round, data_dir, cwd, round_, ledger, rng)
         _verify(data_dir, cwd, ledger, round_)
-        pid = _daemon_pid(data_dir)
+        pid = daemon_pid(data_dir)
         if _at_failpoint(round_ + 1) and pid is not None:
             # That round's clients must start its daemon, with the failpoint set.
             os.kill(pid, signal.SIGTERM)

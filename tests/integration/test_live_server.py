@@ -13,7 +13,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from imprint.store.embedder import Embedder
 from imprint.tools._app import App
 from imprint.tools.device_context import device_row
 from imprint.tools.store import store_memory
-from tests.conftest import TOPICS, write_tree
+from tests.conftest import TOPICS, stop_process, wait_serving, write_tree
 
 pytestmark = [
     pytest.mark.slow,
@@ -94,23 +93,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     )
     server = LiveServer(port, log_path)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{server.url}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start: {log_path.read_text()[-2000:]}")
-            time.sleep(0.2)  # polling a starting server; no event to wait on
+        wait_serving(proc, f"{server.url}/v1/models", 120, "llama_cpp.server", log_path)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 

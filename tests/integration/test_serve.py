@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -20,6 +19,8 @@ import httpx
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+
+from tests.integration.conftest import daemon_pid, wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -41,40 +42,6 @@ def _stdio(data_dir: Path, cwd: Path, pidfile: Path | None = None) -> StdioServe
     return StdioServerParameters(
         command="/bin/sh", args=["-c", command], env=_env(data_dir), cwd=str(cwd)
     )
-
-
-def _daemon_pid(data_dir: Path) -> int | None:
-    info = data_dir / "run" / "daemon.json"
-    if not info.exists():
-        return None
-    return int(json.loads(info.read_text())["pid"])
-
-
-def _wait_gone(pid: int, seconds: float = 60) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
-    return False
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "data"
-    try:
-        yield path
-    finally:
-        pid = _daemon_pid(path)
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            else:
-                assert _wait_gone(pid), "the daemon did not stop on SIGTERM"
 
 
 def _text(result: Any) -> str:
@@ -105,7 +72,7 @@ def test_stdio_subprocess_serves_the_seventeen_tools(data_dir: Path, tmp_path: P
     count, stored, found = anyio.run(go)
     assert count == 17
     assert stored.startswith("stored ") and stored.removeprefix("stored ") in found
-    assert _daemon_pid(data_dir) is not None
+    assert daemon_pid(data_dir) is not None
     assert (data_dir / "logs" / "imprint.jsonl").stat().st_size > 0
 
 
@@ -220,12 +187,12 @@ def test_a_killed_daemon_is_replaced_and_recovers(data_dir: Path, tmp_path: Path
             ]
 
     first = anyio.run(store_some, "before", 10)
-    old = _daemon_pid(data_dir)
+    old = daemon_pid(data_dir)
     assert old is not None
     os.kill(old, signal.SIGKILL)
-    assert _wait_gone(old)
+    assert wait_gone(old)
     second = anyio.run(store_some, "after", 5)
-    new = _daemon_pid(data_dir)
+    new = daemon_pid(data_dir)
     assert new is not None and new != old
 
     async def visible() -> str:
@@ -387,7 +354,7 @@ def test_cli_commands_go_through_a_running_daemon(data_dir: Path, tmp_path: Path
             _text(await client.call_tool("store", {"content": "the daemon keeps the wren"}))
 
     anyio.run(store)
-    assert _daemon_pid(data_dir) is not None  # idle, but alive for server.idle_exit_sec
+    assert daemon_pid(data_dir) is not None  # idle, but alive for server.idle_exit_sec
     folder = tmp_path / "elsewhere"
     (folder / "docs").mkdir(parents=True)
     (folder / "docs" / "owl.md").write_text("# Owls\n\nThe barn owl hunts at dusk.\n")
@@ -425,7 +392,7 @@ def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) ->
             _text(await client.call_tool("store", {"content": "the daemon keeps the wren"}))
 
     anyio.run(go)
-    pid = _daemon_pid(data_dir)
+    pid = daemon_pid(data_dir)
     assert pid is not None  # idle, but alive for server.idle_exit_sec
 
     def stop() -> subprocess.CompletedProcess[str]:
@@ -443,7 +410,7 @@ def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) ->
     assert first.stdout == f"stopped the imprint daemon (process {pid}) for {data_dir}\n"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    assert _daemon_pid(data_dir) is None  # closed in order: its pid file removed
+    assert daemon_pid(data_dir) is None  # closed in order: its pid file removed
     second = stop()
     assert second.returncode == 0, second.stderr
     assert second.stdout == f"no imprint daemon is running for {data_dir}\n"
@@ -465,7 +432,7 @@ def test_every_file_imprint_creates_is_private(data_dir: Path, tmp_path: Path) -
             )
 
     anyio.run(go)
-    assert _daemon_pid(data_dir) is not None  # still running: the -wal and -shm files exist
+    assert daemon_pid(data_dir) is not None  # still running: the -wal and -shm files exist
     seen: dict[str, int] = {}
     for path in [data_dir, *data_dir.rglob("*")]:
         info = path.lstat()
