@@ -111,16 +111,7 @@ class _FakeModel:
     name = "fake"
     loaded = True
 
-    def stream(
-        self,
-        messages: list[ChatMessage],
-        *,
-        deadline: float,
-        schema: dict[str, Any] | None = None,
-        max_tokens: int = 256,
-        grammar: str | None = None,
-        pin: bool = False,
-    ) -> Iterator[str]:
+    def stream(self, messages: list[ChatMessage], **kw: Any) -> Iterator[str]:
         yield json.dumps({"steps": []})
 
     def close(self) -> None:
@@ -147,31 +138,17 @@ class Recorded:
     def release(self) -> None:
         self._release.set()
 
-    def stream(
-        self,
-        messages: list[ChatMessage],
-        *,
-        deadline: float,
-        schema: dict[str, Any] | None = None,
-        max_tokens: int = 256,
-        grammar: str | None = None,
-        pin: bool = False,
-    ) -> Iterator[str]:
+    def stream(self, messages: list[ChatMessage], **kw: Any) -> Iterator[str]:
+        """The inner provider's stream, same messages and keywords, recorded (and the first
+        call held until `release`)."""
         with self._lock:
             first = not self.calls
-            self.calls.append((time.monotonic(), deadline))
+            self.calls.append((time.monotonic(), kw["deadline"]))
         if first:
             self.busy.set()
             if self._hold:
                 self._release.wait(timeout=600)
-        yield from self.inner.stream(
-            messages,
-            deadline=deadline,
-            schema=schema,
-            max_tokens=max_tokens,
-            grammar=grammar,
-            pin=pin,
-        )
+        yield from self.inner.stream(messages, **kw)
 
     def reset(self) -> None:
         reset = getattr(self.inner, "reset", None)

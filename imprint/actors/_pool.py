@@ -79,10 +79,6 @@ class ActorPool(Generic[P]):
         self._lock = threading.Lock()
         self._turn = 0
 
-    @property
-    def proxies(self) -> list[P]:
-        return list(self._proxies)
-
     def loads(self) -> list[int]:
         return [load.value for load in self._loads]
 
