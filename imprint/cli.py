@@ -251,7 +251,7 @@ def search(
     if via is not None:
         typer.echo(via)
         return
-    with running(root, config) as runtime:
+    with running(root, config, reindex=False) as runtime:
         text = search_text(
             ActorReads(runtime),
             query,
@@ -286,7 +286,7 @@ def status(
         if "indexes: INCONSISTENT" in via:
             raise typer.Exit(1)
         return
-    with running(root, config) as runtime:
+    with running(root, config, reindex=False) as runtime:
         row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
     if not row.consistent:
@@ -304,7 +304,7 @@ def repair(workspace: WorkspaceOpt = "") -> None:
     root, config = _setup()
     if daemon_alive(root):
         raise ImprintError(f"repair: a daemon owns {root}; run `imprint stop` first, then repair")
-    with running(root, config) as runtime:
+    with running(root, config, reindex=False) as runtime:
         result = repair_workspace(runtime, workspace)
     for line in result["found"]:
         typer.echo(f"found: {line}")
@@ -346,7 +346,7 @@ def recall(
     if via is not None:
         typer.echo(via)
         return
-    with running(root, config) as runtime:
+    with running(root, config, reindex=False) as runtime:
         text = recall_text(
             ActorReads(runtime),
             question,

@@ -123,9 +123,9 @@ class SearchConfig(_Group):
     max_chars: int = Field(
         default=4000, ge=1200, le=12000, description="budget of search and recall when not given"
     )
-    rrf_k: int = Field(default=60, ge=1, le=1000, description="reciprocal-rank fusion constant")
+    rrf_k: int = Field(default=5, ge=1, le=1000, description="reciprocal-rank fusion constant")
     vector_weight: float = Field(
-        default=1.0, ge=0, le=10, description="hybrid: weight of the vector (meaning) ranking"
+        default=1.5, ge=0, le=10, description="hybrid: weight of the vector (meaning) ranking"
     )
     lexical_weight: float = Field(
         default=1.0, ge=0, le=10, description="hybrid: weight of the BM25 (any word) ranking"
@@ -134,7 +134,7 @@ class SearchConfig(_Group):
         default=1.0, ge=0, le=10, description="hybrid: weight of the exact-phrase ranking"
     )
     coverage_weight: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         le=10,
         description="hybrid: re-rank bonus for a chunk holding all the query's terms, "

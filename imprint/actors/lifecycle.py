@@ -24,11 +24,13 @@ from imprint._fs import atomic_write_text, private_dir
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
 from imprint.actors.readers import ReaderPool, pools_for
+from imprint.actors.write_messages import Reindex
 from imprint.actors.writer import Writer, WriterActor, WriterProxy
 from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
+from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import Embedder, QueryEmbedder
 from imprint.store.vectors import open_client
 from imprint.store.workspace import WorkspaceStore
@@ -65,9 +67,14 @@ class Runtime:
         config: Config,
         embedder: Embedder | None = None,
         provider_factory: Callable[[], Provider] | None = None,
+        *,
+        reindex: bool = True,
     ) -> None:
+        """`reindex`: a workspace whose index is older than `TEXT_FORMAT` is re-indexed in
+        the background once opened (the owning server's runtime; not a one-shot command's)."""
         self.data_dir = data_dir
         self.config = config
+        self._reindex = reindex
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._query_embedder: QueryEmbedder | None = None
@@ -190,6 +197,8 @@ class Runtime:
                 raise
             opened = _Workspace(store, ref)
             self._open[ws] = opened
+            if self._reindex and store.sqlite.text_format() < TEXT_FORMAT:
+                opened.writer.reindex(Reindex())
             log.info(
                 "workspace.opened",
                 workspace=ws,
@@ -287,8 +296,8 @@ class Runtime:
 
 
 @contextmanager
-def running(data_dir: Path, config: Config) -> Iterator[Runtime]:
-    runtime = Runtime(data_dir, config)
+def running(data_dir: Path, config: Config, *, reindex: bool = True) -> Iterator[Runtime]:
+    runtime = Runtime(data_dir, config, reindex=reindex)
     try:
         yield runtime.start()
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from imprint.actors._trace import Message
 from imprint.store.sqlite import WriteBatch
 
-__all__ = ["Check", "Repair", "SourceState", "Write"]
+__all__ = ["Check", "Reindex", "Repair", "SourceState", "Write"]
 
 
 class Write(Message):
@@ -31,3 +31,10 @@ class SourceState(Message):
     kind = "source_state"
     project: str
     source_type: str = "file"
+
+
+class Reindex(Message):
+    """One step of re-indexing a workspace built with an older text format (see
+    `imprint.store.context`); the writer sends itself the next one."""
+
+    kind = "reindex"

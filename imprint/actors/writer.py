@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,17 +21,23 @@ from pykka.typing import proxy_method
 
 from imprint._faults import delay, failpoint
 from imprint.actors._trace import traced
-from imprint.actors.write_messages import Check, Repair, SourceState, Write
+from imprint.actors.write_messages import Check, Reindex, Repair, SourceState, Write
 from imprint.errors import StoreError
 from imprint.logs import get_logger
+from imprint.store.context import TEXT_FORMAT, chunk_contexts
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
+from imprint.store.records import Record
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
 
 log = get_logger("imprint.writer")
+
+# Records a re-index step writes at most (more when one source has more): a step holds the
+# writer for about this many embeddings.
+REINDEX_BATCH = 64
 
 
 def _disk_full(exc: Exception) -> bool:
@@ -53,6 +60,17 @@ class WriteAck(BaseModel):
     deleted: int
 
 
+@dataclass
+class Reindexing:
+    """A re-index in progress: the sources still to look at, of how many."""
+
+    sources: list[tuple[str, str]]
+    total: int
+    done: int = 0
+    records: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
 class Writer:
     """The write logic, testable without threads."""
 
@@ -63,6 +81,7 @@ class Writer:
         self.embedder = embedder
         self.actor_name = f"Writer[{store.name}]"
         self._needs_recovery = False
+        self._reindex: Reindexing | None = None
 
     def recover(self) -> int:
         """Finish every write a crash or a failure interrupted; returns how many were replayed.
@@ -152,13 +171,65 @@ class Writer:
 
     def _apply(self, batch: WriteBatch, seq: int, embeddings: np.ndarray | None) -> None:
         if embeddings is None or len(embeddings) != len(batch.upserts):
-            embeddings = self.embedder.embed([r.content for r in batch.upserts])
+            embeddings = self.embedder.embed([r.indexed_text for r in batch.upserts])
         vectors = self.store.vectors
         delay("writer.apply")
         vectors.delete(list(batch.delete_ids))
         vectors.upsert(list(batch.upserts), embeddings)
         failpoint("writer.after_vectors")
         self.store.sqlite.apply(batch, seq)
+
+    def reindex_step(self, limit: int = REINDEX_BATCH) -> bool:
+        """One step of re-indexing a workspace whose index is older than `TEXT_FORMAT`:
+        records of the next sources whose context line is not what this version indexes are
+        written again (journaled, re-embedded) until `limit` are written. Returns whether
+        more is left; the last step records the new format. Steps are separate messages, so
+        other writes and reads interleave with a long re-index."""
+        sqlite = self.store.sqlite
+        if self._reindex is None:
+            if sqlite.text_format() >= TEXT_FORMAT:
+                return False
+            sources = sqlite.indexed_sources()
+            self._reindex = Reindexing(sources=sources, total=len(sources))
+            log.warning(
+                "writer.reindex_started",
+                workspace=self.store.name,
+                sources=len(sources),
+                text_format=[sqlite.text_format(), TEXT_FORMAT],
+            )
+        job = self._reindex
+        changed: list[Record] = []
+        while job.sources and len(changed) < limit:
+            project, source = job.sources.pop(0)
+            records = sqlite.source_records(project, source)
+            lang = records[0].lang if records else ""
+            contexts = chunk_contexts(source, [r.content for r in records], lang)
+            changed.extend(
+                r.model_copy(update={"context": c})
+                for r, c in zip(records, contexts, strict=True)
+                if r.context != c
+            )
+            job.done += 1
+        if changed:
+            self.write(WriteBatch(upserts=tuple(changed)))
+            job.records += len(changed)
+        if job.sources:
+            return True
+        sqlite.set_meta("text_format", str(TEXT_FORMAT))
+        log.warning(
+            "writer.reindex_done",
+            workspace=self.store.name,
+            sources=job.total,
+            records=job.records,
+            elapsed_ms=round((time.monotonic() - job.started) * 1000, 1),
+        )
+        self._reindex = None
+        return False
+
+    def reindex_progress(self) -> dict[str, int]:
+        """Sources re-indexed of how many, while a re-index runs (else empty)."""
+        job = self._reindex
+        return {} if job is None else {"done": job.done, "total": job.total}
 
     def check(self, deep: bool = False) -> dict[str, Any]:
         if deep:
@@ -180,6 +251,8 @@ class Writer:
             "only_in_vectors": len(vector_ids - lexical_ids),
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
+            "text_format": sqlite.text_format(),
+            "reindex": self.reindex_progress(),
         }
 
     def repair(self) -> dict[str, list[str]]:
@@ -218,6 +291,14 @@ class WriterActor(pykka.ThreadingActor):
     def write(self, msg: Write, embeddings: np.ndarray | None = None) -> WriteAck:
         return self.logic.write(msg.batch, embeddings)
 
+    # A step at a time, each a message of its own: writes queued meanwhile go first.
+    @traced("reindex", skip_late=False)
+    def reindex(self, msg: Reindex) -> bool:
+        more = self.logic.reindex_step()
+        if more:
+            self.actor_ref.proxy().reindex(Reindex())
+        return more
+
     @traced("check")
     def check(self, msg: Check) -> dict[str, Any]:
         return self.logic.check(msg.deep)
@@ -238,3 +319,4 @@ class WriterProxy:
     repair = proxy_method(WriterActor.repair)
     source_state = proxy_method(WriterActor.source_state)
     check = proxy_method(WriterActor.check)
+    reindex = proxy_method(WriterActor.reindex)

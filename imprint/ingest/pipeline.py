@@ -35,6 +35,7 @@ from imprint.ingest.chunking import chunk_text
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
+from imprint.store.context import chunk_contexts
 from imprint.store.records import (
     Record,
     SourceType,
@@ -219,9 +220,10 @@ def build_records(
     """Chunk a text and tag each chunk; ids are stable for the same place and content."""
     lang = lang or lang_of(source)
     pieces = chunk_text(text, file_kind(lang), target, overlap)
+    contexts = chunk_contexts(source, pieces, lang)
     now = time.time()
     records = []
-    for index, piece in enumerate(pieces):
+    for index, (piece, context) in enumerate(zip(pieces, contexts, strict=True)):
         tags = rule_tags(source, piece)
         sha = content_sha(piece)
         records.append(
@@ -241,6 +243,7 @@ def build_records(
                 created_at=now,
                 source_mtime=mtime,
                 content_sha=sha,
+                context=context,
             )
         )
     return records
@@ -402,7 +405,7 @@ def _ingest_path(
                 )
                 for r in records
             ]
-        embeddings = runtime.embedder().embed([r.content for r in records])
+        embeddings = runtime.embedder().embed([r.indexed_text for r in records])
         source = SourceEntry(
             project=project,
             source=rel,

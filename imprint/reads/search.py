@@ -79,11 +79,11 @@ class Fusion(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    rrf_k: int = 60
-    vector: float = 1.0
+    rrf_k: int = 5
+    vector: float = 1.5
     lexical: float = 1.0
     phrase: float = 1.0
-    coverage: float = 1.0
+    coverage: float = 0.5
     depth: int = 20
 
     @classmethod

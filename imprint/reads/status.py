@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Check, Repair
 from imprint.reads.deadline import call_deadline
+from imprint.store.context import TEXT_FORMAT
 
 __all__ = ["StatusRow", "repair_workspace", "status_row"]
 
@@ -30,6 +31,10 @@ class StatusRow(BaseModel):
     findings: list[str] | None = None  # the deep check's, when it ran
     # Newest record's created_at per project (epoch seconds); for the dashboard.
     project_last_write: dict[str, float] = {}
+    # The format the index was built with (`imprint.store.context`), and while an older one
+    # is re-indexed in the background, sources done of how many.
+    text_format: int = TEXT_FORMAT
+    reindex: dict[str, int] = {}
 
     @property
     def last_write(self) -> float:

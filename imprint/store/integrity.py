@@ -160,7 +160,7 @@ def _reembed(sqlite: SqliteStore, vectors: VectorIndex, embedder: Embedder, ids:
     for start in range(0, len(ids), EMBED_BATCH):
         records = list(sqlite.fetch(ids[start : start + EMBED_BATCH]).values())
         if records:
-            vectors.upsert(records, embedder.embed([r.content for r in records]))
+            vectors.upsert(records, embedder.embed([r.indexed_text for r in records]))
             done += len(records)
     return done
 

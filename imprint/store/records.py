@@ -105,6 +105,14 @@ class Record(BaseModel):
     source_mtime: float = 0.0
     content_sha: str = ""
     tagged_by: str = "rules"
+    # Indexed with the content, never shown: the source path and heading trail
+    # (`imprint.store.context`).
+    context: str = ""
+
+    @property
+    def indexed_text(self) -> str:
+        """What is embedded: the context line, then the content."""
+        return f"{self.context}\n{self.content}" if self.context else self.content
 
     def chroma_metadata(self) -> dict[str, Any]:
         """Flat scalar metadata for Chroma's `where` filters."""

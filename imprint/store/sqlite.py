@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint._fs import private_file
 from imprint.errors import InputError
+from imprint.store.context import TEXT_FORMAT
 from imprint.store.records import Fact, Record
 from imprint.store.text import identifier_parts
 from imprint.types import MemoryId
@@ -51,19 +52,26 @@ CREATE TABLE IF NOT EXISTS records (
     created_at REAL NOT NULL,
     source_mtime REAL NOT NULL DEFAULT 0,
     content_sha TEXT NOT NULL DEFAULT '',
-    tagged_by TEXT NOT NULL DEFAULT 'rules'
+    tagged_by TEXT NOT NULL DEFAULT 'rules',
+    context TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS records_by_source ON records(project, source, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
-    content, content='records', content_rowid='rowid',
+    content, context, content='records', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts(rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO records_fts(rowid, content, context)
+    VALUES (new.rowid, new.content, new.context);
 END;
 CREATE TRIGGER IF NOT EXISTS records_ad AFTER DELETE ON records BEGIN
-    INSERT INTO records_fts(records_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO records_fts(records_fts, rowid, content, context)
+    VALUES ('delete', old.rowid, old.content, old.context);
 END;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sources (
     project TEXT NOT NULL,
     source TEXT NOT NULL,
@@ -118,6 +126,7 @@ _COLUMNS = [
     "source_mtime",
     "content_sha",
     "tagged_by",
+    "context",
 ]
 _SELECT = "SELECT " + ", ".join(f"r.{c}" for c in _COLUMNS) + " FROM records r"
 
@@ -244,8 +253,58 @@ class SqliteStore:
             self.conn.execute("PRAGMA journal_mode=WAL")
             # FULL: an acknowledged write survives power loss, not only a process crash.
             self.conn.execute("PRAGMA synchronous=FULL")
+            fresh = not self._has_table("records")
+            rebuild = self._migrate()
             self.conn.executescript(SCHEMA)
+            if rebuild:
+                self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
+            if fresh:
+                self.set_meta("text_format", str(TEXT_FORMAT))
             self.conn.commit()
+
+    def _has_table(self, name: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,))
+        return row.fetchone() is not None
+
+    def _migrate(self) -> bool:
+        """Bring a store written by an older version to this schema: records gain
+        `context`, and the FTS index its second column. Returns whether the FTS index was
+        dropped (the caller rebuilds it from the records once SCHEMA has made it again)."""
+        if not self._has_table("records"):
+            return False
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(records)")}
+        if "context" not in columns:
+            self.conn.execute("ALTER TABLE records ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+        fts = self.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'records_fts'"
+        ).fetchone()
+        if fts is not None and "context" in fts[0]:
+            return False
+        # Dropped (or lost by a crash between this and the rebuild): made again and rebuilt.
+        for statement in (
+            "DROP TRIGGER IF EXISTS records_ai",
+            "DROP TRIGGER IF EXISTS records_ad",
+            "DROP TABLE IF EXISTS records_fts",
+        ):
+            self.conn.execute(statement)
+        return True
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def text_format(self) -> int:
+        """The format (`imprint.store.context.TEXT_FORMAT`) this store's index was built
+        with: 1 for a store older than the setting."""
+        try:
+            value = self.meta("text_format")
+        except sqlite3.OperationalError:  # a read-only view of a store not yet migrated
+            return 1
+        return int(value) if value and value.isdigit() else 1
 
     def close(self) -> None:
         self.conn.close()
@@ -437,6 +496,22 @@ class SqliteStore:
             (project, source),
         )
         return [MemoryId(r[0]) for r in rows]
+
+    def indexed_sources(self) -> list[tuple[str, str]]:
+        """Every (project, source) with records that a context line can describe: files,
+        URLs and content; not memories."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT project, source FROM records WHERE source != '' "
+            "AND source_type != 'memory' ORDER BY project, source"
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def source_records(self, project: str, source: str) -> list[Record]:
+        rows = self.conn.execute(
+            f"{_SELECT} WHERE r.project = ? AND r.source = ? ORDER BY r.chunk_index",
+            (project, source),
+        )
+        return [_row_to_record(row) for row in rows]
 
     def sources_under(self, project: str, source_type: str) -> list[str]:
         rows = self.conn.execute(

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.status import StatusRow, status_row
+from imprint.store.context import TEXT_FORMAT
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_status", "register"]
@@ -34,6 +35,16 @@ def format_status(row: StatusRow) -> str:
             lines.append("  check: every record agrees in both indexes (ids, content hashes)")
         for finding in row.findings:
             lines.append(f"  check: {finding}")
+    if row.text_format < TEXT_FORMAT:
+        doing = (
+            f"re-indexing in the background: {row.reindex['done']}/{row.reindex['total']} sources"
+            if row.reindex
+            else "re-indexed in the background while a server (`imprint serve`) owns the store"
+        )
+        lines.append(
+            f"  index: built with text format {row.text_format}, this version indexes "
+            f"{TEXT_FORMAT} (path and headings with each chunk); {doing}; search works meanwhile"
+        )
     if row.journal_quarantined:
         lines.append(
             f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "

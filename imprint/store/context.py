@@ -1,0 +1,103 @@
+"""What a chunk is about beyond its own words: its source's path and the headings above it.
+
+A chunk of `docs/handlers/sampling-and-roots.md` that sits under "Sampling > Model
+preferences" is indexed (embedded and in BM25) with one line before its text:
+
+    docs > handlers > sampling and roots | Sampling > Model preferences
+
+so a question that names the topic finds a chunk that only says "it". The line is stored
+in `Record.context`, never shown: results, budgets and `content_sha` see the content alone.
+
+`TEXT_FORMAT` numbers what gets indexed. A workspace records the format its index was built
+with; when it is older, the writer re-indexes it in the background (`Writer.reindex_step`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["TEXT_FORMAT", "chunk_contexts", "heading_trails", "source_label"]
+
+# 1: the content alone; 2: the context line, then the content.
+TEXT_FORMAT = 2
+
+_MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}\s*$")
+_MARKUP = re.compile(r"`+|\*\*|\[([^\]]*)\]\([^)]*\)")
+MAX_CONTEXT_CHARS = 300
+
+
+def source_label(source: str) -> str:
+    """A source path as words: `docs/run/asgi.md` -> `docs > run > asgi`."""
+    path = source.split("://", 1)[-1].strip("/")
+    if "." in path.rsplit("/", 1)[-1]:
+        path = path.rsplit(".", 1)[0]
+    parts = [re.sub(r"[-_]+", " ", p).strip() for p in path.split("/")]
+    return " > ".join(p for p in parts if p)
+
+
+def _clean(title: str) -> str:
+    return _MARKUP.sub(lambda m: m.group(1) or "", title).strip()
+
+
+def heading_trails(chunks: Sequence[str], lang: str) -> list[str]:
+    """For each chunk of one file, in order, the trail of headings it sits under.
+
+    The trail is taken at the chunk's first heading (a chunk that opens a section is about
+    that section), else at the chunk's start. Markdown (`#` headings outside code fences) and
+    reST (underlined titles, levels in the order the underline characters first appear);
+    other kinds have no headings.
+    """
+    if lang not in ("markdown", "rst"):
+        return ["" for _ in chunks]
+    stack: list[tuple[int, str]] = []
+    rst_levels: list[str] = []
+    out: list[str] = []
+    for chunk in chunks:
+        at_start = [title for _, title in stack]
+        first: list[str] | None = None
+        lines = chunk.splitlines()
+        fence = ""
+        for i, line in enumerate(lines):
+            level, title = 0, ""
+            if lang == "markdown":
+                opened = _FENCE.match(line)
+                if opened:
+                    mark = opened.group(1)
+                    fence = "" if fence and mark[0] == fence[0] else (fence or mark)
+                    continue
+                found = None if fence else _MD_HEADING.match(line)
+                if found:
+                    level, title = len(found.group(1)), found.group(2)
+            else:
+                nxt = lines[i + 1] if i + 1 < len(lines) else ""
+                under = _RST_UNDERLINE.match(nxt)
+                if line.strip() and under and len(nxt.rstrip()) >= len(line.rstrip()):
+                    if _RST_UNDERLINE.match(line):
+                        continue  # an overline, not a title
+                    char = under.group(1)
+                    if char not in rst_levels:
+                        rst_levels.append(char)
+                    level, title = rst_levels.index(char) + 1, line
+            title = _clean(title)
+            if not level or not title:
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            if first is None:
+                first = [t for _, t in stack]
+        out.append(" > ".join(first if first is not None else at_start))
+    return out
+
+
+def chunk_contexts(source: str, chunks: Sequence[str], lang: str) -> list[str]:
+    """The context line of each chunk of one source (see the module's docstring)."""
+    label = source_label(source)
+    out = []
+    for trail in heading_trails(chunks, lang):
+        line = " | ".join(part for part in (label, trail) if part)
+        out.append(line[:MAX_CONTEXT_CHARS])
+    return out
