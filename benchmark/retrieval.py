@@ -61,6 +61,8 @@ from imprint.config import load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import Mode, format_search, search_rows
+from imprint.reads.status import status_row
+from imprint.store.context import TEXT_FORMAT
 
 DEFAULT_QUERIES = REPO / "benchmark" / "retrieval.json"
 MODES: tuple[Mode, ...] = ("hybrid", "semantic", "lexical")
@@ -314,7 +316,11 @@ def readme(res: Results, command: str) -> str:
         f"project per folder: {res.store['records']} records in projects "
         + ", ".join(f"{p} ({k})" for p, k in res.store["projects"].items())
         + f"; reader pool {res.config['reader_pool_size']}, embedding threads "
-        f"{res.config['embedding_threads']}.",
+        f"{res.config['embedding_threads']}; indexed text format "
+        f"{res.store.get('text_format', 1)}.",
+        "- Fusion (`search.*`): "
+        + ", ".join(f"{k} {v}" for k, v in res.config.get("search", {}).items())
+        + ".",
         f"- {res.repeats} repeats per lookup and mode; total run {res.total_seconds:.0f} s.",
     ]
     if res.store.get("revisions"):
@@ -324,6 +330,21 @@ def readme(res: Results, command: str) -> str:
 
 
 # -- main --------------------------------------------------------------------------------
+
+
+def wait_reindexed(runtime: Runtime, seconds: float = 3600.0) -> int:
+    """A store built with an older text format is re-indexed when opened: wait for that, so
+    every lookup runs on one index. The format measured."""
+    started = time.monotonic()
+    while (row := status_row(runtime)).text_format < TEXT_FORMAT:
+        if time.monotonic() - started > seconds:
+            raise SystemExit(f"retrieval benchmark: re-index not done after {seconds:.0f} s")
+        note(
+            f"re-indexing the store (text format {row.text_format} -> {TEXT_FORMAT}): "
+            f"{row.reindex.get('done', 0)}/{row.reindex.get('total', '?')} sources"
+        )
+        time.sleep(10)
+    return row.text_format
 
 
 def store_sources(runtime: Runtime) -> tuple[int, dict[str, int], set[tuple[str, str]]]:
@@ -407,6 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "reader_pool_size": config.readers.pool_size,
                 "embedding_threads": config.embedding.threads,
                 "chunk_chars": config.ingest.chunk_chars,
+                "search": config.search.model_dump(),
             },
             store={"path": str(data_dir)},
             queries={
@@ -434,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "ingested one project per folder?):\n  " + "\n  ".join(missing)
                 )
             res.store.update(records=records, projects=projects)
+            res.store["text_format"] = wait_reindexed(runtime)
             res.store["corpus"] = str(args.corpus.expanduser().resolve())
             res.store["revisions"] = common.readme_revisions(args.corpus.expanduser().resolve())
             note(f"store: {records} records; {len(lookups)} lookups x {len(MODES)} modes")
