@@ -63,7 +63,19 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def _default_corpus() -> Path:
+    """`../shared/corpus` beside the repository, or beside a folder above it (a git worktree
+    under `/work/wt/NAME` finds `/work/shared/corpus`); the first that exists."""
+    for folder in REPO.parents:
+        candidate = folder / "shared" / "corpus"
+        if candidate.is_dir():
+            return candidate
+    return REPO.parent / "shared" / "corpus"
+
+
+DEFAULT_CORPUS = _default_corpus()
 PUBLISHED = REPO / "benchmark" / "published"
 OUT_DIR = REPO / "benchmark" / "out"
 TOKENIZER_NAME = (
