@@ -118,14 +118,7 @@ class Runtime:
         """Loaded on first use: a command that never embeds never pays for the model."""
         with self._embedder_lock:
             if self._embedder is None:
-                cfg = self.config.embedding
-                self._embedder = Embedder(
-                    threads=cfg.threads,
-                    batch_size=cfg.batch_size,
-                    max_tokens=cfg.max_tokens,
-                    model_path=cfg.model_path,
-                    tokenizer_path=cfg.tokenizer_path,
-                )
+                self._embedder = Embedder.from_config(self.config.embedding)
             return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -14,7 +14,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Must precede the first import of onnxruntime, which otherwise queues telemetry.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -24,6 +24,9 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from imprint.errors import ModelMissingError
+
+if TYPE_CHECKING:
+    from imprint.config import EmbeddingConfig
 
 __all__ = [
     "DIMENSIONS",
@@ -202,6 +205,17 @@ class Embedder:
         self.model_file = model
         self._lock = threading.Lock()
         self._described: dict[str, Any] | None = None
+
+    @classmethod
+    def from_config(cls, cfg: EmbeddingConfig) -> Embedder:
+        """The embedder `embedding.*` describes."""
+        return cls(
+            threads=cfg.threads,
+            batch_size=cfg.batch_size,
+            max_tokens=cfg.max_tokens,
+            model_path=cfg.model_path,
+            tokenizer_path=cfg.tokenizer_path,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The model this embedder really runs: file, weight precision and dimension.
