@@ -471,6 +471,9 @@ class Daemon:
                 self._server_imported.set()
             self._check_handshake()
             from imprint.actors.lifecycle import Runtime
+            from imprint.server import tool_modules
+
+            tool_modules()  # imported once here; each session registers them
 
             started = time.monotonic()
             if self._embedder_thread is not None:
@@ -732,11 +735,16 @@ class Daemon:
 
         # Imported by the warm-up thread (a failed import is retried, and reported, here).
         await anyio.to_thread.run_sync(self._server_imported.wait)
-        from imprint.server import build_server, serve_lines
+        from imprint.server import ImprintServer, build_server, serve_lines
 
-        # The tools register at the session's first tool call (or SDK tools/list), once the
-        # runtime is up: `initialize` and tools/list are answered without waiting for it.
-        await serve_lines(build_server(self.wait_runtime, cwd, roots), reader, writer)
+        # The tools register in the background once the runtime is up (or at the first tool
+        # call, which waits for them): `initialize` and tools/list never wait for it.
+        server = build_server(self.wait_runtime, cwd, roots)
+        async with anyio.create_task_group() as tasks:
+            if isinstance(server, ImprintServer):
+                tasks.start_soon(server.prepare_tools)
+            await serve_lines(server, reader, writer)
+            tasks.cancel_scope.cancel()  # a runtime still starting is not waited for
 
     def shutdown(self) -> None:
         self._stopping.set()

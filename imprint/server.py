@@ -211,13 +211,21 @@ class ImprintServer(MCPServer):
     def _register_once(self) -> None:
         assert self._register_lock is not None
         with self._register_lock:
-            register, self._register = self._register, None
+            register = self._register
             if register is not None:
-                try:
-                    register()
-                except BaseException:
-                    self._register = register  # the next request tries (and reports) again
-                    raise
+                # Cleared only once done: a request arriving meanwhile (the background
+                # registration running) waits here for the lock instead of finding no tools;
+                # after a failure the next request tries (and reports) again.
+                register()
+                self._register = None
+
+    async def prepare_tools(self) -> None:
+        """Register the deferred tools now, in a worker thread, so the first tool call does
+        not wait for it; errors are left for that call to report."""
+        if self._register is None:
+            return
+        with contextlib.suppress(Exception):  # the first call retries, and reports it
+            await anyio.to_thread.run_sync(self._register_once, abandon_on_cancel=True)
 
     async def _tools_ready(self) -> None:
         if self._register is not None:
