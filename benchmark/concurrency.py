@@ -106,7 +106,7 @@ def main() -> int:
                 apart.append(time.perf_counter() - t0)
             rows.append((plan, statistics.median(apart), statistics.median(together)))
         alone = []
-        queries = [str(step["args"]["query"]) for step in PLANS[0]]
+        queries = [str(step.args["query"]) for step in parse_plan(PLANS[0])]
         for _ in range(args.repeats):
             for query in queries:
                 t0 = time.perf_counter()

@@ -300,8 +300,10 @@ class _Front:
     def _answer(self, line: bytes) -> bytes | None:
         """The static reply to this line, or None to pass it on (the replayed `initialize`
         is passed on as well, after its reply)."""
-        if self._decided and self._version is None:
-            return None  # not a session opened by our static initialize
+        if self._decided and (self._version is None or b"tools/list" not in line):
+            # Not a session opened by our static initialize, or not a tools/list: passed on
+            # unparsed (a tool call's arguments may be megabytes).
+            return None
         try:
             msg = json.loads(line)
         except ValueError:
@@ -469,7 +471,6 @@ class Daemon:
                 import imprint.server  # noqa: F401
             finally:
                 self._server_imported.set()
-            self._check_handshake()
             from imprint.actors.lifecycle import Runtime
             from imprint.server import tool_modules
 
@@ -487,6 +488,7 @@ class Daemon:
         finally:
             self._runtime_ready.set()
         if not self.warm_embedder or self._stopping.is_set():
+            self._check_handshake()
             return
         try:
             self.runtime.embedder()  # where the preload failed: loads (or fails) again now
@@ -497,6 +499,7 @@ class Daemon:
             )
         except Exception as exc:  # the first search reports it again, in its own words
             log.warning("daemon.warm.failed", error=f"{type(exc).__name__}: {exc}")
+        self._check_handshake()  # last: a first search does not wait for it
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
