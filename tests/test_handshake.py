@@ -258,6 +258,17 @@ def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
     assert [m for m in seen if m.get("id") == 1] == []
 
 
+def test_a_session_that_does_not_open_with_initialize_gets_the_sdk_answers(
+    started: list[Daemon], tmp_path: Path
+) -> None:
+    """The front answers tools/list only after its own initialize: a session opening with
+    tools/list (no handshake) gets what the SDK says to that, not the static list."""
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    with _session(d.path) as (sock, reader):
+        reply = _ask(sock, reader, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    assert "result" not in reply and reply["error"]["code"] == -32602, reply
+
+
 def test_a_runtime_that_fails_to_start_is_reported_to_the_session(
     started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
