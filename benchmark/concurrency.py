@@ -8,9 +8,12 @@ Uses a data dir where `benchmark/runtime.py recall` ingested the corpus (it inge
 corpus itself when the folder is new, which takes minutes). For each 4-step plan it times
 (a) `run_plan`: the RecallCoordinator fans the steps out to StepRunners at once, and
 (b) the same step functions called in turn in one thread, through the same reader pools.
-It prints the medians and the speedup (sequential / concurrent) per plan and overall.
-Concurrent steps' query embeddings are coalesced into batched inferences
-(`imprint.store.embedder.QueryEmbedder`); the query cache is off unless `--query-cache`.
+It prints the medians and the speedup (sequential / concurrent) per plan and overall, the
+ratio recall / one-after-another for the plan of four searches, and the p50 of one search
+alone (a single caller: the recall machinery must not make it slower). The coordinator
+embeds a plan's search queries in one batched inference before its steps fan out
+(`imprint.store.embedder.QueryEmbedder.prime`); the query cache is off unless
+`--query-cache`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
+from imprint.reads.search import search_rows
 from imprint.recall.coordinator import run_plan
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
 
@@ -101,6 +105,13 @@ def main() -> int:
                         print(f"step {step.tool}: {exc}", file=sys.stderr)
                 apart.append(time.perf_counter() - t0)
             rows.append((plan, statistics.median(apart), statistics.median(together)))
+        alone = []
+        queries = [str(step.args["query"]) for step in parse_plan(PLANS[0])]
+        for _ in range(args.repeats):
+            for query in queries:
+                t0 = time.perf_counter()
+                search_rows(reads, query, workspace=ws)
+                alone.append(time.perf_counter() - t0)
     finally:
         rt.stop()
     print(
@@ -114,6 +125,12 @@ def main() -> int:
             f"{name:<48} {apart_s * 1000:>21.1f} {together_s * 1000:>10.1f} "
             f"{apart_s / together_s:>7.2f}x"
         )
+    four = rows[0]
+    print(
+        f"four searches: recall / one after another = {four[2] / four[1]:.2f}; "
+        f"one search alone p50 {statistics.median(alone) * 1000:.1f} ms "
+        f"({len(alone)} searches)"
+    )
     total_apart = sum(r[1] for r in rows)
     total_together = sum(r[2] for r in rows)
     print(

@@ -3,7 +3,15 @@ time the reply; then tools/list and a first search.
 
 Cold: no daemon runs (each round stops it first), so the bridge starts one. Warm: the daemon
 is already up, only the bridge process is new. Each round is a fresh process, as an
-assistant starts one per session.
+assistant starts one per session. The client sends each request as soon as the previous
+reply came (initialize, tools/list, then search), and times:
+
+- initialize: spawn -> the `initialize` reply;
+- tools_list: the `initialize` reply -> the tools/list reply;
+- first_search: sending the search -> its result;
+- init_to_search ("first search after a cold start"): the `initialize` reply -> the first
+  search's result, tools/list included, as a client that lists tools first sees it;
+- spawn_to_search: spawn -> the first search's result.
 
     python -m benchmark.handshake [--cold 5] [--warm 10] [--serve "python -m imprint.launch serve"]
 
@@ -44,10 +52,13 @@ QUERY = "how does the writer keep the two indexes consistent"
 
 @dataclass
 class Round:
-    initialize_s: float
-    tools_list_s: float
-    first_search_s: float  # from sending the search to its reply
-    spawn_to_search_s: float
+    """One client's times, each from a named moment to another (seconds)."""
+
+    initialize_s: float  # spawn of `imprint serve` -> the `initialize` reply
+    tools_list_s: float  # the `initialize` reply -> the tools/list reply
+    first_search_s: float  # sending the search (after tools/list) -> its result
+    init_to_search_s: float  # the `initialize` reply -> the first search's result
+    spawn_to_search_s: float  # spawn -> the first search's result
 
 
 @dataclass
@@ -67,6 +78,7 @@ class Handshake:
                         "initialize_s",
                         "tools_list_s",
                         "first_search_s",
+                        "init_to_search_s",
                         "spawn_to_search_s",
                     )
                 }
@@ -132,7 +144,7 @@ def _round(command: list[str], env: dict[str, str]) -> Round:
         t_search = time.perf_counter()
     finally:
         client.close()
-    return Round(t_init - t0, t_list - t_init, t_search - t_list, t_search - t0)
+    return Round(t_init - t0, t_list - t_init, t_search - t_list, t_search - t_init, t_search - t0)
 
 
 def _stop(env: dict[str, str]) -> None:

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from imprint._fs import atomic_write_text, private_dir, private_file
 from imprint.errors import StoreError
@@ -46,6 +46,7 @@ from imprint.errors import StoreError
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
     from imprint.config import Config
+    from imprint.store.embedder import Embedder
 
 __all__ = [
     "Daemon",
@@ -200,6 +201,174 @@ class _Deadlines:
                 self._cond.wait(None if soonest is None else max(0.0, soonest - now))
 
 
+HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
+
+
+def load_handshake(path: Path = HANDSHAKE_FILE) -> dict[str, Any] | None:
+    """The static `initialize` and tools/list replies per protocol version (written by
+    `imprint.server.write_handshake`); None when the file is missing or not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    versions = data.get("versions") if isinstance(data, dict) else None
+    if not isinstance(versions, dict) or data.get("latest") not in versions:
+        return None
+    return dict(data)
+
+
+_NO_ID = object()
+
+
+def _reply(rid: object, result: object) -> bytes:
+    return (json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n").encode()
+
+
+def _well_formed_initialize(params: object) -> bool:
+    """What the SDK's own validation of `initialize` params needs; anything else goes to the
+    SDK, which answers it in its own words."""
+    if not isinstance(params, dict):
+        return False
+    info = params.get("clientInfo")
+    return (
+        isinstance(params.get("protocolVersion"), str)
+        and isinstance(params.get("capabilities"), dict)
+        and isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    )
+
+
+class _Front:
+    """A session's first contact: answers `initialize` and a plain tools/list from the
+    static snapshot (`handshake.json`) at once, and passes every other line to the SDK
+    session behind it, which may still be importing (about a second of MCP's own imports,
+    more on a busy machine).
+
+    The SDK session still sees the client's `initialize` (replayed first, so it negotiates
+    the same version and accepts the session); its own reply to it is dropped, the client
+    already has one. A session that does not open with `initialize` (a 2026 protocol client)
+    is passed through untouched, as is everything once a line is not a JSON object.
+    """
+
+    def __init__(self, conn: socket.socket, raw: io.BufferedReader, static: dict[str, Any]):
+        self._conn = conn
+        self._raw = raw
+        self._static = static
+        self._send_lock = threading.Lock()
+        read_fd, write_fd = os.pipe()
+        # What the SDK session reads: the client's lines, as the front passes them on.
+        self.reader: IO[str] = open(read_fd, encoding="utf-8", newline="\n")  # noqa: SIM115
+        self._pipe = open(write_fd, "wb", buffering=0)  # noqa: SIM115
+        self.writer = _FrontOut(self)
+        self._version: str | None = None  # negotiated by the static initialize
+        self._decided = False  # the first request was seen
+        self.drop_id: object = _NO_ID  # the replayed initialize's id: its SDK reply is dropped
+        self._thread = threading.Thread(target=self._pump, name="imprint-front", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """The SDK session ended: its end of the pipe goes (a pump still writing stops),
+        and so does the front's file object of the socket, once the pump has stopped."""
+        with contextlib.suppress(OSError):
+            self.reader.close()
+        self._thread.join(timeout=5)  # the socket was shut: its read returns at once
+        with contextlib.suppress(OSError):
+            self._raw.close()
+
+    def send(self, data: bytes) -> None:
+        """One whole line to the client; the front and the SDK write whole lines in turn."""
+        with self._send_lock:
+            self._conn.sendall(data)
+
+    def _pump(self) -> None:
+        try:
+            while line := self._raw.readline():
+                reply = self._answer(line)
+                if reply is not None:
+                    self.send(reply)
+                else:
+                    self._pipe.write(line)
+        except OSError:
+            pass  # the client or the SDK session went away; both ends close below
+        except Exception:
+            log.exception("daemon.front.failed")
+        finally:
+            with contextlib.suppress(OSError):
+                self._pipe.close()
+
+    def _answer(self, line: bytes) -> bytes | None:
+        """The static reply to this line, or None to pass it on (the replayed `initialize`
+        is passed on as well, after its reply)."""
+        if self._decided and (self._version is None or b"tools/list" not in line):
+            # Not a session opened by our static initialize, or not a tools/list: passed on
+            # unparsed (a tool call's arguments may be megabytes).
+            return None
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+            return None  # notifications, replies, batches
+        method, params = msg["method"], msg.get("params")
+        if not self._decided:
+            self._decided = True
+            if method != "initialize" or not _well_formed_initialize(params):
+                return None
+            versions = self._static["versions"]
+            asked = cast(dict[str, Any], params)["protocolVersion"]
+            self._version = asked if asked in versions else self._static["latest"]
+            self.drop_id = msg["id"]
+            self.send(_reply(msg["id"], versions[self._version]["initialize"]))
+            return None  # replayed to the SDK session, whose own reply is dropped
+        plain = params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
+        if method == "tools/list" and plain:
+            assert self._version is not None
+            return _reply(msg["id"], self._static["versions"][self._version]["tools/list"])
+        return None
+
+
+class _FrontOut(io.TextIOBase):
+    """The SDK session's output: whole lines to the client, less its reply to the replayed
+    `initialize`."""
+
+    def __init__(self, front: _Front) -> None:
+        super().__init__()
+        self._front = front
+        self._buffer = ""
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        return len(text)
+
+    def flush(self) -> None:
+        lines, sep, rest = self._buffer.rpartition("\n")
+        if not sep:
+            return
+        self._buffer = rest
+        out = []
+        for line in (lines + "\n").splitlines(keepends=True):
+            if self._front.drop_id is not _NO_ID and self._is_init_reply(line):
+                continue
+            out.append(line)
+        if out:
+            self._front.send("".join(out).encode("utf-8"))
+
+    def _is_init_reply(self, line: str) -> bool:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict) or msg.get("id") != self._front.drop_id:
+            return False
+        if "result" not in msg and "error" not in msg:
+            return False
+        self._front.drop_id = _NO_ID
+        if "error" in msg:  # the static reply said yes where the SDK says no: worth knowing
+            log.warning("daemon.front.initialize_refused", error=str(msg["error"])[:200])
+        return True
+
+
 class Daemon:
     """Owns the runtime; serves MCP sessions on a Unix socket (and optionally HTTP)."""
 
@@ -221,6 +390,8 @@ class Daemon:
         self.max_connections = max_connections
         self._peer_uid = peer_uid
         self.warm_embedder = warm_embedder
+        # initialize and tools/list answered from this while MCP and the runtime load.
+        self.handshake = load_handshake()
         self.path = socket_path(data_dir)
         from filelock import FileLock
 
@@ -235,6 +406,9 @@ class Daemon:
         self._runtime_ready = threading.Event()  # set when started, or when starting failed
         self._runtime_error: BaseException | None = None
         self._warm_thread: threading.Thread | None = None
+        self._embedder_thread: threading.Thread | None = None
+        self._server_imported = threading.Event()
+        self._embedder: Embedder | None = None  # preloaded for the runtime
         self._listener: socket.socket | None = None
         self.kind = "daemon"
         self.started_at = time.time()
@@ -258,25 +432,54 @@ class Daemon:
     def start(self) -> None:
         """Listen at once; the runtime starts (and the embedder loads) in the background.
 
-        A client's `initialize` needs neither the store nor the embedder, so it is answered
-        while they load; its first tools/list or tool call waits for the runtime
-        (`wait_runtime`), and by the time a client sends a search the embedder is usually
-        loaded, so that search does not pay for it either.
+        A client's `initialize` and tools/list need neither MCP's server code, the store
+        nor the embedder: the front answers them from `handshake.json` while those load.
+        The first tool call waits for the runtime (`wait_runtime`). The embedder loads in a
+        thread of its own beside the imports (its session setup and first inference run
+        mostly outside the GIL, on the other core), and the active workspace is opened
+        before anyone asks, so a client's first search pays for neither.
         """
         self._listen()
+        if self.warm_embedder:
+            self._embedder_thread = threading.Thread(
+                target=self._load_embedder, name="imprint-embedder", daemon=True
+            )
+            self._embedder_thread.start()
         self._warm_thread = threading.Thread(target=self._warm, name="imprint-warm", daemon=True)
         self._warm_thread.start()
+
+    def _load_embedder(self) -> None:
+        try:
+            from imprint.store.embedder import Embedder
+
+            started = time.monotonic()
+            embedder = Embedder.from_config(self.config.embedding)
+            embedder.embed(["warm up"])  # loads the model, sizes its arena
+            self._embedder = embedder
+            log.info("daemon.embedder.ready", elapsed_ms=round((time.monotonic() - started) * 1000))
+        except Exception as exc:  # the runtime loads it at first use and reports it then
+            log.warning("daemon.embedder.failed", error=f"{type(exc).__name__}: {exc}")
 
     def _warm(self) -> None:
         try:
             # What a session needs first, so its imports do not queue behind the store's.
-            import mcp.server.stdio  # noqa: F401
+            # Sessions wait for these instead of importing them too: two threads importing
+            # the same package tree in different orders can deadlock on its module locks.
+            try:
+                import mcp.server.stdio  # noqa: F401
 
-            import imprint.server  # noqa: F401
+                import imprint.server  # noqa: F401
+            finally:
+                self._server_imported.set()
             from imprint.actors.lifecycle import Runtime
+            from imprint.server import tool_modules
+
+            tool_modules()  # imported once here; each session registers them
 
             started = time.monotonic()
-            self.runtime = Runtime(self.data_dir, self.config).start()
+            if self._embedder_thread is not None:
+                self._embedder_thread.join()  # usually done: the imports take longer
+            self.runtime = Runtime(self.data_dir, self.config, embedder=self._embedder).start()
             log.info("daemon.runtime.ready", elapsed_ms=round((time.monotonic() - started) * 1000))
         except BaseException as exc:
             self._runtime_error = exc
@@ -285,13 +488,32 @@ class Daemon:
         finally:
             self._runtime_ready.set()
         if not self.warm_embedder or self._stopping.is_set():
+            self._check_handshake()
             return
         try:
+            self.runtime.embedder()  # where the preload failed: loads (or fails) again now
             started = time.monotonic()
-            self.runtime.embedder().embed(["warm up"])  # loads the model, sizes its arena
-            log.info("daemon.embedder.ready", elapsed_ms=round((time.monotonic() - started) * 1000))
+            self.runtime.workspace("")  # Chroma and SQLite opened before the first search
+            log.info(
+                "daemon.workspace.ready", elapsed_ms=round((time.monotonic() - started) * 1000)
+            )
         except Exception as exc:  # the first search reports it again, in its own words
-            log.warning("daemon.embedder.failed", error=f"{type(exc).__name__}: {exc}")
+            log.warning("daemon.warm.failed", error=f"{type(exc).__name__}: {exc}")
+        self._check_handshake()  # last: a first search does not wait for it
+
+    def _check_handshake(self) -> None:
+        """A snapshot written for another MCP version may not say what this one would: later
+        sessions get the SDK's own answers (the test suite keeps the two equal)."""
+        if self.handshake is None:
+            return
+        from importlib.metadata import version
+
+        installed = version("mcp")
+        if self.handshake.get("mcp") != installed:
+            log.warning(
+                "daemon.handshake.stale", snapshot=self.handshake.get("mcp"), installed=installed
+            )
+            self.handshake = None
 
     def wait_runtime(self, timeout: float | None = None) -> Runtime:
         """The started runtime, once the background start is done; its error if it failed."""
@@ -406,6 +628,7 @@ class Daemon:
 
     def _serve_connection(self, conn: socket.socket) -> None:
         started = False
+        front: _Front | None = None
         try:
             got = self._read_hello(conn)
             if got is None:
@@ -417,13 +640,22 @@ class Daemon:
                 self._active += 1
                 self._last_change = time.monotonic()
                 started = True
-            reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-            writer = conn.makefile("w", encoding="utf-8", newline="\n")
             if isinstance(hello.get("dashboard"), dict):
-                self._serve_dashboard(hello["dashboard"], reader, writer)
+                self._serve_dashboard(
+                    hello["dashboard"],
+                    io.TextIOWrapper(raw, encoding="utf-8", newline="\n"),
+                    conn.makefile("w", encoding="utf-8", newline="\n"),
+                )
                 return
-            writer.write(json.dumps({"ok": True}) + "\n")
-            writer.flush()
+            conn.sendall((json.dumps({"ok": True}) + "\n").encode())
+            reader: IO[str]
+            writer: IO[str]
+            if self.handshake is not None:
+                front = _Front(conn, raw, self.handshake)
+                reader, writer = front.reader, cast(IO[str], front.writer)
+            else:
+                reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+                writer = conn.makefile("w", encoding="utf-8", newline="\n")
             cwd = Path(hello.get("cwd") or os.getcwd())
             roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
             log.info(
@@ -444,6 +676,11 @@ class Daemon:
         except Exception:
             log.exception("daemon.session.failed")
         finally:
+            if front is not None:
+                # The front's reader and its pipe hold the socket open (a file object of a
+                # socket keeps it alive): shut it, so the client sees the end now.
+                _shut(conn)
+                front.close()
             with contextlib.suppress(OSError):
                 conn.close()
             with self._state:
@@ -498,20 +735,19 @@ class Daemon:
         self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
     ) -> None:
         import anyio
-        from mcp.server.stdio import stdio_server
 
-        from imprint.server import build_server
+        # Imported by the warm-up thread (a failed import is retried, and reported, here).
+        await anyio.to_thread.run_sync(self._server_imported.wait)
+        from imprint.server import ImprintServer, build_server, serve_lines
 
-        # The tools register at the session's first tools/list or call, once the runtime is
-        # up: `initialize` is answered without waiting for it.
+        # The tools register in the background once the runtime is up (or at the first tool
+        # call, which waits for them): `initialize` and tools/list never wait for it.
         server = build_server(self.wait_runtime, cwd, roots)
-        async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (
-            read_stream,
-            write_stream,
-        ):
-            # MCPServer.run_stdio_async does exactly this over the process's own stdio.
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        async with anyio.create_task_group() as tasks:
+            if isinstance(server, ImprintServer):
+                tasks.start_soon(server.prepare_tools)
+            await serve_lines(server, reader, writer)
+            tasks.cancel_scope.cancel()  # a runtime still starting is not waited for
 
     def shutdown(self) -> None:
         self._stopping.set()
@@ -526,9 +762,10 @@ class Daemon:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
         self.shutdown()
         try:
-            if self._warm_thread is not None:
-                # A start under way cannot be interrupted; stop what it started.
-                self._warm_thread.join()
+            for thread in (self._warm_thread, self._embedder_thread):
+                if thread is not None:
+                    # A start under way cannot be interrupted; stop what it started.
+                    thread.join()
             with self._dashboard_lock:
                 if self._dashboard is not None:
                     self._dashboard.stop()

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -211,13 +211,21 @@ class ImprintServer(MCPServer):
     def _register_once(self) -> None:
         assert self._register_lock is not None
         with self._register_lock:
-            register, self._register = self._register, None
+            register = self._register
             if register is not None:
-                try:
-                    register()
-                except BaseException:
-                    self._register = register  # the next request tries (and reports) again
-                    raise
+                # Cleared only once done: a request arriving meanwhile (the background
+                # registration running) waits here for the lock instead of finding no tools;
+                # after a failure the next request tries (and reports) again.
+                register()
+                self._register = None
+
+    async def prepare_tools(self) -> None:
+        """Register the deferred tools now, in a worker thread, so the first tool call does
+        not wait for it; errors are left for that call to report."""
+        if self._register is None:
+            return
+        with contextlib.suppress(Exception):  # the first call retries, and reports it
+            await anyio.to_thread.run_sync(self._register_once, abandon_on_cancel=True)
 
     async def _tools_ready(self) -> None:
         if self._register is not None:
@@ -273,6 +281,92 @@ def build_server(
     else:
         register()
     return server
+
+
+async def serve_lines(server: MCPServer, reader: IO[str], writer: IO[str]) -> None:
+    """One MCP session over newline-delimited JSON-RPC on these text streams."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server(stdin=anyio.wrap_file(reader), stdout=anyio.wrap_file(writer)) as (
+        read_stream,
+        write_stream,
+    ):
+        # MCPServer.run_stdio_async does exactly this over the process's own stdio.
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
+
+
+def handshake_snapshot() -> dict[str, Any]:
+    """The `initialize` and tools/list results, for every protocol version that opens with
+    `initialize`, exactly as a session of this server writes them.
+
+    The daemon answers both from this snapshot (`imprint/handshake.json`) while MCP's own
+    imports and the runtime are still loading; tests/test_handshake.py holds it equal to
+    what the server answers live. After changing a tool, run `python -m imprint.server`.
+    """
+    from importlib.metadata import version
+
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    from imprint.actors.lifecycle import Runtime
+    from imprint.config import Config
+
+    # Registering the tools touches no store: an unstarted runtime is enough.
+    runtime = Runtime(Path(os.devnull), Config())
+    versions = {v: _answers(build_server(runtime), v) for v in HANDSHAKE_PROTOCOL_VERSIONS}
+    return {
+        "mcp": version("mcp"),
+        "imprint": __version__,
+        "latest": LATEST_HANDSHAKE_VERSION,
+        "versions": versions,
+    }
+
+
+def _answers(server: MCPServer, protocol: str) -> dict[str, Any]:
+    """What one session answers to `initialize` (at `protocol`) and then tools/list."""
+    import json
+    import socket
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reader = ours.makefile("r", encoding="utf-8", newline="\n")
+        writer = ours.makefile("w", encoding="utf-8", newline="\n")
+        thread = threading.Thread(target=anyio.run, args=(serve_lines, server, reader, writer))
+        thread.start()
+        params = {
+            "protocolVersion": protocol,
+            "capabilities": {},
+            "clientInfo": {"name": "imprint-snapshot", "version": __version__},
+        }
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ]
+        theirs.sendall("".join(json.dumps(r) + "\n" for r in requests).encode())
+        replies: dict[int, Any] = {}
+        with theirs.makefile("rb") as lines:
+            while len(replies) < 2:
+                msg = json.loads(lines.readline())
+                if msg.get("id") in (1, 2):
+                    replies[msg["id"]] = msg["result"]
+        theirs.shutdown(socket.SHUT_WR)
+        thread.join(timeout=60)
+        reader.close()
+        writer.close()
+    return {"initialize": replies[1], "tools/list": replies[2]}
+
+
+def write_handshake(path: Path = HANDSHAKE_FILE) -> Path:
+    """Write `handshake_snapshot()` where the daemon reads it."""
+    import json
+
+    snapshot = handshake_snapshot()
+    path.write_text(json.dumps(snapshot, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def http_token_path(data_dir: Path) -> Path:
@@ -350,3 +444,7 @@ def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:
         f'    [mcp_servers.imprint] url = "{url}" bearer_token_env_var = "IMPRINT_HTTP_TOKEN"',
         f"  Cursor (~/.cursor/mcp.json): {cursor}",
     ]
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_handshake()}")

@@ -175,11 +175,12 @@ def test_the_installed_serve_command_bridges_without_heavy_imports(
     assert heavy == ["HEAVY=[]"], err.decode()
 
 
-def test_initialize_is_answered_while_the_runtime_is_still_starting(
+def test_initialize_and_tools_list_are_answered_while_the_runtime_is_still_starting(
     started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the runtime's start held back, the daemon already listens and answers
-    initialize; tools/list waits for the runtime and then lists all 17 tools."""
+    """With the runtime's start held back, the daemon answers initialize AND tools/list (all
+    17 tools, from its static snapshot); the first tool call waits for the runtime and then
+    runs. (Before: tools/list waited for the runtime.)"""
     release = threading.Event()
     original = Runtime.start
 
@@ -192,27 +193,99 @@ def test_initialize_is_answered_while_the_runtime_is_still_starting(
     with _session(d.path) as (sock, reader):
         reply = _ask(sock, reader, INITIALIZE)
         assert reply["result"]["serverInfo"]["name"] == "imprint"
-        assert d.runtime is None and not release.is_set()
         sock.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        release.set()
         listed = _ask(sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert len(listed["result"]["tools"]) == 17
+        assert d.runtime is None and not release.is_set()
+        release.set()
+        call = {"name": "list_sources", "arguments": {}}
+        got = _ask(
+            sock, reader, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}
+        )
+        assert got["result"]["isError"] is False, got
+
+
+def test_the_static_handshake_is_what_the_server_answers() -> None:
+    """imprint/handshake.json (what the daemon answers before MCP's server code is loaded)
+    equals what a live session of today's server answers, for every protocol version that
+    opens with initialize. When it fails: run `python -m imprint.server` and commit."""
+    from imprint.server import handshake_snapshot
+
+    assert daemon_mod.load_handshake() == handshake_snapshot()
+
+
+def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
+    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the MCP SDK's session held back, initialize (an unknown protocol version gets
+    the latest) and tools/list are answered; once it runs, a tool call goes through it and
+    the client never sees a second reply to its initialize (the SDK's, to the replay)."""
+    import imprint.server
+
+    release = threading.Event()
+    original = imprint.server.serve_lines
+
+    async def held(*args: Any) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(release.wait, 60)
+        await original(*args)
+
+    monkeypatch.setattr(imprint.server, "serve_lines", held)
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    init = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "1999-01-01"}}
+    with _session(d.path) as (sock, reader):
+        reply = _ask(sock, reader, init)
+        assert reply["result"]["protocolVersion"] == d.handshake["latest"]  # type: ignore[index]
+        sock.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        listed = _ask(sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert [t["name"] for t in listed["result"]["tools"]][:2] == ["search", "get_memory"]
+        assert not release.is_set()
+        release.set()
+        call = {"name": "list_sources", "arguments": {}}
+        sock.sendall(
+            (
+                json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+                + "\n"
+            ).encode()
+        )
+        seen = []
+        while not seen or seen[-1].get("id") != 3:
+            line = reader.readline()
+            assert line, "the daemon closed the session"
+            seen.append(json.loads(line))
+    assert seen[-1]["result"]["isError"] is False, seen[-1]
+    assert [m for m in seen if m.get("id") == 1] == []
+
+
+def test_a_session_that_does_not_open_with_initialize_gets_the_sdk_answers(
+    started: list[Daemon], tmp_path: Path
+) -> None:
+    """The front answers tools/list only after its own initialize: a session opening with
+    tools/list (no handshake) gets what the SDK says to that, not the static list."""
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    with _session(d.path) as (sock, reader):
+        reply = _ask(sock, reader, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    assert "result" not in reply and reply["error"]["code"] == -32602, reply
 
 
 def test_a_runtime_that_fails_to_start_is_reported_to_the_session(
     started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A start failure in the background is not lost: tools/list gets an error naming it."""
+    """A start failure in the background is not lost: a tool call gets an error naming it."""
 
     def broken(self: Runtime) -> Runtime:
         raise StoreError("store: the disk is on fire")
 
     monkeypatch.setattr(Runtime, "start", broken)
     d = _start(started, tmp_path / "data", warm_embedder=False)
+    call = {"name": "search", "arguments": {"query": "anything"}}
     with _session(d.path) as (sock, reader):
         _ask(sock, reader, INITIALIZE)
-        listed = _ask(sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    assert "the disk is on fire" in json.dumps(listed)
+        got = _ask(
+            sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        )
+    assert "the disk is on fire" in json.dumps(got)
     with pytest.raises(StoreError, match="failed to start: store: the disk is on fire"):
         d.wait_runtime()
 

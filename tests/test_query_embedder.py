@@ -125,6 +125,42 @@ def test_batched_vectors_match_single_ones(embedder: Embedder) -> None:
         q.close()
 
 
+def test_primed_queries_are_one_inference_that_their_callers_take() -> None:
+    """prime() queues its texts as ONE batch; each later embed() of one of them waits for
+    that batch instead of embedding again (cache off), once per time the text was primed."""
+    fake = GatedEmbedder()
+    q = QueryEmbedder(fake, cache_size=0)  # type: ignore[arg-type]
+    texts = ["a", "bb", "ccc", "dddd"]
+    try:
+        q.prime([*texts, "a"])  # "a" twice: two callers may take it
+        assert fake.entered.wait(timeout=30)
+        assert fake.batches == [texts]
+        threads, results = _in_threads(q.embed, [*texts, "a"])
+        fake.release.set()
+        for t in threads:
+            t.join(timeout=30)
+        assert fake.batches == [texts], "a primed text was embedded again"
+        assert {t: float(results[t][0]) for t in texts} == {t: len(t) for t in texts}
+        q.embed("bb")  # its prime was taken: with the cache off it is embedded again
+        assert fake.batches == [texts, ["bb"]]
+    finally:
+        fake.release.set()
+        q.close()
+
+
+def test_primed_vectors_match_single_ones(embedder: Embedder) -> None:
+    """A primed batch gives each query the vector it gets embedded alone."""
+    q = QueryEmbedder(embedder, cache_size=0)
+    texts = ["how do I stop an actor", "structlog processors", "a much longer query " * 5]
+    try:
+        q.prime(texts)
+        for text in texts:
+            assert np.allclose(q.embed(text), embedder.embed([text])[0], atol=1e-4)
+        assert q.batches == 1
+    finally:
+        q.close()
+
+
 @pytest.mark.parametrize("size", [0, 8])
 def test_query_cache_size_comes_from_config(tmp_path: Any, embedder: Embedder, size: int) -> None:
     """embedding.query_cache_size: 0 embeds a repeated query again, a cache answers it."""

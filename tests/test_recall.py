@@ -172,6 +172,37 @@ def test_two_steps_meet_at_a_barrier(rt: Runtime, monkeypatch: pytest.MonkeyPatc
     assert lines[2].startswith("step 2 search(") and lines[2].endswith(": 1 results")
 
 
+def test_a_four_search_plan_embeds_its_queries_in_one_inference(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator embeds every search step's query in ONE batched inference before the
+    steps fan out (query cache off): the model is called once, with the 4 texts; a lexical
+    search embeds nothing and adds none."""
+    config = Config()
+    config.embedding.query_cache_size = 0
+    runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    try:
+        ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
+        calls: list[list[str]] = []
+        original = embedder.embed
+
+        def spy(texts: Any) -> Any:
+            calls.append(list(texts))
+            return original(texts)
+
+        monkeypatch.setattr(embedder, "embed", spy)
+        queries = ["espresso shot", "actor mailbox", "tomato sauce", "  garden soil "]
+        plan = [{"tool": "search", "args": {"query": q}} for q in queries]
+        plan[1]["args"]["mode"] = "semantic"
+        plan.append({"tool": "search", "args": {"query": "espresso", "mode": "lexical"}})
+        text = recall(runtime, "four parts", plan)
+        assert len(re.findall(r"^step \d search\(.*: \d+ results$", text, re.M)) == 5, text
+        assert len(calls) == 1, calls
+        assert sorted(calls[0]) == sorted(q.strip() for q in queries)
+    finally:
+        runtime.stop()
+
+
 def _blocking(
     monkeypatch: pytest.MonkeyPatch, tool: str
 ) -> tuple[threading.Event, threading.Event]:

@@ -125,19 +125,20 @@ class Runtime:
         """Loaded on first use: a command that never embeds never pays for the model."""
         with self._embedder_lock:
             if self._embedder is None:
-                cfg = self.config.embedding
-                self._embedder = Embedder(
-                    threads=cfg.threads,
-                    batch_size=cfg.batch_size,
-                    max_tokens=cfg.max_tokens,
-                    model_path=cfg.model_path,
-                    tokenizer_path=cfg.tokenizer_path,
-                )
+                self._embedder = Embedder.from_config(self.config.embedding)
             return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:
         """A query's embedding: concurrent callers are batched into one inference, repeated
         queries come from a small cache (`embedding.query_cache_size`)."""
+        return self._batcher().embed(text)
+
+    def prime_queries(self, texts: list[str]) -> None:
+        """Start embedding queries that are about to be asked for (a recall's search steps)
+        in ONE inference now; `embed_query` of each then waits for that batch."""
+        self._batcher().prime(texts)
+
+    def _batcher(self) -> QueryEmbedder:
         with self._embedder_lock:
             batcher = self._query_embedder
         if batcher is None:
@@ -148,7 +149,7 @@ class Runtime:
                         embedder, cache_size=self.config.embedding.query_cache_size
                     )
                 batcher = self._query_embedder
-        return batcher.embed(text)
+        return batcher
 
     def embed_query_direct(self, text: str) -> np.ndarray:
         """The same embedding in the caller's thread, unbatched and uncached (benchmarks)."""

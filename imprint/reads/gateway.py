@@ -28,6 +28,7 @@ class Reads(Protocol):
 
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
+    def prime_queries(self, texts: list[str]) -> None: ...
     def vector(self, q: m.VectorQuery) -> Pending[Hits]: ...
     def neighbors(self, q: m.Neighbors) -> Pending[Hits]: ...
     def lexical(self, q: m.LexicalQuery) -> Pending[Hits]: ...
@@ -107,6 +108,10 @@ class ActorReads(_Gateway):
     def _send(self, msg: m.ReadMessage) -> Pending[Any]:
         return self.runtime.pool(msg.family).send(msg)
 
+    def prime_queries(self, texts: list[str]) -> None:
+        """Embed these queries in one batch now; the vector readers' next asks take them."""
+        self.runtime.prime_queries(texts)
+
 
 class DirectReads(_Gateway):
     """The same reader logic in the caller's thread, one read at a time; for benchmarks.
@@ -126,6 +131,9 @@ class DirectReads(_Gateway):
 
     def _send(self, msg: m.ReadMessage) -> Pending[Any]:
         return Done(self._logic[msg.family].handle(msg))
+
+    def prime_queries(self, texts: list[str]) -> None:
+        """Nothing: queries are embedded one by one in the caller's thread here."""
 
     def close(self) -> None:
         for logic in self._logic.values():

@@ -32,6 +32,7 @@ __all__ = [
     "SearchRows",
     "Why",
     "coverage",
+    "embedded_text",
     "format_search",
     "fuse",
     "meta_line",
@@ -121,6 +122,20 @@ def _check(query: str, mode: str, type: str) -> str:
     if type and type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
     return text
+
+
+def embedded_text(
+    reads: Reads, query: object, mode: str | None = None, type: str = "", **_rest: object
+) -> str | None:
+    """The text `search_rows` with these arguments embeds; None when it embeds nothing
+    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
+    mode = reads.runtime.config.search.mode if mode is None else mode
+    if mode not in ("hybrid", "semantic") or not isinstance(query, str):
+        return None
+    try:
+        return _check(query, mode, type)
+    except InputError:
+        return None
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:

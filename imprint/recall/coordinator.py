@@ -29,7 +29,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
-from imprint.reads.search import SearchRows
+from imprint.reads.search import SearchRows, embedded_text
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
@@ -125,9 +125,12 @@ def _runs(task: RunStep) -> Callable[[StepRunnerProxy], pykka.Future[StepResult]
 
 
 class RecallCoordinator(pykka.ThreadingActor):
-    def __init__(self, runners: ActorPool[StepRunnerProxy], index: int, load: Load) -> None:
+    def __init__(
+        self, runners: ActorPool[StepRunnerProxy], reads: Reads, index: int, load: Load
+    ) -> None:
         super().__init__()
         self._runners = runners
+        self._reads = reads
         self._load = load
         self.actor_name = f"RecallCoordinator-{index}"
 
@@ -141,6 +144,7 @@ class RecallCoordinator(pykka.ThreadingActor):
     @traced("recall.gather", skip_late=False)
     def _recall(self, msg: RecallRequest, cwd: str) -> list[StepResult]:
         deadline = msg.deadline if msg.deadline is not None else time.monotonic() + msg.timeout_sec
+        self._prime(msg.steps)
         futures: list[pykka.Future[StepResult] | StoreError] = []
         for i, step in enumerate(msg.steps, start=msg.first_step):
             task = RunStep(
@@ -192,6 +196,24 @@ class RecallCoordinator(pykka.ThreadingActor):
                 )
         return results
 
+    def _prime(self, steps: tuple[Step, ...]) -> None:
+        """Every search step's query embedded in ONE inference before the steps fan out.
+
+        Left to themselves the steps would reach the query embedder one by one as their
+        runners start, and on a small CPU their embeddings would compete for the cores."""
+        texts = [
+            text
+            for step in steps
+            if step.tool == "search"
+            and (text := embedded_text(self._reads, **step.args)) is not None
+        ]
+        if len(texts) < 2:
+            return  # one query gains nothing from a batch of one
+        try:
+            self._reads.prime_queries(texts)
+        except Exception as exc:  # the steps embed (and report) it themselves
+            log.warning("recall.prime.failed", error=f"{type(exc).__name__}: {exc}")
+
 
 class RecallCoordinatorProxy:
     recall = proxy_method(RecallCoordinator.recall)
@@ -210,7 +232,7 @@ class RecallPools:
             self._coordinators: ActorPool[RecallCoordinatorProxy] = ActorPool(
                 "recall.pool_size",
                 coordinators,
-                lambda i, load: RecallCoordinator.start(self._runners, i, load),
+                lambda i, load: RecallCoordinator.start(self._runners, reads, i, load),
             )
         except BaseException:
             self._runners.stop()

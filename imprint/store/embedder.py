@@ -14,7 +14,7 @@ import zipfile
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Must precede the first import of onnxruntime, which otherwise queues telemetry.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -24,6 +24,9 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from imprint.errors import ModelMissingError
+
+if TYPE_CHECKING:
+    from imprint.config import EmbeddingConfig
 
 __all__ = [
     "DIMENSIONS",
@@ -203,6 +206,17 @@ class Embedder:
         self._lock = threading.Lock()
         self._described: dict[str, Any] | None = None
 
+    @classmethod
+    def from_config(cls, cfg: EmbeddingConfig) -> Embedder:
+        """The embedder `embedding.*` describes."""
+        return cls(
+            threads=cfg.threads,
+            batch_size=cfg.batch_size,
+            max_tokens=cfg.max_tokens,
+            model_path=cfg.model_path,
+            tokenizer_path=cfg.tokenizer_path,
+        )
+
     def describe(self) -> dict[str, Any]:
         """The model this embedder really runs: file, weight precision and dimension.
 
@@ -274,6 +288,11 @@ class Embedder:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
+# Primed texts not yet asked for: kept at most this many (the oldest go first). A prime whose
+# step never asked (it failed first) only costs its slot; its vector is right for its text.
+PRIMED_MAX = 64
+
+
 class _Request:
     __slots__ = ("done", "error", "text", "vector")
 
@@ -292,6 +311,10 @@ class QueryEmbedder:
     `max_batch`), and embeds them in one inference. A lone search pays no extra wait; while
     one batch runs, concurrent callers (the steps of a recall, other clients) queue up and
     share the next. Repeated queries are answered from the cache.
+
+    A caller that knows several queries before anyone asks for them (a recall's search
+    steps) primes them: `prime` queues them as ONE batch at once, and each later `embed` of
+    one of those texts waits for that batch instead of queueing its own, cache or no cache.
     """
 
     def __init__(self, embedder: Embedder, *, cache_size: int = 512, max_batch: int = 32) -> None:
@@ -299,7 +322,9 @@ class QueryEmbedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
-        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Request] | None] = queue.SimpleQueue()
+        # text -> [its primed request, how many embed() calls may still take it]
+        self._primed: OrderedDict[str, list[Any]] = OrderedDict()
         self._max_batch = max_batch
         self.batches = 0  # inferences run, for benchmarks and tests
         self.hits = 0
@@ -313,20 +338,53 @@ class QueryEmbedder:
                 self._cache.move_to_end(text)
                 self.hits += 1
                 return cached
-        request = _Request(text)
-        self._queue.put(request)
+            request = self._take_primed(text)
+        if request is None:
+            request = _Request(text)
+            self._queue.put([request])
         request.done.wait()
         if request.error is not None:
             raise request.error
         assert request.vector is not None
         return request.vector
 
+    def prime(self, texts: Sequence[str]) -> None:
+        """Start embedding `texts` now, in one inference, without waiting: the next
+        `embed` of each (one per time the text is given) takes its vector from that batch."""
+        fresh: list[_Request] = []
+        with self._cache_lock:
+            for text in texts:
+                if text in self._cache:
+                    continue
+                entry = self._primed.get(text)
+                if entry is not None:
+                    entry[1] += 1
+                    continue
+                request = _Request(text)
+                self._primed[text] = [request, 1]
+                fresh.append(request)
+            while len(self._primed) > PRIMED_MAX:
+                self._primed.popitem(last=False)
+        if fresh:
+            self._queue.put(fresh)  # one queue item: the worker embeds it as one batch
+
+    def _take_primed(self, text: str) -> _Request | None:
+        """The primed request for `text`, counted as taken (caller holds the lock)."""
+        entry = self._primed.get(text)
+        if entry is None:
+            return None
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._primed[text]
+        request: _Request = entry[0]
+        return request
+
     def _run(self) -> None:
         while True:
             first = self._queue.get()
             if first is None:
                 return
-            batch = [first]
+            batch = list(first)
             stop = False
             while len(batch) < self._max_batch:
                 try:
@@ -336,7 +394,7 @@ class QueryEmbedder:
                 if more is None:
                     stop = True
                     break
-                batch.append(more)
+                batch.extend(more)
             self._answer(batch)
             if stop:
                 return
