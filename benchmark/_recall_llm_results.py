@@ -77,7 +77,14 @@ def check_lines(res: LlmResults) -> list[str]:
         f"{fmt(c.get('rss_max_mib'))} MiB (+{fmt(c.get('rss_max_growth_mib'))} MiB); the "
         f"model file is {fmt(c.get('model_mib'), 1)} MiB, so the growth limit is "
         f"{fmt(c.get('rss_limit_mib'), 1)} MiB: "
-        + ("met" if growth is not None and growth <= c["rss_limit_mib"] else "NOT met"),
+        + ("met" if growth is not None and growth <= c["rss_limit_mib"] else "NOT met")
+        + (
+            f" (of the growth, {fmt(c['rss_file_growth_after_50_mib'])} MiB file-backed: the "
+            f"mapped model; {fmt(c['rss_anon_growth_after_50_mib'])} MiB anonymous: KV cache, "
+            "compute buffers, prompt cache, heap)"
+            if c.get("rss_anon_growth_after_50_mib") is not None
+            else ""
+        ),
         f"- Planning, median ms to the first piece: cold {fmt(c['plan_first_piece_ms']['cold'])}, "
         f"warm (pinned prefix) {fmt(c['plan_first_piece_ms']['warm'])}: "
         f"{fmt(c.get('plan_cold_over_warm'), 2)}x "

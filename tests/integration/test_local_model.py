@@ -199,3 +199,62 @@ def test_the_prompt_cache_is_bounded_and_keeps_the_pinned_prefix(
     hits, reused = cache.hits, cache.reused_tokens
     run([{"role": "system", "content": system}, {"role": "user", "content": "Question: b?"}])
     assert cache.hits == hits + 1 and cache.reused_tokens - reused >= 30
+
+
+def test_a_restored_prompt_leaves_no_logits_array_resident(provider: LocalProvider) -> None:
+    """`Llama.scores` (n_batch x n_vocab float32, 96 MiB) was filled row by row by every
+    restored state; the provider keeps it one row, and the output is what a model with the
+    full array gives."""
+    from llama_cpp import Llama
+
+    system = "You answer questions about a local memory in one sentence. " * 4
+    provider.reset()
+
+    def run(question: str, **kw: Any) -> str:
+        messages: Any = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": question},
+        ]
+        pieces = provider.stream(messages, deadline=time.monotonic() + 300, max_tokens=12, **kw)
+        return "".join(pieces)
+
+    run("What is an actor?", pin=True)
+    hits = provider.cache.hits
+    text = run("What is a mailbox?")  # restores the pinned prefix: load_state ran
+    assert provider.cache.hits == hits + 1
+    llm = provider.load()
+    assert llm.scores.nbytes <= llm.n_vocab() * 4, llm.scores.shape
+
+    plain = Llama(model_path=str(bundled_gguf()), n_ctx=1024, n_threads=1, verbose=False)
+    try:
+        out: Any = plain.create_chat_completion(
+            messages=[
+                {"role": "system", "content": system},
+                {"role": "user", "content": "What is a mailbox?"},
+            ],
+            temperature=0.0,
+            top_k=1,
+            max_tokens=12,
+            seed=0,
+        )
+    finally:
+        plain.close()
+    assert plain.scores.shape[0] == 512  # the array the provider no longer fills
+    assert text == out["choices"][0]["message"]["content"]
+
+
+def test_every_call_trims_the_c_heap(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call, finished or stopped early, gives the heap's free pages back after its
+    state copies, so RSS does not keep the largest copy ever made."""
+    from imprint.providers import local
+
+    calls: list[int] = []
+    monkeypatch.setattr(local, "trim_heap", lambda: calls.append(1) or True)
+    messages: Any = list(MESSAGES)
+    list(provider.stream(messages, deadline=time.monotonic() + 120, max_tokens=4))
+    stream = provider.stream(messages, deadline=time.monotonic() + 120, max_tokens=40)
+    next(iter(stream))
+    stream.close()  # type: ignore[attr-defined]
+    assert len(calls) == 2
