@@ -32,7 +32,6 @@ import json
 import multiprocessing
 import os
 import re
-import resource
 import shutil
 import socket
 import statistics
@@ -105,6 +104,7 @@ class SizeRun:
     build_peak_rss_mb: float = 0.0
     store: str = "embedded"  # or "server": Chroma through a `chroma run` on loopback
     server_rss_mb: float = 0.0  # that server's resident memory, beside the owner's
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)  # each timed call
 
 
 @dataclass
@@ -222,14 +222,16 @@ def make_queries(sentences: Sequence[str], count: int) -> list[str]:
 
 
 def rss_mb() -> tuple[float, float]:
-    """This process's resident and peak resident memory, in MB."""
-    now = 0.0
+    """This process's resident and peak resident memory, in MB. The peak is VmHWM, not
+    getrusage's ru_maxrss: Linux carries that across exec, so a spawned process would
+    report its parent's peak when that was higher."""
+    found = {"VmRSS:": 0.0, "VmHWM:": 0.0}
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
-                now = int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return now, peak
+            key = line.split(maxsplit=1)[0] if line.strip() else ""
+            if key in found:
+                found[key] = int(line.split()[1]) / 1024
+    return found["VmRSS:"], found["VmHWM:"]
 
 
 def process_rss_mb(pid: int) -> float:
@@ -304,8 +306,14 @@ def measure_size(
         return lambda: search_rows(reads, query, project=project, mode=mode)  # type: ignore[arg-type]
 
     lat: dict[str, Latency] = {}
+    raw: dict[str, list[float]] = {}
+
+    def kept(name: str, seconds: list[float]) -> Latency:
+        raw[name] = [round(x * 1000, 2) for x in seconds]
+        return latency(seconds)
+
     for mode in ("hybrid", "semantic", "lexical"):
-        lat[mode] = latency(timed([search(q, mode) for q in queries]))
+        lat[mode] = kept(mode, timed([search(q, mode) for q in queries]))
         note(f"  {n}: {mode} p50 {lat[mode].p50_ms:.1f} ms p95 {lat[mode].p95_ms:.1f} ms")
     budget = sqlite_mod.TERM_DOC_BUDGET
     sqlite_mod.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
@@ -315,8 +323,9 @@ def measure_size(
     finally:
         sqlite_mod.TERM_DOC_BUDGET = budget
     note(f"  {n}: every word: lexical p50 {lat['lexical_all'].p50_ms:.1f} ms")
-    lat["filter"] = latency(
-        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)])
+    lat["filter"] = kept(
+        "hybrid_project_filter",
+        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)]),
     )
     plans = [
         parse_plan([{"tool": "search", "args": {"query": q}} for q in queries[i : i + 4]])
@@ -336,7 +345,8 @@ def measure_size(
         pair = [(fanned(), together), (in_turn(), apart)]
         for call, samples in pair if k % 2 == 0 else reversed(pair):
             samples.extend(timed([call]))
-    lat["recall"], lat["apart"] = latency(together), latency(apart)
+    lat["recall"] = kept("recall_4_searches", together)
+    lat["apart"] = kept("searches_4_in_sequence", apart)
     now, peak = rss_mb()
     return SizeRun(
         records=n,
@@ -356,6 +366,7 @@ def measure_size(
         searches_4_in_sequence=lat["apart"],
         fanout_ratio_p50=statistics.median(together) / statistics.median(apart),
         loadavg=list(os.getloadavg()),
+        samples_ms=raw,
     )
 
 
@@ -388,6 +399,7 @@ def plot(res: Results, folder: Path) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
     made = []
     embedded = [s for s in res.sizes if s.store == "embedded"]
@@ -444,6 +456,59 @@ def plot(res: Results, folder: Path) -> list[str]:
         fig.savefig(folder / "handshake.png", dpi=110)
         plt.close(fig)
         made.append("handshake.png")
+
+    if all(s.samples_ms for s in res.sizes):
+        shown = ("hybrid", "semantic", "lexical", "hybrid_project_filter", "recall_4_searches")
+        fig, axes = plt.subplots(1, len(res.sizes), figsize=(3.2 * len(res.sizes), 3.8))
+        for ax, s in zip(np.atleast_1d(axes), res.sizes, strict=True):
+            ax.boxplot(
+                [s.samples_ms[k] for k in shown],
+                tick_labels=["hybrid", "semantic", "lexical", "filter", "recall 4"],
+                whis=(5, 95),
+                showfliers=True,
+            )
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+            ax.tick_params(axis="y", which="both", labelsize=7)
+            ax.set_title(f"{s.records:,} ({s.store})", fontsize=9)
+            ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+        np.atleast_1d(axes)[0].set_ylabel("ms per call (box: p25-p75, whiskers p5-p95)")
+        fig.suptitle("Latency distribution per search mode and recall", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(folder / "latency_distribution.png", dpi=110)
+        plt.close(fig)
+        made.append("latency_distribution.png")
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    labels = [f"{s.records:,}\n{s.store}" for s in res.sizes]
+    x = np.arange(len(res.sizes))
+    ax.bar(
+        x - 0.2, [s.recall_4_searches.p50_ms for s in res.sizes], 0.4, label="recall: 4 fanned out"
+    )
+    ax.bar(
+        x + 0.2, [s.searches_4_in_sequence.p50_ms for s in res.sizes], 0.4, label="4 in sequence"
+    )
+    for i, s in enumerate(res.sizes):
+        ax.annotate(
+            f"{s.fanout_ratio_p50:.2f}",
+            (i, max(s.recall_4_searches.p50_ms, s.searches_4_in_sequence.p50_ms)),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("p50 ms")
+    title = "4 searches: one recall vs one after another (ratio above)"
+    if res.actors_vs_direct:
+        title += f"; actors/direct {res.actors_vs_direct['actors_over_direct_p50']:.2f}"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "concurrency.png", dpi=110)
+    plt.close(fig)
+    made.append("concurrency.png")
 
     fig, ax = plt.subplots(figsize=(6, 3.4))
     ax.plot(sizes, [s.rss_mb for s in embedded], "o-", label="owner RSS MB (searching)")
@@ -546,6 +611,7 @@ class SizeJob:
     compare: bool
     chroma_url: str = ""  # a `chroma run` server's URL; empty: the embedded store
     server_pid: int = 0
+    server_dir: Path | None = None  # where that server keeps its data (counted on disk)
 
 
 @dataclass
@@ -614,6 +680,7 @@ def run_size(job: SizeJob) -> SizeDone:
             if job.chroma_url:
                 size.store = "server"
                 size.server_rss_mb = process_rss_mb(job.server_pid)
+                size.disk_mb += disk_mb(job.server_dir) if job.server_dir else 0.0
             size.build_peak_rss_mb = earlier["build_peak_rss_mb"]
             compared = None
             if job.compare:
@@ -624,6 +691,27 @@ def run_size(job: SizeJob) -> SizeDone:
             runtime.stop()
     info = {"count": len(sentences), "cache": common.relative(Path(cache)).as_posix()}
     return SizeDone(size=size, sentences=info, queries=queries, actors_vs_direct=compared)
+
+
+def load_results(folder: Path) -> Results:
+    """A published run's results.json as the dataclasses it was written from."""
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    sizes = [
+        SizeRun(
+            **{
+                k: Latency(**v) if isinstance(v, dict) and "p50_ms" in v else v
+                for k, v in size.items()
+            }
+        )
+        for size in data.pop("sizes")
+    ]
+    return Results(**data, sizes=sizes)
+
+
+def write_figures(res: Results, folder: Path) -> None:
+    plots = plot(res, folder)
+    text = readme(res, common.shown_command(res.command), plots)
+    (folder / "README.md").write_text(text, encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -649,7 +737,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="these sizes again with Chroma behind a `chroma run` server on loopback",
     )
+    parser.add_argument(
+        "--replot",
+        type=Path,
+        default=None,
+        help="only draw the plots and README of a published run's folder again",
+    )
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        if not (args.replot / "results.json").is_file():
+            parser.error(f"--replot: {args.replot} holds no results.json")
+        write_figures(load_results(args.replot), args.replot)
+        return 0
     if not 8 <= args.queries <= 400:
         parser.error("--queries: 8-400")
     if max(args.sizes) > 1_000_000:
@@ -709,6 +808,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with chroma_server(folder / "chroma-server") as (url, pid):
                 job = SizeJob(folder / "owner", n, corpus, args.sentences, args.queries, False)
                 job.chroma_url, job.server_pid = url, pid
+                job.server_dir = folder / "chroma-server"
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                     done = pool.submit(run_size, job).result()
             res.sizes.append(done.size)
@@ -717,9 +817,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(res))
     if args.publish:
         folder = common.publish(res, PUBLISHED, "scale", "")
-        plots = plot(res, folder)
-        text = readme(res, common.shown_command(sys.argv), plots)
-        (folder / "README.md").write_text(text, encoding="utf-8")
+        write_figures(res, folder)
         print(f"evidence: {common.relative(folder)}")
     return 0
 

@@ -53,7 +53,6 @@ PROSE = (
 )
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_kept_store_is_measured_again_without_rebuilding(tmp_path: Path) -> None:
     """The first run builds 300 records and records the build; the second finds that record,
