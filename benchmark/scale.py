@@ -696,15 +696,12 @@ def run_size(job: SizeJob) -> SizeDone:
 def load_results(folder: Path) -> Results:
     """A published run's results.json as the dataclasses it was written from."""
     data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    sizes = [
-        SizeRun(
-            **{
-                k: Latency(**v) if isinstance(v, dict) and "p50_ms" in v else v
-                for k, v in size.items()
-            }
-        )
-        for size in data.pop("sizes")
-    ]
+    sizes = []
+    for size in data.pop("sizes"):
+        fields: dict[str, Any] = {
+            k: Latency(**v) if isinstance(v, dict) and "p50_ms" in v else v for k, v in size.items()
+        }
+        sizes.append(SizeRun(**fields))
     return Results(**data, sizes=sizes)
 
 
