@@ -74,3 +74,62 @@ def test_a_kept_store_is_measured_again_without_rebuilding(tmp_path: Path) -> No
     assert second.size.hybrid.p50_ms > 0
     with pytest.raises(SystemExit, match="holds a store of 300, not 400"):
         scale.run_size(scale.SizeJob(job.folder, 400, corpus, 100, 8, compare=False))
+
+
+def _size(records: int, store: str) -> scale.SizeRun:
+    lat = scale.latency([0.004, 0.005, 0.009])
+    return scale.SizeRun(
+        records=records,
+        build_seconds=2.0,
+        write_records_per_sec=records / 2.0,
+        check={"records": records},
+        disk_mb=1.5,
+        rss_mb=300.0,
+        peak_rss_mb=310.0,
+        hybrid=lat,
+        semantic=lat,
+        lexical=lat,
+        lexical_every_word=lat,
+        hybrid_every_word=lat,
+        hybrid_project_filter=lat,
+        recall_4_searches=lat,
+        searches_4_in_sequence=lat,
+        fanout_ratio_p50=1.0,
+        loadavg=[1.0, 1.0, 1.0],
+        store=store,
+        samples_ms={
+            k: [4.0, 5.0, 9.0]
+            for k in (
+                *("hybrid", "semantic", "lexical", "hybrid_project_filter"),
+                *("recall_4_searches", "searches_4_in_sequence"),
+            )
+        },
+    )
+
+
+def test_a_published_run_is_drawn_again_from_its_results(tmp_path: Path) -> None:
+    """--replot reads results.json back into the same dataclasses and draws every plot
+    (latency by size, the distribution per mode, fan-out, memory) into the README."""
+    res = scale.Results(
+        started_at="2026-11-30T12:00:00Z",
+        command=["benchmark/scale.py", "--sizes", "1k,2k", "--server-sizes", "1k"],
+        machine={"cpus": 2, "loadavg_start": [1.0] * 3, "loadavg_end": [1.0] * 3},
+        config={},
+        sentences={"count": 10},
+        sizes=[_size(1000, "embedded"), _size(2000, "embedded"), _size(1000, "server")],
+        actors_vs_direct={
+            "records": 1000,
+            "actors": {"p50_ms": 5.0},
+            "direct": {"p50_ms": 5.0},
+            "actors_over_direct_p50": 1.0,
+        },
+    )
+    folder = scale.common.publish(res, tmp_path, "scale", "")
+    assert scale.load_results(folder) == res
+    assert scale.main(["--replot", str(folder)]) == 0
+    made = {"latency_vs_size.png", "latency_distribution.png", "concurrency.png"}
+    made.add("memory_disk.png")
+    assert made <= {p.name for p in folder.glob("*.png")}
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert all(f"![{name}]({name})" in text for name in made)
+    assert "  server     1000" in text
