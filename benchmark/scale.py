@@ -1,26 +1,32 @@
-"""Scale: search, recall, writes, disk and memory at 10k and 100k chunks (1M if asked), plus
-the handshake, the 4-search fan-out and actors vs direct; published with PNG plots.
+"""Scale: search, recall, writes, disk and memory at 10k, 100k and 1M chunks, embedded and
+through a `chroma run` server, plus the handshake, the 4-search fan-out and actors vs
+direct; published with PNG plots. The one command for all of it:
 
-    python -m benchmark.scale [--sizes 10k,100k] [--queries 40] [--handshake 3,5] [--publish]
+    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k \
+        --data-dir /tmp/scale-data --corpus ../shared/corpus --publish
 
 Stores. Every chunk is distinct and realistic: 3-8 sentences drawn (seeded) from the corpus's
 prose (Markdown and reST outside code blocks), so its words differ from every other chunk's;
 its vector is the mean of its sentences' embeddings, re-normalised (each sentence embedded
 once with the real embedder and cached in `benchmark/out/scale-sentences-<key>.npz`, which
 later runs reuse: a million chunks embedded one by one would take days here). Records carry
-six projects, eight types and a source per eight chunks. One store grows through the sizes:
-the first 10k chunks of the 100k store are the 10k store, all written through the writer
-actor (Chroma embedded + SQLite FTS5, batches of 500) with those vectors.
+six projects, eight types and a source per eight chunks, and are written through the writer
+actor (batches of 500) with those vectors. Each size is its own store, built and measured in
+a fresh process, so its RSS is that store's owner alone. With `--data-dir` each store is kept
+in `DIR/<size>` (`DIR/server-<size>` for the server's) with a record of its build, and a
+later run measures it again without rebuilding. With so few distinct sentences, each one
+recurs in about 1,000 chunks of the 1M store: an exact phrase matches far more chunks than
+it would in real notes, a hard case for the lexical side.
 
 At each size: hybrid, semantic and lexical search p50/p95 (`search_rows` through the reader
 actors, each query timed alone, after warm-up), hybrid with a project filter (`where`), a
 4-search recall (`run_plan`, the steps fanned out) and the same 4 searches one after another,
-write throughput and build time of that size's records, disk size of the data dir, and this
-process's RSS (it is the store's owner; its peak too). Queries are the first 4-8 words of
-corpus sentences (seeded), so every query has real matches. At the first size, actors vs
-direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio client sees
-it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is recorded
-before and after every part.
+write throughput and build time, disk size of the store (and the server's data), and the
+owner's RSS (plus the server's, for `--server-sizes`) and its peak. Queries are the first
+4-8 words of corpus sentences (seeded), so every query has real matches. At the first size,
+actors vs direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio
+client sees it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is
+recorded after every size.
 """
 
 from __future__ import annotations
@@ -514,11 +520,11 @@ def plot(res: Results, folder: Path) -> list[str]:
     ax.plot(sizes, [s.rss_mb for s in embedded], "o-", label="owner RSS MB (searching)")
     ax.plot(sizes, [s.build_peak_rss_mb for s in embedded], "o--", label="owner peak RSS MB")
     ax.plot(sizes, [s.disk_mb for s in embedded], "o-", label="disk MB")
-    ax.axhline(4096, color="grey", ls=":", lw=1)
+    ax.axhline(4096, color="grey", ls=":", lw=1, label="4 GB: the RSS goal")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("chunks in the store")
-    ax.legend()
+    ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(folder / "memory_disk.png", dpi=110)
@@ -715,8 +721,13 @@ def write_figures(res: Results, folder: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000])
+    parser = argparse.ArgumentParser(description=__doc__.split(". The one command")[0] + ".")
+    parser.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[10_000, 100_000, 1_000_000],
+        help="store sizes (10k,100k,1M)",
+    )
     parser.add_argument("--queries", type=int, default=40, help="timed queries per mode (40)")
     parser.add_argument("--sentences", type=int, default=20_000, help="sentence pool (20000)")
     parser.add_argument(
