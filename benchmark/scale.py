@@ -1,49 +1,63 @@
-"""Scale: search, recall, writes, disk and memory at 10k and 100k chunks (1M if asked), plus
-the handshake, the 4-search fan-out and actors vs direct; published with PNG plots.
+"""Scale: search, recall, writes, disk and memory at 10k, 100k and 1M chunks, embedded and
+through a `chroma run` server, plus the handshake, the 4-search fan-out and actors vs
+direct; published with PNG plots. The one command for all of it:
 
-    python -m benchmark.scale [--sizes 10k,100k] [--queries 40] [--handshake 3,5] [--publish]
+    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k \
+        --data-dir /tmp/scale-data --corpus ../shared/corpus --publish
 
 Stores. Every chunk is distinct and realistic: 3-8 sentences drawn (seeded) from the corpus's
 prose (Markdown and reST outside code blocks), so its words differ from every other chunk's;
 its vector is the mean of its sentences' embeddings, re-normalised (each sentence embedded
 once with the real embedder and cached in `benchmark/out/scale-sentences-<key>.npz`, which
 later runs reuse: a million chunks embedded one by one would take days here). Records carry
-six projects, eight types and a source per eight chunks. One store grows through the sizes:
-the first 10k chunks of the 100k store are the 10k store, all written through the writer
-actor (Chroma embedded + SQLite FTS5, batches of 500) with those vectors.
+six projects, eight types and a source per eight chunks, and are written through the writer
+actor (batches of 500) with those vectors. Each size is its own store, built and measured in
+a fresh process, so its RSS is that store's owner alone. With `--data-dir` each store is kept
+in `DIR/<size>` (`DIR/server-<size>` for the server's) with a record of its build, and a
+later run measures it again without rebuilding. With so few distinct sentences, each one
+recurs in about 1,000 chunks of the 1M store: an exact phrase matches far more chunks than
+it would in real notes, a hard case for the lexical side.
 
 At each size: hybrid, semantic and lexical search p50/p95 (`search_rows` through the reader
 actors, each query timed alone, after warm-up), hybrid with a project filter (`where`), a
 4-search recall (`run_plan`, the steps fanned out) and the same 4 searches one after another,
-write throughput and build time of that size's records, disk size of the data dir, and this
-process's RSS (it is the store's owner; its peak too). Queries are the first 4-8 words of
-corpus sentences (seeded), so every query has real matches. At the first size, actors vs
-direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio client sees
-it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is recorded
-before and after every part.
+write throughput and build time, disk size of the store (and the server's data), and the
+owner's RSS (plus the server's, for `--server-sizes`) and its peak. Queries are the first
+4-8 words of corpus sentences (seeded), so every query has real matches. At the first size,
+actors vs direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio
+client sees it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is
+recorded after every size.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import json
+import multiprocessing
 import os
 import re
-import resource
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 from benchmark import _common as common
 from benchmark._common import DEFAULT_CORPUS, OUT_DIR, PUBLISHED, Latency, latency, note
 from benchmark.handshake import measure_handshake, prepare_store
 from benchmark.store import compare, parse_sizes
+from imprint._fs import atomic_write_text
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Check, Write
 from imprint.config import Config, load_config
@@ -92,6 +106,11 @@ class SizeRun:
     searches_4_in_sequence: Latency
     fanout_ratio_p50: float
     loadavg: list[float]
+    reused: bool = False  # measured on a store an earlier run built (its build figures)
+    build_peak_rss_mb: float = 0.0
+    store: str = "embedded"  # or "server": Chroma through a `chroma run` on loopback
+    server_rss_mb: float = 0.0  # that server's resident memory, beside the owner's
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)  # each timed call
 
 
 @dataclass
@@ -209,14 +228,62 @@ def make_queries(sentences: Sequence[str], count: int) -> list[str]:
 
 
 def rss_mb() -> tuple[float, float]:
-    """This process's resident and peak resident memory, in MB."""
-    now = 0.0
+    """This process's resident and peak resident memory, in MB. The peak is VmHWM, not
+    getrusage's ru_maxrss: Linux carries that across exec, so a spawned process would
+    report its parent's peak when that was higher."""
+    found = {"VmRSS:": 0.0, "VmHWM:": 0.0}
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
+            key = line.split(maxsplit=1)[0] if line.strip() else ""
+            if key in found:
+                found[key] = int(line.split()[1]) / 1024
+    return found["VmRSS:"], found["VmHWM:"]
+
+
+def process_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
             if line.startswith("VmRSS:"):
-                now = int(line.split()[1]) / 1024
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return now, peak
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@contextlib.contextmanager
+def chroma_server(folder: Path) -> Iterator[tuple[str, int]]:
+    """A `chroma run` on 127.0.0.1 keeping its data in `folder`: its URL and process id."""
+    binary = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
+    if binary is None:
+        raise SystemExit("--server-sizes: the chroma CLI (from the chromadb package) is missing")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    url = f"http://127.0.0.1:{port}"
+    with (folder / "server.log").open("ab") as log:
+        proc = subprocess.Popen(
+            [binary, "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(folder)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(f"{url}/api/v2/heartbeat", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"chroma run did not start; see {folder / 'server.log'}")
+                time.sleep(0.2)  # polling a starting server; no event to wait on
+            yield url, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def disk_mb(folder: Path) -> float:
@@ -245,8 +312,14 @@ def measure_size(
         return lambda: search_rows(reads, query, project=project, mode=mode)  # type: ignore[arg-type]
 
     lat: dict[str, Latency] = {}
+    raw: dict[str, list[float]] = {}
+
+    def kept(name: str, seconds: list[float]) -> Latency:
+        raw[name] = [round(x * 1000, 2) for x in seconds]
+        return latency(seconds)
+
     for mode in ("hybrid", "semantic", "lexical"):
-        lat[mode] = latency(timed([search(q, mode) for q in queries]))
+        lat[mode] = kept(mode, timed([search(q, mode) for q in queries]))
         note(f"  {n}: {mode} p50 {lat[mode].p50_ms:.1f} ms p95 {lat[mode].p95_ms:.1f} ms")
     budget = sqlite_mod.TERM_DOC_BUDGET
     sqlite_mod.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
@@ -256,8 +329,9 @@ def measure_size(
     finally:
         sqlite_mod.TERM_DOC_BUDGET = budget
     note(f"  {n}: every word: lexical p50 {lat['lexical_all'].p50_ms:.1f} ms")
-    lat["filter"] = latency(
-        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)])
+    lat["filter"] = kept(
+        "hybrid_project_filter",
+        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)]),
     )
     plans = [
         parse_plan([{"tool": "search", "args": {"query": q}} for q in queries[i : i + 4]])
@@ -277,7 +351,8 @@ def measure_size(
         pair = [(fanned(), together), (in_turn(), apart)]
         for call, samples in pair if k % 2 == 0 else reversed(pair):
             samples.extend(timed([call]))
-    lat["recall"], lat["apart"] = latency(together), latency(apart)
+    lat["recall"] = kept("recall_4_searches", together)
+    lat["apart"] = kept("searches_4_in_sequence", apart)
     now, peak = rss_mb()
     return SizeRun(
         records=n,
@@ -297,6 +372,7 @@ def measure_size(
         searches_4_in_sequence=lat["apart"],
         fanout_ratio_p50=statistics.median(together) / statistics.median(apart),
         loadavg=list(os.getloadavg()),
+        samples_ms=raw,
     )
 
 
@@ -329,10 +405,13 @@ def plot(res: Results, folder: Path) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
     made = []
-    sizes = [s.records for s in res.sizes]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    embedded = [s for s in res.sizes if s.store == "embedded"]
+    served = [s for s in res.sizes if s.store == "server"]
+    sizes = [s.records for s in embedded]
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for name, color in (
         ("hybrid", "C0"),
         ("semantic", "C1"),
@@ -341,16 +420,24 @@ def plot(res: Results, folder: Path) -> list[str]:
         ("hybrid_project_filter", "C3"),
         ("recall_4_searches", "C4"),
     ):
-        p50 = [getattr(s, name).p50_ms for s in res.sizes]
-        p95 = [getattr(s, name).p95_ms for s in res.sizes]
+        p50 = [getattr(s, name).p50_ms for s in embedded]
+        p95 = [getattr(s, name).p95_ms for s in embedded]
         label = name.replace("_", " ")
         ax.plot(sizes, p50, "o-", color=color, label=f"{label} p50")
         ax.plot(sizes, p95, "o--", color=color, alpha=0.5, label=f"{label} p95")
+    if served:
+        ax.plot(
+            [s.records for s in served],
+            [s.hybrid.p50_ms for s in served],
+            "s:",
+            color="black",
+            label="hybrid p50, chroma run server",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("chunks in the store")
     ax.set_ylabel("ms")
-    loads = ", ".join(f"{s.loadavg[0]:.1f}" for s in res.sizes)
+    loads = ", ".join(f"{s.loadavg[0]:.1f}" for s in embedded)
     ax.set_title(f"Search latency by store size (2 cores, load average {loads})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
@@ -376,12 +463,68 @@ def plot(res: Results, folder: Path) -> list[str]:
         plt.close(fig)
         made.append("handshake.png")
 
+    if all(s.samples_ms for s in res.sizes):
+        shown = ("hybrid", "semantic", "lexical", "hybrid_project_filter", "recall_4_searches")
+        fig, axes = plt.subplots(1, len(res.sizes), figsize=(3.2 * len(res.sizes), 3.8))
+        for ax, s in zip(np.atleast_1d(axes), res.sizes, strict=True):
+            ax.boxplot(
+                [s.samples_ms[k] for k in shown],
+                tick_labels=["hybrid", "semantic", "lexical", "filter", "recall 4"],
+                whis=(5, 95),
+                showfliers=True,
+            )
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+            ax.tick_params(axis="y", which="both", labelsize=7)
+            ax.set_title(f"{s.records:,} ({s.store})", fontsize=9)
+            ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+        np.atleast_1d(axes)[0].set_ylabel("ms per call (box: p25-p75, whiskers p5-p95)")
+        fig.suptitle("Latency distribution per search mode and recall", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(folder / "latency_distribution.png", dpi=110)
+        plt.close(fig)
+        made.append("latency_distribution.png")
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    labels = [f"{s.records:,}\n{s.store}" for s in res.sizes]
+    x = np.arange(len(res.sizes))
+    ax.bar(
+        x - 0.2, [s.recall_4_searches.p50_ms for s in res.sizes], 0.4, label="recall: 4 fanned out"
+    )
+    ax.bar(
+        x + 0.2, [s.searches_4_in_sequence.p50_ms for s in res.sizes], 0.4, label="4 in sequence"
+    )
+    for i, s in enumerate(res.sizes):
+        ax.annotate(
+            f"{s.fanout_ratio_p50:.2f}",
+            (i, max(s.recall_4_searches.p50_ms, s.searches_4_in_sequence.p50_ms)),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("p50 ms")
+    title = "4 searches: one recall vs one after another (ratio above)"
+    if res.actors_vs_direct:
+        title += f"; actors/direct {res.actors_vs_direct['actors_over_direct_p50']:.2f}"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / "concurrency.png", dpi=110)
+    plt.close(fig)
+    made.append("concurrency.png")
+
     fig, ax = plt.subplots(figsize=(6, 3.4))
-    ax.plot(sizes, [s.rss_mb for s in res.sizes], "o-", label="owner RSS MB")
-    ax.plot(sizes, [s.disk_mb for s in res.sizes], "o-", label="disk MB")
+    ax.plot(sizes, [s.rss_mb for s in embedded], "o-", label="owner RSS MB (searching)")
+    ax.plot(sizes, [s.build_peak_rss_mb for s in embedded], "o--", label="owner peak RSS MB")
+    ax.plot(sizes, [s.disk_mb for s in embedded], "o-", label="disk MB")
+    ax.axhline(4096, color="grey", ls=":", lw=1, label="4 GB: the RSS goal")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("chunks in the store")
-    ax.legend()
+    ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(folder / "memory_disk.png", dpi=110)
@@ -394,15 +537,17 @@ def table(res: Results) -> str:
     lines = [
         common.title(res, "scale", f"; sentences {res.sentences['count']}"),
         "",
-        f"{'records':>8} {'build s':>8} {'rec/s':>7} {'disk MB':>8} {'RSS MB':>7} "
+        f"{'store':>8} {'records':>8} {'build s':>8} {'rec/s':>7} {'disk MB':>8} {'RSS MB':>7} "
+        f"{'peak':>6} "
         f"{'hyb p50/p95':>12} {'sem p50/p95':>12} {'lex p50/p95':>12} {'lex-all p50':>11} "
         f"{'filt p50':>8} "
         f"{'recall p50':>10} {'seq p50':>8} {'ratio':>6} {'load':>5}",
     ]
     for s in res.sizes:
         lines.append(
-            f"{s.records:>8} {s.build_seconds:>8.1f} {s.write_records_per_sec:>7.0f} "
-            f"{s.disk_mb:>8.1f} {s.rss_mb:>7.0f} "
+            f"{s.store + ('*' if s.reused else ''):>8} {s.records:>8} {s.build_seconds:>8.1f} "
+            f"{s.write_records_per_sec:>7.0f} {s.disk_mb:>8.1f} "
+            f"{s.rss_mb + s.server_rss_mb:>7.0f} {s.build_peak_rss_mb:>6.0f} "
             f"{s.hybrid.p50_ms:>5.1f}/{s.hybrid.p95_ms:<6.1f} "
             f"{s.semantic.p50_ms:>5.1f}/{s.semantic.p95_ms:<6.1f} "
             f"{s.lexical.p50_ms:>5.1f}/{s.lexical.p95_ms:<6.1f} "
@@ -411,6 +556,10 @@ def table(res: Results) -> str:
             f"{s.searches_4_in_sequence.p50_ms:>8.1f} {s.fanout_ratio_p50:>6.2f} "
             f"{s.loadavg[0]:>5.1f}"
         )
+    if any(s.reused for s in res.sizes):
+        lines.append("* measured on a store an earlier run built: its build figures")
+    if any(s.server_rss_mb for s in res.sizes):
+        lines.append("server rows: RSS is the owner's plus the chroma run server's")
     if res.actors_vs_direct:
         c = res.actors_vs_direct
         lines.append(
@@ -453,9 +602,132 @@ def readme(res: Results, command: str, plots: list[str]) -> str:
 # -- main ---------------------------------------------------------------------------------
 
 
+BUILT = "scale-built.json"  # in a store's folder once it is complete: what the build took
+
+
+@dataclass
+class SizeJob:
+    """One size, run in a fresh process (so its RSS is this store's owner alone)."""
+
+    folder: Path
+    records: int
+    corpus: Path
+    sentences: int
+    queries: int
+    compare: bool
+    chroma_url: str = ""  # a `chroma run` server's URL; empty: the embedded store
+    server_pid: int = 0
+    server_dir: Path | None = None  # where that server keeps its data (counted on disk)
+
+
+@dataclass
+class SizeDone:
+    size: SizeRun
+    sentences: dict[str, Any]
+    queries: list[str]
+    actors_vs_direct: dict[str, Any] | None
+
+
+def built_before(folder: Path, n: int) -> dict[str, Any] | None:
+    """What the earlier build of this store recorded, when it finished one of `n` records;
+    a folder holding anything else is refused rather than measured or overwritten."""
+    marker = folder / BUILT
+    if marker.is_file():
+        done: dict[str, Any] = json.loads(marker.read_text(encoding="utf-8"))
+        if done.get("records") == n:
+            return done
+        raise SystemExit(f"--data-dir: {folder} holds a store of {done.get('records')}, not {n}")
+    if folder.exists() and any(folder.iterdir()):
+        raise SystemExit(f"--data-dir: {folder} holds an unfinished store; remove it to rebuild")
+    return None
+
+
+def run_size(job: SizeJob) -> SizeDone:
+    """Build (or reuse) the store of `job.records` in `job.folder` and measure it."""
+    earlier = built_before(job.folder, job.records)
+    reused = earlier is not None
+    with common.data_dir(job.folder, "imprint-scale-") as root:
+        config: Config = load_config(root)
+        # Every timed query embeds its text: the cache would hide the embedding (the
+        # handshake's daemon keeps its default cache).
+        config.embedding.query_cache_size = 0
+        config.store.chroma_url = job.chroma_url
+        configure_logging(root, level="warning", to_file=False)
+        runtime = Runtime(root, config).start()
+        try:
+            sentences = corpus_sentences(job.corpus, job.sentences)
+            vectors, cache = sentence_vectors(sentences, runtime.embedder())
+            queries = make_queries(sentences, job.queries)
+            if earlier is None:
+                note(f"store: building {job.records} in {root}")
+                chunks = Chunks(sentences, vectors, job.records)
+                build_s, check = grow(runtime, chunks, 0, job.records)
+                _, build_peak = rss_mb()
+                earlier = {
+                    "records": job.records,
+                    "build_seconds": build_s,
+                    "check": check,
+                    "build_peak_rss_mb": build_peak,
+                }
+                atomic_write_text(root / BUILT, json.dumps(earlier, indent=1))
+                note(f"store: {job.records} records in {build_s:.1f} s")
+            else:
+                note(f"store: reusing {root} ({job.records} records, built before)")
+                # Counts, not the writer's check: that lists every id of both indexes.
+                store = runtime.workspace(runtime.resolve("", create=True))
+                counts = (store.sqlite.counts()["records"], store.vectors.count())
+                if counts != (job.records, job.records):
+                    raise SystemExit(
+                        f"--data-dir: {root}: expected {job.records} records and vectors, "
+                        f"found {counts}"
+                    )
+            size = measure_size(
+                runtime, root, queries, earlier["build_seconds"], job.records, job.records
+            )
+            size.check = earlier["check"]
+            size.reused = reused
+            if job.chroma_url:
+                size.store = "server"
+                size.server_rss_mb = process_rss_mb(job.server_pid)
+                size.disk_mb += disk_mb(job.server_dir) if job.server_dir else 0.0
+            size.build_peak_rss_mb = earlier["build_peak_rss_mb"]
+            compared = None
+            if job.compare:
+                cmp = compare(runtime, queries, job.records)
+                compared = asdict(cmp)
+                note(f"  actors/direct {cmp.actors_over_direct_p50:.2f}")
+        finally:
+            runtime.stop()
+    info = {"count": len(sentences), "cache": common.relative(Path(cache)).as_posix()}
+    return SizeDone(size=size, sentences=info, queries=queries, actors_vs_direct=compared)
+
+
+def load_results(folder: Path) -> Results:
+    """A published run's results.json as the dataclasses it was written from."""
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    sizes = []
+    for size in data.pop("sizes"):
+        fields: dict[str, Any] = {
+            k: Latency(**v) if isinstance(v, dict) and "p50_ms" in v else v for k, v in size.items()
+        }
+        sizes.append(SizeRun(**fields))
+    return Results(**data, sizes=sizes)
+
+
+def write_figures(res: Results, folder: Path) -> None:
+    plots = plot(res, folder)
+    text = readme(res, common.shown_command(res.command), plots)
+    (folder / "README.md").write_text(text, encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=parse_sizes, default=[10_000, 100_000])
+    parser = argparse.ArgumentParser(description=__doc__.split(". The one command")[0] + ".")
+    parser.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=[10_000, 100_000, 1_000_000],
+        help="store sizes (10k,100k,1M)",
+    )
     parser.add_argument("--queries", type=int, default=40, help="timed queries per mode (40)")
     parser.add_argument("--sentences", type=int, default=20_000, help="sentence pool (20000)")
     parser.add_argument(
@@ -464,13 +736,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--publish", action="store_true", help="into benchmark/published/")
     parser.add_argument(
-        "--data-dir", type=Path, default=None, help="keep the store here (default: temporary)"
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep each size's store in DIR/<size> and reuse it on the next run "
+        "(default: temporary stores)",
+    )
+    parser.add_argument(
+        "--server-sizes",
+        type=parse_sizes,
+        default=[],
+        help="these sizes again with Chroma behind a `chroma run` server on loopback",
+    )
+    parser.add_argument(
+        "--replot",
+        type=Path,
+        default=None,
+        help="only draw the plots and README of a published run's folder again",
     )
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        if not (args.replot / "results.json").is_file():
+            parser.error(f"--replot: {args.replot} holds no results.json")
+        write_figures(load_results(args.replot), args.replot)
+        return 0
     if not 8 <= args.queries <= 400:
         parser.error("--queries: 8-400")
     if max(args.sizes) > 1_000_000:
         parser.error("--sizes: at most 1000000")
+    if args.server_sizes and max(args.server_sizes) > 1_000_000:
+        parser.error("--server-sizes: at most 1000000")
     try:
         cold, warm = (int(x) for x in args.handshake.split(","))
     except ValueError:
@@ -501,51 +796,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "loadavg": shake.loadavg,
         }
+    defaults = Config()
+    res.config = {
+        "embedding_threads": defaults.embedding.threads,
+        "reader_pool_size": defaults.readers.pool_size,
+        "query_cache_size": 0,
+    }
     with common.data_dir(args.data_dir, "imprint-scale-") as root:
-        config: Config = load_config(root)
-        # Every timed query embeds its text: the cache would hide the embedding (the
-        # handshake's daemon keeps its default cache).
-        config.embedding.query_cache_size = 0
-        configure_logging(root, level="warning", to_file=False)
-        res.config = {
-            "embedding_threads": config.embedding.threads,
-            "reader_pool_size": config.readers.pool_size,
-            "query_cache_size": config.embedding.query_cache_size,
-        }
-        runtime = Runtime(root, config).start()
-        try:
-            sentences = corpus_sentences(corpus, args.sentences)
-            vectors, cache = sentence_vectors(sentences, runtime.embedder())
-            res.sentences = {
-                "count": len(sentences),
-                "cache": common.relative(Path(cache)).as_posix(),
-            }
-            chunks = Chunks(sentences, vectors, max(args.sizes))
-            queries = make_queries(sentences, args.queries)
-            res.queries = queries
-            done = 0
-            for n in args.sizes:
-                note(f"store: growing to {n}")
-                build_s, check = grow(runtime, chunks, done, n)
-                note(f"store: {n - done} records in {build_s:.1f} s")
-                size = measure_size(runtime, root, queries, build_s, n - done, n)
-                size.check = check
-                res.sizes.append(size)
-                if done == 0:
-                    cmp = compare(runtime, queries, n)
-                    res.actors_vs_direct = asdict(cmp)
-                    note(f"  actors/direct {cmp.actors_over_direct_p50:.2f}")
-                done = n
-        finally:
-            runtime.stop()
+        # One fresh process per size: its RSS is that store's owner alone, not what the
+        # smaller stores before it left in this process.
+        spawn = multiprocessing.get_context("spawn")
+        for i, n in enumerate(args.sizes):
+            job = SizeJob(root / str(n), n, corpus, args.sentences, args.queries, i == 0)
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                done = pool.submit(run_size, job).result()
+            res.sizes.append(done.size)
+            res.sentences, res.queries = done.sentences, done.queries
+            if done.actors_vs_direct is not None:
+                res.actors_vs_direct = done.actors_vs_direct
+        for n in args.server_sizes:
+            folder = root / f"server-{n}"
+            with chroma_server(folder / "chroma-server") as (url, pid):
+                job = SizeJob(folder / "owner", n, corpus, args.sentences, args.queries, False)
+                job.chroma_url, job.server_pid = url, pid
+                job.server_dir = folder / "chroma-server"
+                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                    done = pool.submit(run_size, job).result()
+            res.sizes.append(done.size)
     res.total_seconds = time.perf_counter() - started
     res.machine["loadavg_end"] = os.getloadavg()
     print(table(res))
     if args.publish:
         folder = common.publish(res, PUBLISHED, "scale", "")
-        plots = plot(res, folder)
-        text = readme(res, common.shown_command(sys.argv), plots)
-        (folder / "README.md").write_text(text, encoding="utf-8")
+        write_figures(res, folder)
         print(f"evidence: {common.relative(folder)}")
     return 0
 

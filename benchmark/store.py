@@ -162,7 +162,11 @@ def parse_sizes(raw: str) -> list[int]:
         text = part.strip().lower()
         if not text:
             continue
-        value = int(float(text[:-1]) * 1000) if text.endswith("k") else int(text)
+        try:
+            scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+            value = int(float(text[:-1] if scale > 1 else text) * scale)
+        except ValueError:
+            value = 0
         if value < 1:
             raise argparse.ArgumentTypeError(f"--sizes: {part!r} is not a positive count")
         sizes.append(value)

@@ -48,15 +48,59 @@ def test_above_the_budget_the_commonest_words_are_left_out(
 def test_one_word_is_kept_even_when_all_are_over_the_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every word too common (counting stops past the budget, so they tie): the first of
-    them still makes the query, never an empty one."""
+    """Every word too common (counting stops past the budget, so they tie): one of them, the
+    longest (function words are short), still makes the query, never an empty one; its
+    records come newest first, unscored (BM25 would count every record holding it)."""
     monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 1)
     store = _store(tmp_path / "s.sqlite", CONTENTS)
     try:
         assert store.rare_words(["running", "common"]) == ["running"]
-        assert store.rare_words(["common", "running"]) == ["common"]
-        found = {rid for rid, _ in store.match("running common", 20, Filters())}
-        assert {MemoryId("r006"), MemoryId("r007")} <= found
+        assert store.rare_words(["common", "running"]) == ["running"]
+        found = store.match("running common", 20, Filters())
+        assert found == [(MemoryId("r007"), 0.0), (MemoryId("r006"), 0.0)]
+    finally:
+        store.close()
+
+
+def _statements(store: SqliteStore) -> list[str]:
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_above_the_budget_the_phrase_takes_its_newest_matches_without_bm25(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bm25() counts every record holding the phrase (linear in the store: 15 ms of a 25 ms
+    phrase query at 1M records), so a large store ranks the phrase's matches newest first,
+    unscored, and stops at the limit; the rarer words after them are still BM25-ranked."""
+    monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 3)
+    contents = [*(f"the common phrase {i}" for i in range(6)), "a zebra", "zebra common"]
+    store = _store(tmp_path / "s.sqlite", contents)
+    try:
+        statements = _statements(store)
+        got = store.match("common phrase", 2, Filters(), phrase_only=True)
+        assert got == [(MemoryId("r005"), 0.0), (MemoryId("r004"), 0.0)]
+        phrase_sql = [q for q in statements if "MATCH" in q and "count(*)" not in q]
+        assert phrase_sql and not any("bm25" in q for q in phrase_sql)
+        both = store.match("zebra common", 4, Filters())
+        assert [rid for rid, _ in both][:1] == [MemoryId("r007")]  # the phrase's match
+        assert {rid for rid, _ in both} == {MemoryId("r006"), MemoryId("r007")}
+        assert both[0][1] == 0.0 and both[1][1] > 0.0  # "zebra" (2 records) by BM25
+    finally:
+        store.close()
+
+
+def test_at_or_below_the_budget_the_phrase_is_ranked_by_bm25(tmp_path: Path) -> None:
+    """A store of at most TERM_DOC_BUDGET records ranks the phrase by BM25, as before."""
+    contents = ["common phrase", "common phrase and a much longer text around it here"]
+    store = _store(tmp_path / "s.sqlite", contents)
+    try:
+        statements = _statements(store)
+        got = store.match("common phrase", 2, Filters(), phrase_only=True)
+        assert [rid for rid, _ in got] == [MemoryId("r000"), MemoryId("r001")]
+        assert all(score > 0.0 for _, score in got)
+        assert any("bm25" in q for q in statements)
     finally:
         store.close()
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
+from imprint.store import vectors as vectors_mod
 from imprint.store.embedder import DIMENSIONS
 from imprint.store.records import Record
 from imprint.store.sqlite import Filters, WriteBatch
-from imprint.store.vectors import OVERFETCH, VectorIndex
+from imprint.store.vectors import OVERFETCH, WIDEST, VectorIndex
 from imprint.types import MemoryId
 
 
@@ -63,9 +65,13 @@ def test_a_filter_that_the_nearest_records_satisfy_needs_no_chroma_where(
     assert OVERFETCH * 5 <= 90  # the overfetch did not simply take the whole collection
 
 
-def test_a_rare_filter_falls_back_to_chromas_where(runtime: Runtime) -> None:
+def test_a_rare_filter_falls_back_to_chromas_where(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Project "tiny" (1 record, far from the query): the unfiltered nearest records miss it,
-    so Chroma's filter finds it; nothing of another project comes back."""
+    so Chroma's filter finds it; nothing of another project comes back. (The widened look is
+    capped at the first one's size here: in 90 records it would otherwise see them all.)"""
+    monkeypatch.setattr(vectors_mod, "WIDEST", 3 * OVERFETCH)
     index, vectors = _filled(runtime)
     calls = _Calls(index.collection)
     real = index.collection
@@ -76,3 +82,36 @@ def test_a_rare_filter_falls_back_to_chromas_where(runtime: Runtime) -> None:
         index.collection = real
     assert [rid for rid, _ in hits] == [MemoryId("v089")]
     assert calls.wheres[-1] == {"project": "tiny"}
+
+
+def test_too_few_matches_nearby_widen_the_look_before_chromas_where(runtime: Runtime) -> None:
+    """Project "far" (6 records pointing away from the query): none of the nearest
+    OVERFETCH x 5 records is one of them, so OVERFETCH times as many are looked at, which hold
+    all six; Chroma's `where` (linear in the store for a common filter) is not asked, and the
+    answer is the one it would give."""
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(90, DIMENSIONS)).astype(np.float32)
+    vectors[84:] = -vectors[0] + rng.normal(scale=0.1, size=(6, DIMENSIONS))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = tuple(
+        Record(
+            id=MemoryId(f"w{i:03d}"), content=f"record {i}", project="far" if i >= 84 else "near"
+        )
+        for i in range(90)
+    )
+    ws = runtime.resolve("", create=True)
+    runtime.workspace(ws)
+    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=60)
+    index = runtime.workspace(ws).vectors
+    calls = _Calls(index.collection)
+    real = index.collection
+    index.collection = calls
+    try:
+        hits = index.query(vectors[0], 5, Filters(project="far"))
+    finally:
+        index.collection = real
+    assert calls.wheres == [None, None]
+    expected = real.query(query_embeddings=[vectors[0]], n_results=5, where={"project": "far"})
+    assert [rid for rid, _ in hits] == expected["ids"][0]
+    assert len(hits) == 5
+    assert 5 * OVERFETCH < 84 < min(5 * OVERFETCH * OVERFETCH, WIDEST)

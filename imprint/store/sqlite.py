@@ -178,6 +178,10 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # the store. Above this many records it keeps the query's rarest words, while the records
 # holding them add up to at most this many; common words (which BM25 weighs least) go.
 TERM_DOC_BUDGET = 5000
+# bm25() first counts every record holding each of its terms, so in such a store it ranks
+# only words held by at most TERM_DOC_BUDGET records. The exact phrase (a phrase of common
+# words may be in many records) and a query whose every word is over the budget take their
+# newest matches instead, unscored: newest first is the order FTS5 walks, so LIMIT ends it.
 MAX_QUERY_CHARS = 2000
 MAX_QUERY_TERMS = 200
 
@@ -318,10 +322,16 @@ class SqliteStore:
         it does not hold cost nothing), in the query's order.
 
         Each word's records are counted only up to TERM_DOC_BUDGET + 1 (a LIMIT on the
-        match), so the counting is bounded too; the index's own tokenizer applies."""
+        match), so the counting is bounded too; the index's own tokenizer applies. Words
+        over the budget tie at that count; among them the longest goes first (function
+        words such as "The" are short, and BM25 would weigh them least)."""
+        return self._rare_words(words)[0]
+
+    def _rare_words(self, words: Sequence[str]) -> tuple[list[str], bool]:
+        """rare_words, and whether what it kept is over the budget (every word was)."""
         last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
-        if last <= TERM_DOC_BUDGET or len(words) < 2:
-            return list(words)
+        if last <= TERM_DOC_BUDGET or not words:
+            return list(words), False
         counted: dict[str, int] = {}
         for word in dict.fromkeys(words):
             counted[word] = self.conn.execute(
@@ -331,38 +341,54 @@ class SqliteStore:
             ).fetchone()[0]
         kept: set[str] = set()
         total = 0
-        for word in sorted(counted, key=lambda w: counted[w]):
+        for word in sorted(counted, key=lambda w: (counted[w], -len(w))):
             if total and total + counted[word] > TERM_DOC_BUDGET:
                 break
             kept.add(word)
             total += counted[word]
-        return [w for w in words if w in kept]
+        return [w for w in words if w in kept], total > TERM_DOC_BUDGET
 
     def match(
         self, query: str, limit: int, filters: Filters, *, phrase_only: bool = False
     ) -> list[tuple[MemoryId, float]]:
-        """BM25 ranking: records holding the exact phrase first, then any of the words (in a
-        store of more than TERM_DOC_BUDGET records, any of its rarer words)."""
+        """BM25 ranking: records holding the exact phrase first, then any of the words. In a
+        store of more than TERM_DOC_BUDGET records: any of its rarer words, and the phrase's
+        matches (or those of a word over the budget) newest first, unscored (0.0)."""
         where, params = _where(filters)
         extra = f" AND {where}" if where else ""
-        sql = (
-            "SELECT r.id, bm25(records_fts) FROM records_fts JOIN records r "
-            "ON r.rowid = records_fts.rowid WHERE records_fts MATCH ?"
-            f"{extra} ORDER BY bm25(records_fts) LIMIT ?"
+        joined = (
+            "FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+            f"WHERE records_fts MATCH ?{extra}"
         )
+        matched = f"SELECT r.id AS id, bm25(records_fts) AS rank {joined}"
+        newest = f"SELECT r.id, 0.0 {joined}"
+        last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
+        large = last > TERM_DOC_BUDGET
         seen: dict[MemoryId, float] = {}
         exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), None)
         for expr in exprs:
             if len(seen) >= limit:
                 continue
+            unscored = large
             if expr is None:  # counted only when the phrase left room
-                words = _WORD.findall(query)
-                expr = fts_terms(" ".join(self.rare_words(words))) if words else ""
+                words, unscored = self._rare_words(_WORD.findall(query))
+                expr = fts_terms(" ".join(words)) if words else ""
             if not expr:
                 continue
-            for rid, rank in self.conn.execute(sql, [expr, *params, limit]):
+            if unscored:
+                sql = f"{newest} ORDER BY records_fts.rowid DESC LIMIT ?"
+                args = [expr, *params, limit]
+            elif large:  # a CamelCase word's parts, uncounted, may still be common
+                sql = (
+                    f"SELECT id, rank FROM ({matched} ORDER BY records_fts.rowid DESC LIMIT ?) "
+                    "ORDER BY rank LIMIT ?"
+                )
+                args = [expr, *params, TERM_DOC_BUDGET, limit]
+            else:
+                sql, args = f"{matched} ORDER BY rank LIMIT ?", [expr, *params, limit]
+            for rid, rank in self.conn.execute(sql, args):
                 if rid not in seen:
-                    seen[MemoryId(rid)] = -float(rank)
+                    seen[MemoryId(rid)] = 0.0 - float(rank)  # not -0.0 for the phrase's
         return list(seen.items())[:limit]
 
     def fetch(self, ids: Iterable[str]) -> dict[MemoryId, Record]:

@@ -124,8 +124,10 @@ def open_client(chroma_dir: Path, chroma_url: str) -> Any:
     return client
 
 
-# Filtered queries first look at this many times `limit` nearest records, unfiltered.
+# Filtered queries first look at this many times `limit` nearest records, unfiltered; when
+# too few of those match, at OVERFETCH times as many again (at most WIDEST records).
 OVERFETCH = 8
+WIDEST = 4000
 
 
 def _where(filters: Filters) -> dict[str, Any] | None:
@@ -191,27 +193,31 @@ class VectorIndex:
 
         With filters, the nearest OVERFETCH x limit records are asked for unfiltered and
         filtered here first: Chroma's own `where` first gathers every record the filter
-        admits, which grew linearly with the store (0.3 s at 100k records). Only when
-        those hold fewer than `limit` matches (a rare project, say) does Chroma filter."""
+        admits, which grew linearly with the store (0.3 s at 100k records). When those
+        hold too few matches, OVERFETCH times as many (at most WIDEST) are looked at; only
+        when those too hold fewer than `limit` (a rare project, say, whose records Chroma
+        gathers quickly because they are few) does Chroma filter."""
         where = _where(filters)
         if where is not None:
             wanted = dict(filters.pairs())
-            result = self.collection.query(
-                query_embeddings=[embedding],
-                n_results=limit * OVERFETCH,
-                include=["distances", "metadatas"],
-            )
-            ids = result["ids"][0]
-            distances = (result.get("distances") or [[]])[0]
-            metas = (result.get("metadatas") or [[]])[0]
-            hits = [
-                (MemoryId(i), 1.0 - float(d))
-                for i, d, m in zip(ids, distances, metas, strict=True)
-                if m is not None and all(m.get(k) == v for k, v in wanted.items())
-            ]
-            # Fewer ids than asked for: the collection is smaller, so nothing was missed.
-            if len(hits) >= limit or len(ids) < limit * OVERFETCH:
-                return hits[:limit]
+            first = limit * OVERFETCH
+            for asked in dict.fromkeys((first, max(first, min(first * OVERFETCH, WIDEST)))):
+                result = self.collection.query(
+                    query_embeddings=[embedding],
+                    n_results=asked,
+                    include=["distances", "metadatas"],
+                )
+                ids = result["ids"][0]
+                distances = (result.get("distances") or [[]])[0]
+                metas = (result.get("metadatas") or [[]])[0]
+                hits = [
+                    (MemoryId(i), 1.0 - float(d))
+                    for i, d, m in zip(ids, distances, metas, strict=True)
+                    if m is not None and all(m.get(k) == v for k, v in wanted.items())
+                ]
+                # Fewer ids than asked for: the collection is smaller, so nothing was missed.
+                if len(hits) >= limit or len(ids) < asked:
+                    return hits[:limit]
         result = self.collection.query(
             query_embeddings=[embedding],
             n_results=limit,
