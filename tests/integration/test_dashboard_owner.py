@@ -23,6 +23,10 @@ def _env(data_dir: Path) -> dict[str, str]:
     return {**os.environ, "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_SERVER_IDLE_EXIT_SEC": "60"}
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _dashboard(data_dir: Path, cwd: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "imprint.cli", "dashboard", "--port", "0"],
@@ -31,6 +35,9 @@ def _dashboard(data_dir: Path, cwd: Path) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal sends it: a test run started in the background (`cmd &` in a
+        # script) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt.
+        preexec_fn=_sigint_default,
     )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()  # blocks until the owner answered
