@@ -115,6 +115,24 @@ def test_reingest_skips_unchanged_replaces_changed_removes_deleted(
     assert status.consistent and status.projects["proj"]["sources"] == 4
 
 
+def test_a_source_whose_records_are_missing_is_ingested_again(
+    runtime: Runtime, small_tree: Path
+) -> None:
+    """The registry says a file is ingested but its records are gone (a store copied while a
+    write was half done, or rows deleted by hand): the next ingest writes it again instead of
+    skipping it as unchanged."""
+    first = ingest_path(runtime, small_tree, project="proj")
+    sqlite = runtime.workspace().sqlite
+    with sqlite.conn:
+        sqlite.conn.execute("DELETE FROM records WHERE source = 'docs/gardening.md'")
+    assert search_rows(ActorReads(runtime), "tomatoes compost", mode="lexical").hits == ()
+    again = ingest_path(runtime, small_tree, project="proj")
+    assert (again.files, again.unchanged) == (1, first.files - 1)
+    hits = search_rows(ActorReads(runtime), "tomatoes compost", mode="lexical").hits
+    assert hits and hits[0].record.source == "docs/gardening.md"
+    assert status_row(runtime).consistent
+
+
 def test_unreadable_and_missing_paths_change_nothing(runtime: Runtime, tmp_path: Path) -> None:
     """A missing path is refused with a clear error and nothing is written."""
     with pytest.raises(InputError, match=r"^path: '.*nowhere' does not exist"):

@@ -268,12 +268,28 @@ class Writer:
         return {"found": report.lines(), "done": done, "left": after.lines()}
 
     def source_state(self, project: str, source_type: str) -> dict[str, SourceEntry]:
+        """The registry's entry of every source of a project. An entry whose records are not
+        all there (a store copied mid-write, records deleted by hand) is given as changed
+        (no mtime, no hash), so the next ingest reads the file and writes it whole again
+        instead of skipping it as unchanged."""
         sqlite = self.store.sqlite
+        held = sqlite.record_counts(project, source_type)
         out: dict[str, SourceEntry] = {}
         for source in sqlite.sources_under(project, source_type):
             entry = sqlite.source_entry(project, source)
-            if entry is not None:
-                out[source] = entry
+            if entry is None:
+                continue
+            if held.get(source, 0) != entry.chunk_count:
+                log.warning(
+                    "writer.source_incomplete",
+                    workspace=self.store.name,
+                    project=project,
+                    source=source,
+                    records=held.get(source, 0),
+                    chunks=entry.chunk_count,
+                )
+                entry = entry.model_copy(update={"mtime": -1.0, "sha": ""})
+            out[source] = entry
         return out
 
 

@@ -539,6 +539,15 @@ class SqliteStore:
         )
         return [_row_to_record(row) for row in rows]
 
+    def record_counts(self, project: str, source_type: str) -> dict[str, int]:
+        """Records held per source of a project (of one source type)."""
+        rows = self.conn.execute(
+            "SELECT source, COUNT(*) FROM records WHERE project = ? AND source_type = ? "
+            "GROUP BY source",
+            (project, source_type),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def sources_under(self, project: str, source_type: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT source FROM sources WHERE project = ? AND source_type = ?",
