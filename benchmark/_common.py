@@ -13,6 +13,8 @@ import platform
 import re
 import shlex
 import shutil
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 from tokenizers import Tokenizer
 
@@ -364,3 +367,46 @@ def publish(res: Run, out_root: Path, name: str, readme: str) -> Path:
     )
     (folder / "README.md").write_text(readme, encoding="utf-8")
     return folder
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving_http(
+    env: Mapping[str, str], cwd: Path, stderr: Path, *, seconds: float = 120.0
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`imprint serve --http` on a free loopback port, once it answers; SIGTERM on the way
+    out. Its stderr goes to a file: a server refusing thousands of calls logs warnings, and an
+    unread pipe would fill (64 KiB) and stall it. RuntimeError with the log's end when it
+    exits first or does not answer within `seconds`."""
+    port = free_port()
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port)],
+            env=dict(env),
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError as exc:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = stderr.read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"serve --http did not start: {tail}") from exc
+                time.sleep(0.1)  # polling a starting server; nothing to wait on
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)

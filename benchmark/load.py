@@ -24,12 +24,9 @@ import contextlib
 import os
 import random
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,6 @@ if not __package__:  # run as a file: the repository, not benchmark/, goes first
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import anyio
-import httpx
 import numpy as np
 
 from benchmark._common import (
@@ -51,6 +47,7 @@ from benchmark._common import (
     imprint_revision,
     machine,
     note,
+    serving_http,
     title,
     utc_now,
 )
@@ -110,41 +107,12 @@ class Sample:
     error: str = ""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
-def http_owner(root: Path, cwd: Path) -> Any:
+def http_owner(root: Path, cwd: Path) -> Iterator[str]:
     """`imprint serve --http` owning `root` (both transports), stderr to a file."""
-    port = _free_port()
-    err_path = root / "serve-http.stderr"
-    with err_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port)],
-            env={**os.environ, "IMPRINT_DATA_DIR": str(root)},
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"load: serve --http did not start: {err_path}") from exc
-                time.sleep(0.1)  # polling a starting server; nothing to wait on
-        yield url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(root)}
+    with serving_http(env, cwd, root / "serve-http.stderr") as (_proc, port):
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 @contextlib.asynccontextmanager

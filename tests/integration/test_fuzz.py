@@ -12,10 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,18 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, Phase, given, settings
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 
+from benchmark._common import serving_http
 from tests.fuzz import check_answer, fingerprint, tool_calls
 from tests.integration.conftest import daemon_pid
 from tests.integration.test_serve import (
     _env,
-    _free_port,
     _stdio,
     _token_client,
 )
@@ -191,48 +186,13 @@ def test_fuzzed_calls_over_streamable_http(
     """600 fuzzed calls (fixed seed) on one streamable HTTP session with the bearer token,
     under the same checks; the server process is still running at the end."""
     cwd = _cwd(tmp_path / "cwd")
-    with _quiet_http_server(data_dir, cwd, tmp_path / "http.stderr") as (proc, port):
+    with serving_http(_env(data_dir), cwd, tmp_path / "http.stderr", seconds=90) as (proc, port):
         token = (data_dir / "http_token").read_text().strip()
         url = f"http://127.0.0.1:{port}/mcp"
         with _remote(lambda: _token_client(url, token)) as remote:
             campaign = _fuzz(remote, data_dir, CALLS)
             _after(remote, campaign, CALLS)
         assert proc.poll() is None
-
-
-@contextlib.contextmanager
-def _quiet_http_server(
-    data_dir: Path,
-    cwd: Path,
-    stderr: Path,
-) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """`imprint serve --http` with its stderr in a file: thousands of refused calls log
-    warnings, and an unread pipe would fill (64 KiB) and stall the server."""
-    port = _free_port()
-    with stderr.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port)],
-            env=_env(data_dir),
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(stderr.read_text()) from exc
-                time.sleep(0.1)  # polling a starting server; nothing to wait on
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
 
 
 def test_the_answer_check_catches_what_it_should() -> None:
