@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +65,7 @@ class WriteAck(BaseModel):
 class Reindexing:
     """A re-index in progress: the sources still to look at, of how many."""
 
-    sources: list[tuple[str, str]]
+    sources: deque[tuple[str, str]]
     total: int
     done: int = 0
     records: int = 0
@@ -190,7 +191,7 @@ class Writer:
             if sqlite.text_format() >= TEXT_FORMAT:
                 return False
             sources = sqlite.indexed_sources()
-            self._reindex = Reindexing(sources=sources, total=len(sources))
+            self._reindex = Reindexing(sources=deque(sources), total=len(sources))
             log.warning(
                 "writer.reindex_started",
                 workspace=self.store.name,
@@ -200,7 +201,7 @@ class Writer:
         job = self._reindex
         changed: list[Record] = []
         while job.sources and len(changed) < limit:
-            project, source = job.sources.pop(0)
+            project, source = job.sources.popleft()
             records = sqlite.source_records(project, source)
             lang = records[0].lang if records else ""
             contexts = chunk_contexts(source, [r.content for r in records], lang)

@@ -325,11 +325,15 @@ class SqliteStore:
         match), so the counting is bounded too; the index's own tokenizer applies. Words
         over the budget tie at that count; among them the longest goes first (function
         words such as "The" are short, and BM25 would weigh them least)."""
-        return self._rare_words(words)[0]
+        return self._rare_words(words, self._last_rowid())[0]
 
-    def _rare_words(self, words: Sequence[str]) -> tuple[list[str], bool]:
-        """rare_words, and whether what it kept is over the budget (every word was)."""
-        last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
+    def _last_rowid(self) -> int:
+        """The store's size, as the budget counts it (rowids only grow)."""
+        return int(self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0)
+
+    def _rare_words(self, words: Sequence[str], last: int) -> tuple[list[str], bool]:
+        """rare_words (`last`: `_last_rowid()`), and whether what it kept is over the budget
+        (every word was)."""
         if last <= TERM_DOC_BUDGET or not words:
             return list(words), False
         counted: dict[str, int] = {}
@@ -362,7 +366,7 @@ class SqliteStore:
         )
         matched = f"SELECT r.id AS id, bm25(records_fts) AS rank {joined}"
         newest = f"SELECT r.id, 0.0 {joined}"
-        last = self.conn.execute("SELECT max(rowid) FROM records").fetchone()[0] or 0
+        last = self._last_rowid()
         large = last > TERM_DOC_BUDGET
         seen: dict[MemoryId, float] = {}
         exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), None)
@@ -371,7 +375,7 @@ class SqliteStore:
                 continue
             unscored = large
             if expr is None:  # counted only when the phrase left room
-                words, unscored = self._rare_words(_WORD.findall(query))
+                words, unscored = self._rare_words(_WORD.findall(query), last)
                 expr = fts_terms(" ".join(words)) if words else ""
             if not expr:
                 continue
