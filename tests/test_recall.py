@@ -18,9 +18,10 @@ from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import MIN_EXCERPT
-from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_text
+from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.search import search_rows, search_text
 from imprint.recall import plan as plan_module
+from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import Item, StepResult, merge
 from imprint.recall.plan import parse_plan
 from imprint.recall.respond import recall_text
@@ -199,6 +200,55 @@ def test_a_four_search_plan_embeds_its_queries_in_one_inference(
         assert len(re.findall(r"^step \d search\(.*: \d+ results$", text, re.M)) == 5, text
         assert len(calls) == 1, calls
         assert sorted(calls[0]) == sorted(q.strip() for q in queries)
+    finally:
+        runtime.stop()
+
+
+def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each_alone(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator asks every search step's vector read as ONE batched read: Chroma is
+    queried once for the unfiltered steps of one limit (a filtered step as before), and
+    each step's rows are exactly those of the same search run alone, unprimed."""
+    config = Config()
+    config.embedding.query_cache_size = 0
+    runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    try:
+        ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
+        asked: list[int] = []
+        alone: list[int] = []
+        many, single = VectorIndex.query_many, VectorIndex.query
+
+        def spy_many(self: VectorIndex, embeddings: Any, asks: Any) -> Any:
+            asked.append(len(asks))
+            return many(self, embeddings, asks)
+
+        def spy_single(self: VectorIndex, *a: Any, **k: Any) -> Any:
+            alone.append(1)
+            return single(self, *a, **k)
+
+        monkeypatch.setattr(VectorIndex, "query_many", spy_many)
+        monkeypatch.setattr(VectorIndex, "query", spy_single)
+        plan = [
+            {"tool": "search", "args": {"query": "espresso shot grind"}},
+            {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
+            {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+            {"tool": "search", "args": {"query": "garden soil", "project": "proj"}},
+            {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+        ]
+        steps = parse_plan(plan)
+        ws = ActorReads(runtime).open("")
+        results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="batched")
+        # One batch of the four steps that read vectors; Chroma alone for the filtered one.
+        assert asked == [4] and len(alone) == 1, (asked, alone)
+        direct = DirectReads(runtime)
+        try:
+            for step, result in zip(steps, results, strict=True):
+                assert result.outcome == "ok", result
+                by_itself = search_rows(direct, **step.args, workspace=ws)
+                assert result.rows == by_itself, step
+        finally:
+            direct.close()
     finally:
         runtime.stop()
 
