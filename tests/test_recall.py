@@ -19,7 +19,7 @@ from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import MIN_EXCERPT
 from imprint.reads.gateway import ActorReads, DirectReads
-from imprint.reads.search import search_rows, search_text
+from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import Item, StepResult, merge
@@ -251,6 +251,31 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
             direct.close()
     finally:
         runtime.stop()
+
+
+def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
+    """Hits primed for a recall are taken by its steps or dropped when it ends: a later
+    search of the same query reads the store again and sees a record written since."""
+    reads = ActorReads(rt)
+    ws = reads.open("")
+    queries = [
+        planned_vector_query(reads, ws, "velvet hammock siesta"),
+        planned_vector_query(reads, ws, "espresso shot"),
+    ]
+    primed = [q for q in queries if q is not None]
+    assert len(primed) == 2
+    reads.prime_vectors(primed)  # as a recall does; its first step never asks
+    reads.drop_primed(primed)  # the recall is over
+    store_memory(App(rt), "A velvet hammock siesta after lunch.", project="proj")
+    rows = search_rows(reads, "velvet hammock siesta", workspace=ws)  # the primed query
+    top = rows.hits[0]
+    assert "velvet hammock" in top.record.content
+    assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
+    # Taken while it lasts: a primed query's hits come from the batch, not a read of its own.
+    reads.prime_vectors(primed)
+    batch_hits = reads.vector(primed[0]).get(timeout=30)
+    assert batch_hits and reads.vector(primed[0]).get(timeout=30) == batch_hits
+    reads.drop_primed(primed)
 
 
 def _blocking(

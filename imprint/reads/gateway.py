@@ -8,11 +8,13 @@ together run at the same time; `DirectReads` calls a logic object in the caller'
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, cast
 
 from imprint.actors import read_messages as m
+from imprint.actors._trace import bound_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.readers import Reading, reading_for
 from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
@@ -31,6 +33,7 @@ class Reads(Protocol):
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def vector(self, q: m.VectorQuery) -> Pending[Hits]: ...
     def neighbors(self, q: m.Neighbors) -> Pending[Hits]: ...
     def lexical(self, q: m.LexicalQuery) -> Pending[Hits]: ...
@@ -127,7 +130,7 @@ class ActorReads(_Gateway):
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._lock = threading.Lock()
-        # query -> [its batch's answer, its place in the batch, how many asks may take it]
+        # query -> [its batch's answer, its place in it, how many asks may take it, until when]
         self._primed: OrderedDict[_Key, list[Any]] = OrderedDict()
 
     def vector(self, q: m.VectorQuery) -> Pending[Hits]:
@@ -135,8 +138,10 @@ class ActorReads(_Gateway):
             entry = self._primed.get(_key(q))
             if entry is not None:
                 entry[2] -= 1
-                if entry[2] <= 0:
+                if entry[2] <= 0 or time.monotonic() > entry[3]:
                     del self._primed[_key(q)]
+                if time.monotonic() > entry[3]:
+                    entry = None  # a recall long over: its hits may predate writes since
         if entry is not None:
             return _Picked(entry[0], entry[1])
         return super().vector(q)
@@ -144,9 +149,11 @@ class ActorReads(_Gateway):
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
         """Ask for these vector queries now, as ONE read (a recall's search steps, before
         they fan out): their texts embedded in one inference, the store searched in one
-        call. Each later `vector` of the same query takes its hits from that answer."""
+        call. Each later `vector` of the same query takes its hits from that answer, until
+        the call's deadline or `drop_primed`: never the hits of a recall long over."""
         if len(queries) < 2:
             return  # one query gains nothing from a batch of one
+        expires = bound_deadline() or time.monotonic() + self.runtime.config.readers.timeout_sec
         by_workspace: dict[WorkspaceName, list[m.VectorQuery]] = {}
         for q in queries:
             by_workspace.setdefault(q.workspace, []).append(q)
@@ -162,9 +169,15 @@ class ActorReads(_Gateway):
                     if entry is not None:
                         entry[2] += 1  # the same query twice: both asks take the first
                         continue
-                    self._primed[_key(q)] = [batch, index, 1]
+                    self._primed[_key(q)] = [batch, index, 1, expires]
                 while len(self._primed) > PRIMED_MAX:
                     self._primed.popitem(last=False)
+
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
+        """Forget what `prime_vectors(queries)` left untaken (its recall is done)."""
+        with self._lock:
+            for q in queries:
+                self._primed.pop(_key(q), None)
 
     def open(self, workspace: str) -> WorkspaceName:
         ws = self.runtime.resolve(workspace)
@@ -196,6 +209,9 @@ class DirectReads(_Gateway):
 
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
         """Nothing: each vector query is read alone, in the caller's thread, here."""
+
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
+        """Nothing was primed."""
 
     def close(self) -> None:
         for logic in self._logic.values():
