@@ -115,3 +115,44 @@ def test_too_few_matches_nearby_widen_the_look_before_chromas_where(runtime: Run
     assert [rid for rid, _ in hits] == expected["ids"][0]
     assert len(hits) == 5
     assert 5 * OVERFETCH < 84 < min(5 * OVERFETCH * OVERFETCH, WIDEST)
+
+
+def test_a_small_store_is_searched_exactly_and_a_large_one_with_the_default_beam(
+    data_dir: Any, config: Any, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to EXACT_UP_TO records the beam (ef_search) is as wide as the store, set when the
+    store opens: the 30 nearest of random 384-d vectors (hard for HNSW; the default beam of
+    100 missed some here) are exactly numpy's. Over it, a reopened store gets the default."""
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(1500, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = tuple(
+        Record(id=MemoryId(f"r{i:04d}"), content=f"record {i}", project="p") for i in range(1500)
+    )
+    first = Runtime(data_dir, config, embedder=embedder).start()
+    try:
+        ws = first.resolve("", create=True)
+        first.workspace(ws)
+        write = Write(batch=WriteBatch(upserts=records))
+        first.writer(ws).write(write, vectors).get(timeout=120)
+    finally:
+        first.stop()
+    queries = rng.normal(size=(20, DIMENSIONS)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    rt = Runtime(data_dir, config, embedder=embedder).start()  # opened again: the beam is set
+    try:
+        index = rt.workspace("").vectors
+        assert index.collection.configuration_json["hnsw"]["ef_search"] == vectors_mod.EXACT_UP_TO
+        for q in queries:
+            exact = [f"r{j:04d}" for j in np.argsort(-(vectors @ q))[:30]]
+            assert [rid for rid, _ in index.query(q, 30, Filters())] == exact
+    finally:
+        rt.stop()
+    monkeypatch.setattr(vectors_mod, "EXACT_UP_TO", 1000)
+    rt = Runtime(data_dir, config, embedder=embedder).start()
+    try:
+        index = rt.workspace("").vectors
+        wanted = vectors_mod.DEFAULT_EF_SEARCH
+        assert index.collection.configuration_json["hnsw"]["ef_search"] == wanted
+    finally:
+        rt.stop()
