@@ -163,13 +163,15 @@ class VectorIndex:
         self.collection = client.get_or_create_collection(
             name=collection_name(workspace, namespace),
             embedding_function=ImprintEmbeddingFunction(embedder),
-            configuration={"hnsw": {"space": "cosine"}},
+            # A new collection is small: exhaustive from its first search.
+            configuration={"hnsw": {"space": "cosine", "ef_search": EXACT_UP_TO}},
         )
         self._size_the_beam()
 
     def _size_the_beam(self) -> None:
-        """ef_search for the collection's size, set before its index is first loaded (a
-        loaded index keeps the beam it was loaded with until the store is opened again)."""
+        """ef_search for the collection's size. Chroma applies it when it next loads the
+        index: a store that grew past EXACT_UP_TO keeps the wide (slower) beam until it is
+        opened again; an older store searches exactly from its next open on."""
         try:
             wanted = EXACT_UP_TO if self.collection.count() <= EXACT_UP_TO else DEFAULT_EF_SEARCH
             configured = getattr(self.collection, "configuration_json", None) or {}
