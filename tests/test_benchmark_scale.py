@@ -207,3 +207,22 @@ def test_a_read_tool_without_arguments_is_refused(
     job.tool_calls = 1
     with pytest.raises(SystemExit, match=r"^per-tool latency: no arguments for neighbors$"):
         scale.run_size(job)
+
+
+@pytest.mark.timeout(300)
+def test_a_kept_store_of_an_older_text_format_is_measured_as_it_was_built(tmp_path: Path) -> None:
+    """A kept store whose index is older than this version's text format is not re-indexed
+    while it is measured: that would re-embed its chunks with the model (replacing the
+    benchmark's vectors) and write while the searches are timed."""
+    corpus = write_tree(tmp_path / "corpus", {"docs/actors.md": PROSE})
+    job = scale.SizeJob(tmp_path / "data" / "100", 100, corpus, 100, 8, compare=False)
+    scale.run_size(job)
+    path = job.folder / "workspaces" / "default" / "imprint.sqlite3"
+    store = SqliteStore(path)
+    store.set_meta("text_format", "1")  # as the stores kept before the text format existed
+    store.close()
+    assert scale.run_size(job).size.reused
+    store = SqliteStore(path, readonly=True)
+    rewritten = store.conn.execute("SELECT count(*) FROM records WHERE context != ''").fetchone()
+    assert (store.text_format(), rewritten[0]) == (1, 0)
+    store.close()
