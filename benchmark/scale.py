@@ -2,7 +2,7 @@
 through a `chroma run` server, plus the handshake, the 4-search fan-out and actors vs
 direct; published with PNG plots. The one command for all of it:
 
-    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k \
+    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k,1M \
         --data-dir /tmp/scale-data --corpus ../shared/corpus --publish
 
 Stores. Every chunk is distinct and realistic: 3-8 sentences drawn (seeded) from the corpus's
