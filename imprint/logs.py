@@ -188,7 +188,11 @@ def get_logger(name: str) -> structlog.stdlib.BoundLogger:
 # Until the entry point configures logging, structlog would print to stdout, which the stdio
 # transport owns: route it through the stdlib (whose last resort is stderr) from the start.
 structlog.configure(
-    processors=[*_shared_processors(), structlog.stdlib.render_to_log_kwargs],
+    processors=[
+        structlog.stdlib.filter_by_level,
+        *_shared_processors(),
+        structlog.stdlib.render_to_log_kwargs,
+    ],
     logger_factory=structlog.stdlib.LoggerFactory(),
     wrapper_class=structlog.stdlib.BoundLogger,
 )

@@ -131,3 +131,28 @@ def test_a_reader_still_sees_new_writes_after_a_bounded_query(
     finally:
         reader.close()
         writer.close()
+
+
+@pytest.mark.parametrize("budget", [None, 3])
+@pytest.mark.parametrize("limit", [1, 2, 4, 30])
+@pytest.mark.parametrize(
+    "query",
+    ["common phrase", "zebra common", "common words number", "a zebra", "nothing here", "@@ !"],
+)
+def test_one_pass_gives_the_ranking_and_the_phrase_list_of_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int | None, limit: int, query: str
+) -> None:
+    """A hybrid search reads its BM25 ranking and its exact-phrase list in one pass
+    (`match_and_phrase`): the same two lists as `match` and `match(phrase_only=True)`, in
+    a small store and above the budget, whether the phrase fills the limit or not."""
+    if budget is not None:
+        monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", budget)
+    contents = [*(f"the common phrase {i}" for i in range(4)), *CONTENTS, "zebra common"]
+    store = _store(tmp_path / "s.sqlite", contents)
+    try:
+        for filters in (Filters(), Filters(project="p"), Filters(project="elsewhere")):
+            ranking = store.match(query, limit, filters)
+            phrase = store.match(query, limit, filters, phrase_only=True)
+            assert store.match_and_phrase(query, limit, filters) == (ranking, phrase)
+    finally:
+        store.close()

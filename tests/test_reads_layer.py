@@ -17,13 +17,20 @@ from mcp.client import Client
 from imprint.actors import readers
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import Family, FetchRecords, LexicalQuery, ReadMessage
+from imprint.actors.read_messages import (
+    Family,
+    FetchRecords,
+    LexicalAndPhrase,
+    LexicalQuery,
+    ReadMessage,
+)
 from imprint.config import Config
 from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads, DirectReads
 from imprint.reads.search import search_rows
+from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import StepRunner
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
@@ -109,8 +116,13 @@ class _Gate:
                 self.inner = inner
 
             def handle(self, msg: ReadMessage) -> Any:
-                slow = isinstance(msg, LexicalQuery) and "slowstep" in msg.text
-                if slow and not msg.phrase_only and outer._taken.acquire(blocking=False):
+                lexical = isinstance(msg, LexicalQuery | LexicalAndPhrase)
+                slow = lexical and "slowstep" in msg.text
+                if (
+                    slow
+                    and not getattr(msg, "phrase_only", False)
+                    and outer._taken.acquire(blocking=False)
+                ):
                     outer.stuck.set()
                     outer.gate.wait(timeout=60)
                 return self.inner.handle(msg)
@@ -164,13 +176,23 @@ def test_next_recall_does_not_wait_behind_a_timed_out_step(
 def test_reads_queued_behind_a_timed_out_step_are_skipped(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With one reader, a timed-out step's read queued behind its stuck read carries the
+    """With one reader, a timed-out recall's read queued behind its stuck read carries the
     recall's deadline: when the reader gets to it, it is skipped, not run."""
     gated = _Gate(monkeypatch)
     rt, data = _gated_runtime(tmp_path, embedder, pool_size=1)
+    original = plan_module.STEP_FUNCTIONS["file_chunks"]
+
+    def behind(*a: Any, **k: Any) -> Any:  # asks its read once the search's read is stuck
+        assert gated.stuck.wait(timeout=30)
+        return original(*a, **k)
+
+    monkeypatch.setitem(plan_module.STEP_FUNCTIONS, "file_chunks", behind)
     try:
         reads = ActorReads(rt)
-        slow = [{"tool": "search", "args": {"query": "slowstep espresso"}}]  # + phrase read
+        slow = [
+            {"tool": "search", "args": {"query": "slowstep espresso"}},
+            {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
+        ]
         first = recall_text(reads, "first", slow, timeout_sec=1.0)
         assert gated.stuck.is_set() and ": timeout" in first
         gated.gate.set()
@@ -181,10 +203,12 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
         rt.stop()
     events = _events(data)
     first_id = next(e["recall_id"] for e in events if e["message"] == "recall.gather")
-    phrase = [
-        e for e in events if e.get("recall_id") == first_id and e["message"] == "lexical_query"
+    lexical = [
+        (e["message"], e["outcome"])
+        for e in events
+        if e.get("recall_id") == first_id and e["actor"].startswith("LexicalReader")
     ]
-    assert [e["outcome"] for e in phrase] == ["ok", "skipped_late"], phrase
+    assert lexical == [("lexical_query", "ok"), ("source_chunks", "skipped_late")], lexical
 
 
 def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) -> None:
@@ -229,8 +253,8 @@ def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) ->
 
     anyio.run(go)
     reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_query")]
-    ids = [e["request_id"] for e in reads[-6:]]  # 2 searches x (vector, lexical, phrase)
-    assert len(set(ids)) == 2 and ids.count(ids[0]) == 3
+    ids = [e["request_id"] for e in reads[-4:]]  # 2 searches x (vector, lexical + phrase)
+    assert len(set(ids)) == 2 and ids.count(ids[0]) == 2
 
 
 def test_start_is_all_or_nothing(

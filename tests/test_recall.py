@@ -18,9 +18,10 @@ from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import MIN_EXCERPT
-from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_text
+from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
+from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import Item, StepResult, merge
 from imprint.recall.plan import parse_plan
 from imprint.recall.respond import recall_text
@@ -201,6 +202,80 @@ def test_a_four_search_plan_embeds_its_queries_in_one_inference(
         assert sorted(calls[0]) == sorted(q.strip() for q in queries)
     finally:
         runtime.stop()
+
+
+def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each_alone(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator asks every search step's vector read as ONE batched read: Chroma is
+    queried once for the unfiltered steps of one limit (a filtered step as before), and
+    each step's rows are exactly those of the same search run alone, unprimed."""
+    config = Config()
+    config.embedding.query_cache_size = 0
+    runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    try:
+        ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
+        asked: list[int] = []
+        alone: list[int] = []
+        many, single = VectorIndex.query_many, VectorIndex.query
+
+        def spy_many(self: VectorIndex, embeddings: Any, asks: Any) -> Any:
+            asked.append(len(asks))
+            return many(self, embeddings, asks)
+
+        def spy_single(self: VectorIndex, *a: Any, **k: Any) -> Any:
+            alone.append(1)
+            return single(self, *a, **k)
+
+        monkeypatch.setattr(VectorIndex, "query_many", spy_many)
+        monkeypatch.setattr(VectorIndex, "query", spy_single)
+        plan = [
+            {"tool": "search", "args": {"query": "espresso shot grind"}},
+            {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
+            {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+            {"tool": "search", "args": {"query": "garden soil", "project": "proj"}},
+            {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+        ]
+        steps = parse_plan(plan)
+        ws = ActorReads(runtime).open("")
+        results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="batched")
+        # One batch of the four steps that read vectors; Chroma alone for the filtered one.
+        assert asked == [4] and len(alone) == 1, (asked, alone)
+        direct = DirectReads(runtime)
+        try:
+            for step, result in zip(steps, results, strict=True):
+                assert result.outcome == "ok", result
+                by_itself = search_rows(direct, **step.args, workspace=ws)
+                assert result.rows == by_itself, step
+        finally:
+            direct.close()
+    finally:
+        runtime.stop()
+
+
+def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
+    """Hits primed for a recall are taken by its steps or dropped when it ends: a later
+    search of the same query reads the store again and sees a record written since."""
+    reads = ActorReads(rt)
+    ws = reads.open("")
+    queries = [
+        planned_vector_query(reads, ws, "velvet hammock siesta"),
+        planned_vector_query(reads, ws, "espresso shot"),
+    ]
+    primed = [q for q in queries if q is not None]
+    assert len(primed) == 2
+    reads.prime_vectors(primed)  # as a recall does; its first step never asks
+    reads.drop_primed(primed)  # the recall is over
+    store_memory(App(rt), "A velvet hammock siesta after lunch.", project="proj")
+    rows = search_rows(reads, "velvet hammock siesta", workspace=ws)  # the primed query
+    top = rows.hits[0]
+    assert "velvet hammock" in top.record.content
+    assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
+    # Taken while it lasts: a primed query's hits come from the batch, not a read of its own.
+    reads.prime_vectors(primed)
+    batch_hits = reads.vector(primed[0]).get(timeout=30)
+    assert batch_hits and reads.vector(primed[0]).get(timeout=30) == batch_hits
+    reads.drop_primed(primed)
 
 
 def _blocking(

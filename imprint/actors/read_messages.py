@@ -18,6 +18,7 @@ __all__ = [
     "FactQuery",
     "Family",
     "FetchRecords",
+    "LexicalAndPhrase",
     "LexicalQuery",
     "ListSources",
     "Neighbors",
@@ -27,6 +28,7 @@ __all__ = [
     "SourceEntryQuery",
     "SourceRoot",
     "Topics",
+    "VectorBatch",
     "VectorQuery",
     "WithTopic",
 ]
@@ -53,6 +55,15 @@ class VectorQuery(ReadMessage):
     filters: Filters = Filters()
 
 
+class VectorBatch(ReadMessage):
+    """Several vector queries of one workspace answered together (a recall's search steps):
+    their texts embedded in one inference, the store asked once per (limit, filters)."""
+
+    kind = "vector_batch"
+    family = Family.VECTOR
+    queries: tuple[VectorQuery, ...]
+
+
 class Neighbors(ReadMessage):
     """The k records nearest to one record, itself excluded."""
 
@@ -69,6 +80,17 @@ class LexicalQuery(ReadMessage):
     limit: int
     filters: Filters = Filters()
     phrase_only: bool = False
+
+
+class LexicalAndPhrase(ReadMessage):
+    """A hybrid search's two BM25 lists from one pass: the ranking `LexicalQuery` gives, and
+    its exact-phrase matches (what `phrase_only` gives), which lead that ranking."""
+
+    kind = "lexical_query"
+    family = Family.LEXICAL
+    text: str
+    limit: int
+    filters: Filters = Filters()
 
 
 class FetchRecords(ReadMessage):

@@ -25,6 +25,7 @@ from imprint.actors.read_messages import (
     FactQuery,
     Family,
     FetchRecords,
+    LexicalAndPhrase,
     LexicalQuery,
     ListSources,
     Neighbors,
@@ -34,6 +35,7 @@ from imprint.actors.read_messages import (
     SourceEntryQuery,
     SourceRoot,
     Topics,
+    VectorBatch,
     VectorQuery,
     WithTopic,
 )
@@ -104,6 +106,11 @@ class VectorReading:
         if isinstance(msg, VectorQuery):
             vector = self._embed_query(msg.text)
             return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
+        if isinstance(msg, VectorBatch):
+            # Embedded as one batch when the caller primed the texts (ActorReads does).
+            store = self._stores.opened(msg.workspace).vectors
+            vectors = [self._embed_query(q.text) for q in msg.queries]
+            return store.query_many(vectors, [(q.limit, q.filters) for q in msg.queries])
         if isinstance(msg, Neighbors):
             # Empty for an unknown id.
             return self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k)
@@ -122,6 +129,8 @@ class LexicalReading:
         match msg:
             case LexicalQuery():
                 return conn.match(msg.text, msg.limit, msg.filters, phrase_only=msg.phrase_only)
+            case LexicalAndPhrase():
+                return conn.match_and_phrase(msg.text, msg.limit, msg.filters)
             case FetchRecords():
                 return conn.fetch(msg.ids)
             case SourceChunks():

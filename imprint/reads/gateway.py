@@ -7,10 +7,14 @@ together run at the same time; `DirectReads` calls a logic object in the caller'
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, cast
 
 from imprint.actors import read_messages as m
+from imprint.actors._trace import bound_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.readers import Reading, reading_for
 from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
@@ -28,10 +32,12 @@ class Reads(Protocol):
 
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
-    def prime_queries(self, texts: list[str]) -> None: ...
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def vector(self, q: m.VectorQuery) -> Pending[Hits]: ...
     def neighbors(self, q: m.Neighbors) -> Pending[Hits]: ...
     def lexical(self, q: m.LexicalQuery) -> Pending[Hits]: ...
+    def lexical_and_phrase(self, q: m.LexicalAndPhrase) -> Pending[tuple[Hits, Hits]]: ...
     def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]: ...
     def source_chunks(self, q: m.SourceChunks) -> Pending[tuple[list[Record], int]]: ...
     def source_root(self, q: m.SourceRoot) -> Pending[str]: ...
@@ -65,6 +71,9 @@ class _Gateway:
     def lexical(self, q: m.LexicalQuery) -> Pending[Hits]:
         return cast(Pending[Hits], self._send(q))
 
+    def lexical_and_phrase(self, q: m.LexicalAndPhrase) -> Pending[tuple[Hits, Hits]]:
+        return cast(Pending[tuple[Hits, Hits]], self._send(q))
+
     def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]:
         return cast(Pending[dict[MemoryId, Record]], self._send(q))
 
@@ -96,9 +105,79 @@ class _Gateway:
         return cast(Pending[Fact | None], self._send(q))
 
 
+# Primed vector queries not yet asked for: at most this many (the oldest go first). A step
+# that never asks (it failed first) only costs its slot.
+PRIMED_MAX = 64
+_Key = tuple[WorkspaceName, str, int, Any]
+
+
+def _key(q: m.VectorQuery) -> _Key:
+    return (q.workspace, q.text, q.limit, q.filters)
+
+
+class _Picked:
+    """One query's hits out of a batch's answer."""
+
+    def __init__(self, batch: Pending[list[Hits]], index: int) -> None:
+        self._batch = batch
+        self._index = index
+
+    def get(self, timeout: float | None = None) -> Hits:
+        return self._batch.get(timeout=timeout)[self._index]
+
+
 class ActorReads(_Gateway):
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self._lock = threading.Lock()
+        # query -> [its batch's answer, its place in it, how many asks may take it, until when]
+        self._primed: OrderedDict[_Key, list[Any]] = OrderedDict()
+
+    def vector(self, q: m.VectorQuery) -> Pending[Hits]:
+        with self._lock:
+            entry = self._primed.get(_key(q))
+            if entry is not None:
+                entry[2] -= 1
+                if entry[2] <= 0 or time.monotonic() > entry[3]:
+                    del self._primed[_key(q)]
+                if time.monotonic() > entry[3]:
+                    entry = None  # a recall long over: its hits may predate writes since
+        if entry is not None:
+            return _Picked(entry[0], entry[1])
+        return super().vector(q)
+
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
+        """Ask for these vector queries now, as ONE read (a recall's search steps, before
+        they fan out): their texts embedded in one inference, the store searched in one
+        call. Each later `vector` of the same query takes its hits from that answer, until
+        the call's deadline or `drop_primed`: never the hits of a recall long over."""
+        if len(queries) < 2:
+            return  # one query gains nothing from a batch of one
+        expires = bound_deadline() or time.monotonic() + self.runtime.config.readers.timeout_sec
+        by_workspace: dict[WorkspaceName, list[m.VectorQuery]] = {}
+        for q in queries:
+            by_workspace.setdefault(q.workspace, []).append(q)
+        self.runtime.prime_queries([q.text for q in queries])
+        for workspace, group in by_workspace.items():
+            batch = cast(
+                Pending[list[Hits]],
+                self._send(m.VectorBatch(workspace=workspace, queries=tuple(group))),
+            )
+            with self._lock:
+                for index, q in enumerate(group):
+                    entry = self._primed.get(_key(q))
+                    if entry is not None:
+                        entry[2] += 1  # the same query twice: both asks take the first
+                        continue
+                    self._primed[_key(q)] = [batch, index, 1, expires]
+                while len(self._primed) > PRIMED_MAX:
+                    self._primed.popitem(last=False)
+
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
+        """Forget what `prime_vectors(queries)` left untaken (its recall is done)."""
+        with self._lock:
+            for q in queries:
+                self._primed.pop(_key(q), None)
 
     def open(self, workspace: str) -> WorkspaceName:
         ws = self.runtime.resolve(workspace)
@@ -107,10 +186,6 @@ class ActorReads(_Gateway):
 
     def _send(self, msg: m.ReadMessage) -> Pending[Any]:
         return self.runtime.pool(msg.family).send(msg)
-
-    def prime_queries(self, texts: list[str]) -> None:
-        """Embed these queries in one batch now; the vector readers' next asks take them."""
-        self.runtime.prime_queries(texts)
 
 
 class DirectReads(_Gateway):
@@ -132,8 +207,11 @@ class DirectReads(_Gateway):
     def _send(self, msg: m.ReadMessage) -> Pending[Any]:
         return Done(self._logic[msg.family].handle(msg))
 
-    def prime_queries(self, texts: list[str]) -> None:
-        """Nothing: queries are embedded one by one in the caller's thread here."""
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
+        """Nothing: each vector query is read alone, in the caller's thread, here."""
+
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
+        """Nothing was primed."""
 
     def close(self) -> None:
         for logic in self._logic.values():

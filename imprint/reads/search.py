@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import FetchRecords, LexicalQuery, VectorQuery
+from imprint.actors.read_messages import FetchRecords, LexicalAndPhrase, LexicalQuery, VectorQuery
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
@@ -20,7 +20,7 @@ from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters, check_query
 from imprint.store.text import content_terms, holds_term
-from imprint.types import MemoryId
+from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
     "HINT",
@@ -32,11 +32,11 @@ __all__ = [
     "SearchRows",
     "Why",
     "coverage",
-    "embedded_text",
     "format_search",
     "fuse",
     "meta_line",
     "normalize_max_chars",
+    "planned_vector_query",
     "rerank",
     "search_budget",
     "search_rows",
@@ -124,18 +124,31 @@ def _check(query: str, mode: str, type: str) -> str:
     return text
 
 
-def embedded_text(
-    reads: Reads, query: object, mode: str | None = None, type: str = "", **_rest: object
-) -> str | None:
-    """The text `search_rows` with these arguments embeds; None when it embeds nothing
+def planned_vector_query(
+    reads: Reads,
+    workspace: str,
+    query: object,
+    project: str = "",
+    type: str = "",
+    lang: str = "",
+    layer: str = "",
+    limit: int | None = None,
+    mode: str | None = None,
+    **_rest: object,
+) -> VectorQuery | None:
+    """The vector read `search_rows` with these arguments sends; None when it sends none
     (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
-    mode = reads.runtime.config.search.mode if mode is None else mode
+    cfg = reads.runtime.config.search
+    mode = cfg.mode if mode is None else mode
     if mode not in ("hybrid", "semantic") or not isinstance(query, str):
         return None
     try:
-        return _check(query, mode, type)
+        text = _check(query, mode, type)
     except InputError:
         return None
+    limit = clamp(cfg.limit if limit is None else limit, 1, 50)
+    filters = Filters(project=project, type=type, lang=lang, layer=layer)
+    return vector_query(reads.open(workspace), text, mode, limit, filters)
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:
@@ -215,6 +228,21 @@ def rerank(
     return sorted(out, key=lambda item: (-item[1], item[0]))
 
 
+def candidates(mode: str, limit: int) -> int:
+    """How many hits each list of a search asks for: beyond `limit` in hybrid mode, so the
+    fusion has something to agree on."""
+    return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
+
+
+def vector_query(
+    workspace: WorkspaceName, text: str, mode: str, limit: int, filters: Filters
+) -> VectorQuery:
+    """The vector read of a search (one recall primes these for all its search steps)."""
+    return VectorQuery(
+        workspace=workspace, text=text, limit=candidates(mode, limit), filters=filters
+    )
+
+
 def search_rows(
     reads: Reads,
     query: str,
@@ -241,20 +269,19 @@ def search_rows(
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
-        # Candidates beyond `limit` give the fusion something to agree on.
-        pool = limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
-        vector = lexical = None
+        pool = candidates(mode, limit)
+        vector = lexical = both = None
         if mode in ("hybrid", "semantic"):
-            vector = reads.vector(VectorQuery(workspace=ws, text=text, limit=pool, filters=filters))
-        if mode in ("hybrid", "lexical"):
+            vector = reads.vector(vector_query(ws, text, mode, limit, filters))
+        if mode == "hybrid" and len(text.split()) > 1:
+            # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
+            # they lead the BM25 ranking, so one read gives both lists.
+            both = reads.lexical_and_phrase(
+                LexicalAndPhrase(workspace=ws, text=text, limit=pool, filters=filters)
+            )
+        elif mode in ("hybrid", "lexical"):
             lexical = reads.lexical(
                 LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters)
-            )
-        phrase = None
-        if mode == "hybrid" and len(text.split()) > 1:
-            # Exact-phrase matches are a third ranking, so a quoted line from a file wins.
-            phrase = reads.lexical(
-                LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters, phrase_only=True)
             )
         warning = ""
         got_vector = None
@@ -272,8 +299,11 @@ def search_rows(
                     f"warning: the vector index failed ({failed}); lexical results only; "
                     "run `imprint status --check`, then `imprint repair`"
                 )
-        got_lexical = None if lexical is None else list(deadline.wait(lexical, "search (lexical)"))
-        got_phrase = None if phrase is None else list(deadline.wait(phrase, "search (phrase)"))
+        got_lexical = got_phrase = None
+        if both is not None:
+            got_lexical, got_phrase = deadline.wait(both, "search (lexical)")
+        elif lexical is not None:
+            got_lexical = list(deadline.wait(lexical, "search (lexical)"))
         if warning:
             log.warning("search.vector_failed", workspace=ws, error=warning)
         keep = max(limit, fusion.depth) if reranked else limit

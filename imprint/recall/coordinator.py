@@ -26,10 +26,11 @@ from pykka.typing import proxy_method
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import Message, traced
 from imprint.actors.lifecycle import Runtime
+from imprint.actors.read_messages import VectorQuery
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
-from imprint.reads.search import SearchRows, embedded_text
+from imprint.reads.search import SearchRows, planned_vector_query
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
@@ -144,7 +145,13 @@ class RecallCoordinator(pykka.ThreadingActor):
     @traced("recall.gather", skip_late=False)
     def _recall(self, msg: RecallRequest, cwd: str) -> list[StepResult]:
         deadline = msg.deadline if msg.deadline is not None else time.monotonic() + msg.timeout_sec
-        self._prime(msg.steps)
+        primed = self._prime(msg.workspace, msg.steps)
+        try:
+            return self._gather(msg, cwd, deadline)
+        finally:
+            self._reads.drop_primed(primed)
+
+    def _gather(self, msg: RecallRequest, cwd: str, deadline: float) -> list[StepResult]:
         futures: list[pykka.Future[StepResult] | StoreError] = []
         for i, step in enumerate(msg.steps, start=msg.first_step):
             task = RunStep(
@@ -196,23 +203,24 @@ class RecallCoordinator(pykka.ThreadingActor):
                 )
         return results
 
-    def _prime(self, steps: tuple[Step, ...]) -> None:
-        """Every search step's query embedded in ONE inference before the steps fan out.
+    def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[VectorQuery]:
+        """Every search step's vector read asked as ONE read before the steps fan out: the
+        queries embedded in one inference, the store searched in one call.
 
-        Left to themselves the steps would reach the query embedder one by one as their
-        runners start, and on a small CPU their embeddings would compete for the cores."""
-        texts = [
-            text
-            for step in steps
-            if step.tool == "search"
-            and (text := embedded_text(self._reads, **step.args)) is not None
-        ]
-        if len(texts) < 2:
-            return  # one query gains nothing from a batch of one
+        Left to themselves the steps would reach the query embedder and the vector store one
+        by one as their runners start, and on a small CPU they would compete for the cores."""
+        queries: list[VectorQuery] = []
         try:
-            self._reads.prime_queries(texts)
-        except Exception as exc:  # the steps embed (and report) it themselves
+            queries = [
+                q
+                for step in steps
+                if step.tool == "search"
+                and (q := planned_vector_query(self._reads, workspace, **step.args)) is not None
+            ]
+            self._reads.prime_vectors(queries)
+        except Exception as exc:  # the steps read (and report) it themselves
             log.warning("recall.prime.failed", error=f"{type(exc).__name__}: {exc}")
+        return queries
 
 
 class RecallCoordinatorProxy:

@@ -358,6 +358,20 @@ class SqliteStore:
         """BM25 ranking: records holding the exact phrase first, then any of the words. In a
         store of more than TERM_DOC_BUDGET records: any of its rarer words, and the phrase's
         matches (or those of a word over the budget) newest first, unscored (0.0)."""
+        return self._match(query, limit, filters, phrase_only=phrase_only)[0]
+
+    def match_and_phrase(
+        self, query: str, limit: int, filters: Filters
+    ) -> tuple[list[tuple[MemoryId, float]], list[tuple[MemoryId, float]]]:
+        """`match(query)` and `match(query, phrase_only=True)` from one pass: the phrase's
+        matches are the ranking's first block, so they are read once, not twice."""
+        hits, phrased = self._match(query, limit, filters, phrase_only=False)
+        return hits, hits[:phrased]
+
+    def _match(
+        self, query: str, limit: int, filters: Filters, *, phrase_only: bool
+    ) -> tuple[list[tuple[MemoryId, float]], int]:
+        """The ranking, and how many of its first hits hold the exact phrase."""
         where, params = _where(filters)
         extra = f" AND {where}" if where else ""
         joined = (
@@ -369,8 +383,11 @@ class SqliteStore:
         last = self._last_rowid()
         large = last > TERM_DOC_BUDGET
         seen: dict[MemoryId, float] = {}
+        phrased = -1  # the words' turn comes after the phrase's: the hits seen by then
         exprs = (fts_phrase(query),) if phrase_only else (fts_phrase(query), None)
         for expr in exprs:
+            if expr is None:
+                phrased = len(seen)
             if len(seen) >= limit:
                 continue
             unscored = large
@@ -393,7 +410,9 @@ class SqliteStore:
             for rid, rank in self.conn.execute(sql, args):
                 if rid not in seen:
                     seen[MemoryId(rid)] = 0.0 - float(rank)  # not -0.0 for the phrase's
-        return list(seen.items())[:limit]
+        if phrased < 0:
+            phrased = len(seen)
+        return list(seen.items())[:limit], min(phrased, limit)
 
     def fetch(self, ids: Iterable[str]) -> dict[MemoryId, Record]:
         wanted = list(dict.fromkeys(ids))

@@ -228,6 +228,32 @@ class VectorIndex:
         distances = (result.get("distances") or [[]])[0]
         return [(MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
+    def query_many(
+        self, embeddings: Sequence[np.ndarray], asks: Sequence[tuple[int, Filters]]
+    ) -> list[list[tuple[MemoryId, float]]]:
+        """`query` for each embedding with its (limit, filters), in order. Unfiltered asks
+        of one limit go to Chroma as one batched query (the same HNSW search each would get
+        alone, one call instead of one per embedding); filtered ones as `query` does them."""
+        out: dict[int, list[tuple[MemoryId, float]]] = {}
+        by_limit: dict[int, list[int]] = {}
+        for i, (limit, filters) in enumerate(asks):
+            if _where(filters) is None:
+                by_limit.setdefault(limit, []).append(i)
+        for limit, group in by_limit.items():
+            result = self.collection.query(
+                query_embeddings=[embeddings[i] for i in group],
+                n_results=limit,
+                include=["distances"],
+            )
+            all_distances = result.get("distances") or [[] for _ in group]
+            for row, i in enumerate(group):
+                pairs = zip(result["ids"][row], all_distances[row], strict=True)
+                out[i] = [(MemoryId(r), 1.0 - float(d)) for r, d in pairs]
+        return [
+            out[i] if i in out else self.query(embeddings[i], limit, filters)
+            for i, (limit, filters) in enumerate(asks)
+        ]
+
     def embedding_of(self, record_id: str) -> np.ndarray | None:
         got = self.collection.get(ids=[record_id], include=["embeddings"])
         embeddings = got.get("embeddings")
