@@ -2,7 +2,7 @@
 through a `chroma run` server, plus the handshake, the 4-search fan-out and actors vs
 direct; published with PNG plots. The one command for all of it:
 
-    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k \
+    python -m benchmark.scale --sizes 10k,100k,1M --server-sizes 10k,100k,1M \
         --data-dir /tmp/scale-data --corpus ../shared/corpus --publish
 
 Stores. Every chunk is distinct and realistic: 3-8 sentences drawn (seeded) from the corpus's
@@ -24,9 +24,13 @@ actors, each query timed alone, after warm-up), hybrid with a project filter (`w
 write throughput and build time, disk size of the store (and the server's data), and the
 owner's RSS (plus the server's, for `--server-sizes`) and its peak. Queries are the first
 4-8 words of corpus sentences (seeded), so every query has real matches. At the first size,
-actors vs direct (`benchmark.store.compare`). Before the stores: the handshake as a stdio
+actors vs direct (`benchmark.store.compare`), and the latency of every read-only tool through
+one real MCP session, `--tool-calls` calls each with arguments drawn from the store
+(`benchmark._scale_tools`; a box plot per tool). Before the stores: the handshake as a stdio
 client sees it (`benchmark.handshake`: cold with no daemon, warm with one). Load average is
-recorded after every size.
+recorded after every size. Stores are opened without the background re-index of an older
+text format (as the CLI's one-shot commands do): it would re-embed every chunk with the
+model, replacing the benchmark's vectors, while the searches are timed.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import numpy as np
 
 from benchmark import _common as common
 from benchmark._common import DEFAULT_CORPUS, OUT_DIR, PUBLISHED, Latency, latency, note
+from benchmark._scale_tools import measure_tools, plot_tools, table_tools
 from benchmark.handshake import measure_handshake, prepare_store
 from benchmark.store import compare, parse_sizes
 from imprint._fs import atomic_write_text
@@ -120,6 +125,7 @@ class Results(common.Run):
     sizes: list[SizeRun] = field(default_factory=list)
     actors_vs_direct: dict[str, Any] | None = None
     queries: list[str] = field(default_factory=list)
+    tools: dict[str, Any] | None = None  # per-tool latency through MCP at the first size
     total_seconds: float = 0.0
 
 
@@ -530,6 +536,8 @@ def plot(res: Results, folder: Path) -> list[str]:
     fig.savefig(folder / "memory_disk.png", dpi=110)
     plt.close(fig)
     made.append("memory_disk.png")
+    if res.tools:
+        made.append(plot_tools(res.tools, folder))
     return made
 
 
@@ -566,6 +574,8 @@ def table(res: Results) -> str:
             f"\nactors vs direct at {c['records']}: {c['actors']['p50_ms']:.1f} / "
             f"{c['direct']['p50_ms']:.1f} ms p50 = {c['actors_over_direct_p50']:.2f}"
         )
+    if res.tools:
+        lines.extend(["", *table_tools(res.tools)])
     if res.handshake:
         lines.append("")
         for kind, rows in res.handshake["summary"].items():
@@ -618,6 +628,7 @@ class SizeJob:
     chroma_url: str = ""  # a `chroma run` server's URL; empty: the embedded store
     server_pid: int = 0
     server_dir: Path | None = None  # where that server keeps its data (counted on disk)
+    tool_calls: int = 0  # timed calls of each read-only tool through MCP; 0: none
 
 
 @dataclass
@@ -626,6 +637,7 @@ class SizeDone:
     sentences: dict[str, Any]
     queries: list[str]
     actors_vs_direct: dict[str, Any] | None
+    tools: dict[str, Any] | None = None
 
 
 def built_before(folder: Path, n: int) -> dict[str, Any] | None:
@@ -653,7 +665,7 @@ def run_size(job: SizeJob) -> SizeDone:
         config.embedding.query_cache_size = 0
         config.store.chroma_url = job.chroma_url
         configure_logging(root, level="warning", to_file=False)
-        runtime = Runtime(root, config).start()
+        runtime = Runtime(root, config, reindex=False).start()
         try:
             sentences = corpus_sentences(job.corpus, job.sentences)
             vectors, cache = sentence_vectors(sentences, runtime.embedder())
@@ -696,10 +708,17 @@ def run_size(job: SizeJob) -> SizeDone:
                 cmp = compare(runtime, queries, job.records)
                 compared = asdict(cmp)
                 note(f"  actors/direct {cmp.actors_over_direct_p50:.2f}")
+            tools = (
+                measure_tools(runtime, queries, job.tool_calls, job.records)
+                if job.tool_calls
+                else None
+            )
         finally:
             runtime.stop()
     info = {"count": len(sentences), "cache": common.relative(Path(cache)).as_posix()}
-    return SizeDone(size=size, sentences=info, queries=queries, actors_vs_direct=compared)
+    return SizeDone(
+        size=size, sentences=info, queries=queries, actors_vs_direct=compared, tools=tools
+    )
 
 
 def load_results(folder: Path) -> Results:
@@ -733,6 +752,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--handshake", default="3,5", help="cold,warm handshake rounds; 0,0 skips (3,5)"
     )
+    parser.add_argument(
+        "--tool-calls",
+        type=int,
+        default=20,
+        help="timed calls of each read-only tool through MCP at the first size; 0 skips (20)",
+    )
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--publish", action="store_true", help="into benchmark/published/")
     parser.add_argument(
@@ -762,6 +787,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not 8 <= args.queries <= 400:
         parser.error("--queries: 8-400")
+    if not 0 <= args.tool_calls <= 200:
+        parser.error("--tool-calls: 0-200")
     if max(args.sizes) > 1_000_000:
         parser.error("--sizes: at most 1000000")
     if args.server_sizes and max(args.server_sizes) > 1_000_000:
@@ -808,12 +835,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         spawn = multiprocessing.get_context("spawn")
         for i, n in enumerate(args.sizes):
             job = SizeJob(root / str(n), n, corpus, args.sentences, args.queries, i == 0)
+            job.tool_calls = args.tool_calls if i == 0 else 0
             with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                 done = pool.submit(run_size, job).result()
             res.sizes.append(done.size)
             res.sentences, res.queries = done.sentences, done.queries
             if done.actors_vs_direct is not None:
                 res.actors_vs_direct = done.actors_vs_direct
+            if done.tools is not None:
+                res.tools = done.tools
         for n in args.server_sizes:
             folder = root / f"server-{n}"
             with chroma_server(folder / "chroma-server") as (url, pid):

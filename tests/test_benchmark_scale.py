@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp.client import Client
 
-from benchmark import scale
+from benchmark import _scale_tools, scale
 from benchmark.store import parse_sizes
+from imprint.actors.lifecycle import Runtime
+from imprint.config import Config
+from imprint.server import build_server
+from imprint.store.sqlite import SqliteStore
 from tests.conftest import write_tree
 
 
@@ -133,3 +140,89 @@ def test_a_published_run_is_drawn_again_from_its_results(tmp_path: Path) -> None
     text = (folder / "README.md").read_text(encoding="utf-8")
     assert all(f"![{name}]({name})" in text for name in made)
     assert "  server     1000" in text
+
+
+@pytest.mark.timeout(300)
+def test_every_read_tool_is_timed_through_an_mcp_session(tmp_path: Path) -> None:
+    """At the first size each read-only tool the server registers (search once per mode) is
+    called through one MCP session with arguments from the store, none answering an error;
+    its figures go into the table, results.json and a box plot."""
+    corpus = write_tree(tmp_path / "corpus", {"docs/actors.md": PROSE})
+    job = scale.SizeJob(tmp_path / "data" / "200", 200, corpus, 100, 8, compare=False)
+    job.tool_calls = 3
+    done = scale.run_size(job)
+    tools = done.tools
+    assert tools is not None and tools["records"] == 200 and tools["calls"] == 3
+
+    async def listed() -> set[str]:
+        runtime = Runtime(tmp_path / "empty", Config(), reindex=False)
+        async with Client(build_server(runtime.start())) as client:
+            names = _scale_tools.read_only_tools((await client.list_tools()).tools)
+        runtime.stop()
+        return names
+
+    read_only = anyio.run(listed)
+    assert {"search", "recall", "get_memory", "kg_query", "status"} <= read_only
+    measured = {tool for tool, _ in _scale_tools.SERIES.values()}
+    assert read_only == measured
+    modes = {f"search {m}" for m in ("hybrid", "semantic", "lexical")}
+    assert modes | (read_only - {"search"}) == set(tools["latency"]) == set(tools["samples_ms"])
+    assert all(len(s) == 3 and min(s) > 0 for s in tools["samples_ms"].values())
+    assert all(f["p95_ms"] >= f["p50_ms"] > 0 for f in tools["latency"].values())
+    # The facts kg_query reads were written through kg_edit: one per project and relation.
+    store = SqliteStore(job.folder / "workspaces" / "default" / "imprint.sqlite3", readonly=True)
+    facts = store.counts()["facts"]
+    store.close()
+    assert facts > 0 and facts % len(_scale_tools.FACT_PREDICATES) == 0
+
+    res = scale.Results(
+        started_at="2026-11-30T12:00:00Z",
+        command=["benchmark/scale.py", "--sizes", "200"],
+        machine={"cpus": 2, "loadavg_start": [1.0] * 3, "loadavg_end": [1.0] * 3},
+        config={},
+        sentences=done.sentences,
+        sizes=[done.size],
+        tools=tools,
+    )
+    folder = scale.common.publish(res, tmp_path / "published", "scale", "")
+    assert scale.load_results(folder) == res
+    scale.write_figures(res, folder)
+    assert (folder / "tool_latency.png").stat().st_size > 0
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert "![tool_latency.png](tool_latency.png)" in text
+    for name, fig in tools["latency"].items():
+        assert re.search(
+            rf"^  {re.escape(name)} +{fig['p50_ms']:.1f} +{fig['p95_ms']:.1f}$", text, re.M
+        )
+
+
+def test_a_read_tool_without_arguments_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only tool the benchmark has no arguments for stops the run, naming the tool,
+    rather than leaving it out of the figures unseen."""
+    monkeypatch.delitem(_scale_tools.SERIES, "neighbors")
+    corpus = write_tree(tmp_path / "corpus", {"docs/actors.md": PROSE})
+    job = scale.SizeJob(tmp_path / "data" / "100", 100, corpus, 100, 8, compare=False)
+    job.tool_calls = 1
+    with pytest.raises(SystemExit, match=r"^per-tool latency: no arguments for neighbors$"):
+        scale.run_size(job)
+
+
+@pytest.mark.timeout(300)
+def test_a_kept_store_of_an_older_text_format_is_measured_as_it_was_built(tmp_path: Path) -> None:
+    """A kept store whose index is older than this version's text format is not re-indexed
+    while it is measured: that would re-embed its chunks with the model (replacing the
+    benchmark's vectors) and write while the searches are timed."""
+    corpus = write_tree(tmp_path / "corpus", {"docs/actors.md": PROSE})
+    job = scale.SizeJob(tmp_path / "data" / "100", 100, corpus, 100, 8, compare=False)
+    scale.run_size(job)
+    path = job.folder / "workspaces" / "default" / "imprint.sqlite3"
+    store = SqliteStore(path)
+    store.set_meta("text_format", "1")  # as the stores kept before the text format existed
+    store.close()
+    assert scale.run_size(job).size.reused
+    store = SqliteStore(path, readonly=True)
+    rewritten = store.conn.execute("SELECT count(*) FROM records WHERE context != ''").fetchone()
+    assert (store.text_format(), rewritten[0]) == (1, 0)
+    store.close()
