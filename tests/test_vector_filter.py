@@ -156,3 +156,29 @@ def test_a_small_store_is_searched_exactly_and_a_large_one_with_the_default_beam
         assert index.collection.configuration_json["hnsw"]["ef_search"] == wanted
     finally:
         rt.stop()
+
+
+def test_every_id_is_listed_in_one_call_however_many(runtime: Runtime) -> None:
+    """`ids()` asks Chroma once, with no offset: an offset costs time growing with it, so
+    pages of 5,000 made the status check quadratic (over 120 s at a million records)."""
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(6000, DIMENSIONS)).astype(np.float32)
+    records = tuple(Record(id=MemoryId(f"i{i:05d}"), content=f"r {i}") for i in range(6000))
+    ws = runtime.resolve("", create=True)
+    runtime.workspace(ws)
+    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=120)
+    index = runtime.workspace(ws).vectors
+    asked: list[dict[str, Any]] = []
+    real = index.collection
+
+    class Spy:
+        def get(self, **kwargs: Any) -> Any:
+            asked.append(kwargs)
+            return real.get(**kwargs)
+
+    index.collection = Spy()  # type: ignore[assignment]
+    try:
+        assert index.ids() == {r.id for r in records}
+    finally:
+        index.collection = real
+    assert len(asked) == 1 and "offset" not in asked[0], asked
