@@ -110,16 +110,20 @@ def _fts_covers(sqlite: SqliteStore) -> bool:
     return indexed == rows
 
 
+HASH_PAGE = 5000  # vectors' hashes read per call
+
+
 def _vector_hashes(vectors: VectorIndex) -> dict[str, str]:
+    """Each vector's content hash. Read by id, a page at a time: Chroma answers a page at
+    an offset in time growing with the offset (quadratic over a large store), and all the
+    metadata of a million records in one answer would not fit comfortably in memory."""
     out: dict[str, str] = {}
-    offset = 0
-    while True:
-        page = vectors.collection.get(include=["metadatas"], limit=5000, offset=offset)
+    ids = sorted(vectors.ids())
+    for start in range(0, len(ids), HASH_PAGE):
+        page = vectors.collection.get(ids=ids[start : start + HASH_PAGE], include=["metadatas"])
         for rid, meta in zip(page["ids"], page["metadatas"] or [], strict=False):
             out[rid] = str((meta or {}).get("content_sha") or "")
-        if len(page["ids"]) < 5000:
-            return out
-        offset += 5000
+    return out
 
 
 def _probe(vectors: VectorIndex, dim: int) -> None:

@@ -18,6 +18,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
 from imprint.reads.status import repair_workspace, status_row
+from imprint.store import integrity
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, content_sha, make_id
 from imprint.store.sqlite import WriteBatch
@@ -128,8 +129,13 @@ def test_deleted_rows_are_found_and_their_orphan_vectors_removed(store: Store) -
     assert result["left"] == [] and store.check().consistent
 
 
-def test_a_vector_of_another_text_is_found_by_its_content_hash(store: Store) -> None:
-    """A vector whose metadata hash is not its record's (a stale write): found, re-embedded."""
+@pytest.mark.parametrize("page", [5000, 3])
+def test_a_vector_of_another_text_is_found_by_its_content_hash(
+    store: Store, page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vector whose metadata hash is not its record's (a stale write): found, re-embedded;
+    also when the vectors' hashes are read by id in pages of 3 (8 records: 3 pages)."""
+    monkeypatch.setattr(integrity, "HASH_PAGE", page)
     vectors = store.vectors()
     rid = store.ids["dunlin"]
     got = vectors.collection.get(ids=[rid], include=["metadatas", "embeddings"])
