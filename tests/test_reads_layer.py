@@ -118,11 +118,7 @@ class _Gate:
             def handle(self, msg: ReadMessage) -> Any:
                 lexical = isinstance(msg, LexicalQuery | LexicalAndPhrase)
                 slow = lexical and "slowstep" in msg.text
-                if (
-                    slow
-                    and not getattr(msg, "phrase_only", False)
-                    and outer._taken.acquire(blocking=False)
-                ):
+                if slow and outer._taken.acquire(blocking=False):
                     outer.stuck.set()
                     outer.gate.wait(timeout=60)
                 return self.inner.handle(msg)

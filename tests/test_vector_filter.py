@@ -5,6 +5,8 @@ embedded store and on a `chroma run` server. Speed is measured in benchmark/scal
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,20 +32,44 @@ def _filled(runtime: Runtime) -> tuple[VectorIndex, np.ndarray]:
         Record(id=MemoryId(f"v{i:03d}"), content=f"record {i}", project=p)
         for i, p in enumerate(projects)
     )
+    return _written(runtime, records, vectors), vectors
+
+
+def _written(runtime: Runtime, records: tuple[Record, ...], vectors: np.ndarray) -> VectorIndex:
+    """The records written through the writer, with these vectors; the index they are in."""
     ws = runtime.resolve("", create=True)
     runtime.workspace(ws)
-    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=60)
-    return runtime.workspace(ws).vectors, vectors
+    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=120)
+    return runtime.workspace(ws).vectors
 
 
 class _Calls:
+    """The collection's queries (their `where`) and gets (their arguments), passed on."""
+
     def __init__(self, collection: Any) -> None:
         self._collection = collection
         self.wheres: list[Any] = []
+        self.gets: list[dict[str, Any]] = []
 
     def query(self, **kwargs: Any) -> Any:
         self.wheres.append(kwargs.get("where"))
         return self._collection.query(**kwargs)
+
+    def get(self, **kwargs: Any) -> Any:
+        self.gets.append(kwargs)
+        return self._collection.get(**kwargs)
+
+
+@contextmanager
+def _spied(index: VectorIndex) -> Iterator[_Calls]:
+    """The index's collection calls recorded while the block runs."""
+    real = index.collection
+    calls = _Calls(real)
+    index.collection = calls
+    try:
+        yield calls
+    finally:
+        index.collection = real
 
 
 def test_a_filter_that_the_nearest_records_satisfy_needs_no_chroma_where(
@@ -52,15 +78,12 @@ def test_a_filter_that_the_nearest_records_satisfy_needs_no_chroma_where(
     """Project "big" (2 in 3 records), limit 5: one unfiltered query of OVERFETCH x 5, only
     "big" records come back, and they are exactly the ones Chroma's own filter returns."""
     index, vectors = _filled(runtime)
-    calls = _Calls(index.collection)
-    real = index.collection
-    index.collection = calls
-    try:
+    with _spied(index) as calls:
         hits = index.query(vectors[4], 5, Filters(project="big"))
-    finally:
-        index.collection = real
     assert calls.wheres == [None]
-    expected = real.query(query_embeddings=[vectors[4]], n_results=5, where={"project": "big"})
+    expected = index.collection.query(
+        query_embeddings=[vectors[4]], n_results=5, where={"project": "big"}
+    )
     assert [rid for rid, _ in hits] == expected["ids"][0]
     assert OVERFETCH * 5 <= 90  # the overfetch did not simply take the whole collection
 
@@ -73,13 +96,8 @@ def test_a_rare_filter_falls_back_to_chromas_where(
     capped at the first one's size here: in 90 records it would otherwise see them all.)"""
     monkeypatch.setattr(vectors_mod, "WIDEST", 3 * OVERFETCH)
     index, vectors = _filled(runtime)
-    calls = _Calls(index.collection)
-    real = index.collection
-    index.collection = calls
-    try:
+    with _spied(index) as calls:
         hits = index.query(vectors[0], 3, Filters(project="tiny"))
-    finally:
-        index.collection = real
     assert [rid for rid, _ in hits] == [MemoryId("v089")]
     assert calls.wheres[-1] == {"project": "tiny"}
 
@@ -99,19 +117,13 @@ def test_too_few_matches_nearby_widen_the_look_before_chromas_where(runtime: Run
         )
         for i in range(90)
     )
-    ws = runtime.resolve("", create=True)
-    runtime.workspace(ws)
-    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=60)
-    index = runtime.workspace(ws).vectors
-    calls = _Calls(index.collection)
-    real = index.collection
-    index.collection = calls
-    try:
+    index = _written(runtime, records, vectors)
+    with _spied(index) as calls:
         hits = index.query(vectors[0], 5, Filters(project="far"))
-    finally:
-        index.collection = real
     assert calls.wheres == [None, None]
-    expected = real.query(query_embeddings=[vectors[0]], n_results=5, where={"project": "far"})
+    expected = index.collection.query(
+        query_embeddings=[vectors[0]], n_results=5, where={"project": "far"}
+    )
     assert [rid for rid, _ in hits] == expected["ids"][0]
     assert len(hits) == 5
     assert 5 * OVERFETCH < 84 < min(5 * OVERFETCH * OVERFETCH, WIDEST)
@@ -131,10 +143,7 @@ def test_a_small_store_is_searched_exactly_and_a_large_one_with_the_default_beam
     )
     first = Runtime(data_dir, config, embedder=embedder).start()
     try:
-        ws = first.resolve("", create=True)
-        first.workspace(ws)
-        write = Write(batch=WriteBatch(upserts=records))
-        first.writer(ws).write(write, vectors).get(timeout=120)
+        _written(first, records, vectors)
     finally:
         first.stop()
     queries = rng.normal(size=(20, DIMENSIONS)).astype(np.float32)
@@ -164,21 +173,8 @@ def test_every_id_is_listed_in_one_call_however_many(runtime: Runtime) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(6000, DIMENSIONS)).astype(np.float32)
     records = tuple(Record(id=MemoryId(f"i{i:05d}"), content=f"r {i}") for i in range(6000))
-    ws = runtime.resolve("", create=True)
-    runtime.workspace(ws)
-    runtime.writer(ws).write(Write(batch=WriteBatch(upserts=records)), vectors).get(timeout=120)
-    index = runtime.workspace(ws).vectors
-    asked: list[dict[str, Any]] = []
-    real = index.collection
-
-    class Spy:
-        def get(self, **kwargs: Any) -> Any:
-            asked.append(kwargs)
-            return real.get(**kwargs)
-
-    index.collection = Spy()  # type: ignore[assignment]
-    try:
+    index = _written(runtime, records, vectors)
+    with _spied(index) as calls:
         assert index.ids() == {r.id for r in records}
-    finally:
-        index.collection = real
+    asked = calls.gets
     assert len(asked) == 1 and "offset" not in asked[0], asked

@@ -79,12 +79,11 @@ class LexicalQuery(ReadMessage):
     text: str
     limit: int
     filters: Filters = Filters()
-    phrase_only: bool = False
 
 
 class LexicalAndPhrase(ReadMessage):
     """A hybrid search's two BM25 lists from one pass: the ranking `LexicalQuery` gives, and
-    its exact-phrase matches (what `phrase_only` gives), which lead that ranking."""
+    its exact-phrase matches, which lead that ranking."""
 
     kind = "lexical_query"
     family = Family.LEXICAL

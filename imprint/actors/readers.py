@@ -128,7 +128,7 @@ class LexicalReading:
         conn = self._sql.conn(msg.workspace)
         match msg:
             case LexicalQuery():
-                return conn.match(msg.text, msg.limit, msg.filters, phrase_only=msg.phrase_only)
+                return conn.match(msg.text, msg.limit, msg.filters)
             case LexicalAndPhrase():
                 return conn.match_and_phrase(msg.text, msg.limit, msg.filters)
             case FetchRecords():

@@ -7,14 +7,11 @@ together run at the same time; `DirectReads` calls a logic object in the caller'
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import OrderedDict
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, cast
 
+from imprint._primed import Primed
 from imprint.actors import read_messages as m
-from imprint.actors._trace import bound_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.readers import Reading, reading_for
 from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
@@ -105,9 +102,6 @@ class _Gateway:
         return cast(Pending[Fact | None], self._send(q))
 
 
-# Primed vector queries not yet asked for: at most this many (the oldest go first). A step
-# that never asks (it failed first) only costs its slot.
-PRIMED_MAX = 64
 _Key = tuple[WorkspaceName, str, int, Any]
 
 
@@ -129,31 +123,19 @@ class _Picked:
 class ActorReads(_Gateway):
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self._lock = threading.Lock()
-        # query -> [its batch's answer, its place in it, how many asks may take it, until when]
-        self._primed: OrderedDict[_Key, list[Any]] = OrderedDict()
+        self._primed: Primed[_Key, _Picked] = Primed()
 
     def vector(self, q: m.VectorQuery) -> Pending[Hits]:
-        with self._lock:
-            entry = self._primed.get(_key(q))
-            if entry is not None:
-                entry[2] -= 1
-                if entry[2] <= 0 or time.monotonic() > entry[3]:
-                    del self._primed[_key(q)]
-                if time.monotonic() > entry[3]:
-                    entry = None  # a recall long over: its hits may predate writes since
-        if entry is not None:
-            return _Picked(entry[0], entry[1])
-        return super().vector(q)
+        picked = self._primed.take(_key(q))
+        return picked if picked is not None else super().vector(q)
 
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
         """Ask for these vector queries now, as ONE read (a recall's search steps, before
         they fan out): their texts embedded in one inference, the store searched in one
         call. Each later `vector` of the same query takes its hits from that answer, until
-        the call's deadline or `drop_primed`: never the hits of a recall long over."""
+        `drop_primed` (the recall is done): never hits that predate a later write."""
         if len(queries) < 2:
             return  # one query gains nothing from a batch of one
-        expires = bound_deadline() or time.monotonic() + self.runtime.config.readers.timeout_sec
         by_workspace: dict[WorkspaceName, list[m.VectorQuery]] = {}
         for q in queries:
             by_workspace.setdefault(q.workspace, []).append(q)
@@ -163,21 +145,12 @@ class ActorReads(_Gateway):
                 Pending[list[Hits]],
                 self._send(m.VectorBatch(workspace=workspace, queries=tuple(group))),
             )
-            with self._lock:
-                for index, q in enumerate(group):
-                    entry = self._primed.get(_key(q))
-                    if entry is not None:
-                        entry[2] += 1  # the same query twice: both asks take the first
-                        continue
-                    self._primed[_key(q)] = [batch, index, 1, expires]
-                while len(self._primed) > PRIMED_MAX:
-                    self._primed.popitem(last=False)
+            for index, q in enumerate(group):
+                self._primed.offer(_key(q), _Picked(batch, index))
 
     def drop_primed(self, queries: list[m.VectorQuery]) -> None:
         """Forget what `prime_vectors(queries)` left untaken (its recall is done)."""
-        with self._lock:
-            for q in queries:
-                self._primed.pop(_key(q), None)
+        self._primed.drop(_key(q) for q in queries)
 
     def open(self, workspace: str) -> WorkspaceName:
         ws = self.runtime.resolve(workspace)

@@ -7,7 +7,7 @@ recall steps all call these, so clamps, filters and the compact layout live here
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -124,31 +124,46 @@ def _check(query: str, mode: str, type: str) -> str:
     return text
 
 
-def planned_vector_query(
-    reads: Reads,
-    workspace: str,
-    query: object,
+class _Asked(NamedTuple):
+    """A search's arguments resolved: defaults from `search.*`, query and type checked."""
+
+    mode: Mode
+    text: str
+    limit: int
+    filters: Filters
+
+
+def _asked(
+    cfg: SearchConfig,
+    query: str,
     project: str = "",
     type: str = "",
     lang: str = "",
     layer: str = "",
     limit: int | None = None,
-    mode: str | None = None,
-    **_rest: object,
-) -> VectorQuery | None:
-    """The vector read `search_rows` with these arguments sends; None when it sends none
-    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
-    cfg = reads.runtime.config.search
+    mode: Mode | None = None,
+) -> _Asked:
     mode = cfg.mode if mode is None else mode
-    if mode not in ("hybrid", "semantic") or not isinstance(query, str):
-        return None
+    return _Asked(
+        mode=mode,
+        text=_check(query, mode, type),
+        limit=clamp(cfg.limit if limit is None else limit, 1, 50),
+        filters=Filters(project=project, type=type, lang=lang, layer=layer),
+    )
+
+
+def planned_vector_query(
+    reads: Reads, workspace: str, query: str, **args: Any
+) -> VectorQuery | None:
+    """The vector read `search_rows(reads, query, **args)` sends; None when it sends none
+    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
     try:
-        text = _check(query, mode, type)
+        asked = _asked(reads.runtime.config.search, query, **args)
     except InputError:
         return None
-    limit = clamp(cfg.limit if limit is None else limit, 1, 50)
-    filters = Filters(project=project, type=type, lang=lang, layer=layer)
-    return vector_query(reads.open(workspace), text, mode, limit, filters)
+    if asked.mode not in ("hybrid", "semantic"):
+        return None
+    return vector_query(reads.open(workspace), asked.text, asked.mode, asked.limit, asked.filters)
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:
@@ -261,11 +276,8 @@ def search_rows(
     dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
     """
     cfg = reads.runtime.config.search
-    mode = cfg.mode if mode is None else mode
-    text = _check(query, mode, type)
-    limit = clamp(cfg.limit if limit is None else limit, 1, 50)
+    mode, text, limit, filters = _asked(cfg, query, project, type, lang, layer, limit, mode)
     ws = reads.open(workspace)
-    filters = Filters(project=project, type=type, lang=lang, layer=layer)
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:

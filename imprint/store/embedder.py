@@ -23,6 +23,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from imprint._primed import Primed
 from imprint.errors import ModelMissingError
 
 if TYPE_CHECKING:
@@ -288,11 +289,6 @@ class Embedder:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-# Primed texts not yet asked for: kept at most this many (the oldest go first). A prime whose
-# step never asked (it failed first) only costs its slot; its vector is right for its text.
-PRIMED_MAX = 64
-
-
 class _Request:
     __slots__ = ("done", "error", "text", "vector")
 
@@ -323,8 +319,7 @@ class QueryEmbedder:
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
         self._queue: queue.SimpleQueue[list[_Request] | None] = queue.SimpleQueue()
-        # text -> [its primed request, how many embed() calls may still take it]
-        self._primed: OrderedDict[str, list[Any]] = OrderedDict()
+        self._primed: Primed[str, _Request] = Primed()  # its vector is right for its text
         self._max_batch = max_batch
         self.batches = 0  # inferences run, for benchmarks and tests
         self.hits = 0
@@ -338,7 +333,7 @@ class QueryEmbedder:
                 self._cache.move_to_end(text)
                 self.hits += 1
                 return cached
-            request = self._take_primed(text)
+            request = self._primed.take(text)
         if request is None:
             request = _Request(text)
             self._queue.put([request])
@@ -354,30 +349,10 @@ class QueryEmbedder:
         fresh: list[_Request] = []
         with self._cache_lock:
             for text in texts:
-                if text in self._cache:
-                    continue
-                entry = self._primed.get(text)
-                if entry is not None:
-                    entry[1] += 1
-                    continue
-                request = _Request(text)
-                self._primed[text] = [request, 1]
-                fresh.append(request)
-            while len(self._primed) > PRIMED_MAX:
-                self._primed.popitem(last=False)
+                if text not in self._cache and self._primed.offer(text, request := _Request(text)):
+                    fresh.append(request)
         if fresh:
             self._queue.put(fresh)  # one queue item: the worker embeds it as one batch
-
-    def _take_primed(self, text: str) -> _Request | None:
-        """The primed request for `text`, counted as taken (caller holds the lock)."""
-        entry = self._primed.get(text)
-        if entry is None:
-            return None
-        entry[1] -= 1
-        if entry[1] <= 0:
-            del self._primed[text]
-        request: _Request = entry[0]
-        return request
 
     def _run(self) -> None:
         while True:

@@ -151,6 +151,11 @@ EXACT_UP_TO = 2000
 DEFAULT_EF_SEARCH = 100
 
 
+def _hits(ids: Sequence[str], distances: Sequence[float]) -> list[tuple[MemoryId, float]]:
+    """Chroma's ids and cosine distances as (id, similarity), nearest first."""
+    return [(MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+
 class VectorIndex:
     """The vector side of one workspace. Chroma's client is safe to share between threads."""
 
@@ -250,9 +255,7 @@ class VectorIndex:
             where=where,
             include=["distances"],
         )
-        ids = result["ids"][0]
-        distances = (result.get("distances") or [[]])[0]
-        return [(MemoryId(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+        return _hits(result["ids"][0], (result.get("distances") or [[]])[0])
 
     def query_many(
         self, embeddings: Sequence[np.ndarray], asks: Sequence[tuple[int, Filters]]
@@ -271,10 +274,9 @@ class VectorIndex:
                 n_results=limit,
                 include=["distances"],
             )
-            all_distances = result.get("distances") or [[] for _ in group]
+            distances = result.get("distances") or [[] for _ in group]
             for row, i in enumerate(group):
-                pairs = zip(result["ids"][row], all_distances[row], strict=True)
-                out[i] = [(MemoryId(r), 1.0 - float(d)) for r, d in pairs]
+                out[i] = _hits(result["ids"][row], distances[row])
         return [
             out[i] if i in out else self.query(embeddings[i], limit, filters)
             for i, (limit, filters) in enumerate(asks)
