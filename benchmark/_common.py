@@ -376,6 +376,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_answering(
+    proc: subprocess.Popen[Any], url: str, seconds: float = 120.0, *, status: int | None = None
+) -> bool:
+    """Poll a starting server at `url` until it answers (with `status`, when given): True;
+    False when `proc` exits first or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            reply = httpx.get(url, timeout=2)
+            if status is None or reply.status_code == status:
+                return True
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)  # polling a starting server; nothing to wait on
+
+
 @contextmanager
 def serving_http(
     env: Mapping[str, str], cwd: Path, stderr: Path, *, seconds: float = 120.0
@@ -395,16 +413,9 @@ def serving_http(
         )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = stderr.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"serve --http did not start: {tail}") from exc
-                time.sleep(0.1)  # polling a starting server; nothing to wait on
+        if not wait_answering(proc, url, seconds):
+            tail = stderr.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"serve --http did not start: {tail}")
         yield proc, port
     finally:
         if proc.poll() is None:

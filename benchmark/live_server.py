@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,8 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from benchmark._common import free_port, wait_answering
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
@@ -64,9 +62,7 @@ QUESTIONS = (
 @contextmanager
 def llama_server(model: Path, threads: int, n_ctx: int = 4096) -> Iterator[str]:
     """llama-cpp-python's OpenAI-compatible server on 127.0.0.1 at a free port; its URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     args = ["--model", str(model), "--model_alias", "bench", "--host", "127.0.0.1"]
     args += ["--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "False"]
     args += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
@@ -76,17 +72,9 @@ def llama_server(model: Path, threads: int, n_ctx: int = 4096) -> Iterator[str]:
             [sys.executable, "-m", "llama_cpp.server", *args], stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise RuntimeError(f"llama_cpp.server did not start: {log.read()[-2000:]!r}")
-                time.sleep(0.2)  # polling a starting server
+            if not wait_answering(proc, f"{url}/v1/models", status=200):
+                log.seek(0)
+                raise RuntimeError(f"llama_cpp.server did not start: {log.read()[-2000:]!r}")
             yield url
         finally:
             proc.terminate()

@@ -43,7 +43,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 
 from benchmark import _common as common
@@ -260,9 +258,7 @@ def chroma_server(folder: Path) -> Iterator[tuple[str, int]]:
     binary = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
     if binary is None:
         raise SystemExit("--server-sizes: the chroma CLI (from the chromadb package) is missing")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = common.free_port()
     folder.mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{port}"
     with (folder / "server.log").open("ab") as log:
@@ -273,16 +269,8 @@ def chroma_server(folder: Path) -> Iterator[tuple[str, int]]:
             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
         )
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{url}/api/v2/heartbeat", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"chroma run did not start; see {folder / 'server.log'}")
-                time.sleep(0.2)  # polling a starting server; no event to wait on
+            if not common.wait_answering(proc, f"{url}/api/v2/heartbeat", status=200):
+                raise SystemExit(f"chroma run did not start; see {folder / 'server.log'}")
             yield url, proc.pid
         finally:
             proc.terminate()
