@@ -10,7 +10,7 @@ actor (`_pool.ActorPool`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,6 +26,7 @@ from imprint.actors.read_messages import (
     Family,
     FetchRecords,
     LexicalAndPhrase,
+    LexicalBatch,
     LexicalQuery,
     ListSources,
     Neighbors,
@@ -131,6 +132,8 @@ class LexicalReading:
                 return conn.match(msg.text, msg.limit, msg.filters)
             case LexicalAndPhrase():
                 return conn.match_and_phrase(msg.text, msg.limit, msg.filters)
+            case LexicalBatch():
+                return [_attempt(self.handle, q) for q in msg.queries]
             case FetchRecords():
                 return conn.fetch(msg.ids)
             case SourceChunks():
@@ -152,6 +155,14 @@ class LexicalReading:
 
     def close(self) -> None:
         self._sql.close()
+
+
+def _attempt(handle: Callable[[ReadMessage], Any], msg: ReadMessage) -> Any:
+    """One read of a batch: its result, or the error it raised (its siblings still run)."""
+    try:
+        return handle(msg)
+    except Exception as exc:
+        return exc
 
 
 class FactReading:
@@ -230,8 +241,9 @@ class ReaderPool:
     def loads(self) -> list[int]:
         return self._actors.loads()
 
-    def send(self, msg: ReadMessage) -> pykka.Future[Any]:
-        return self._actors.send(lambda proxy: proxy.read(msg))
+    def send(self, msg: ReadMessage, *, sticky: Hashable | None = None) -> pykka.Future[Any]:
+        """To the least-loaded reader; with `sticky`, to the one its key's first read went to."""
+        return self._actors.send(lambda proxy: proxy.read(msg), sticky=sticky)
 
     def stop(self) -> list[str]:
         return self._actors.stop()

@@ -34,9 +34,10 @@ __all__ = [
     "coverage",
     "format_search",
     "fuse",
+    "index_reads",
     "meta_line",
     "normalize_max_chars",
-    "planned_vector_query",
+    "planned_reads",
     "rerank",
     "search_budget",
     "search_rows",
@@ -152,18 +153,17 @@ def _asked(
     )
 
 
-def planned_vector_query(
+def planned_reads(
     reads: Reads, workspace: str, query: str, **args: Any
-) -> VectorQuery | None:
-    """The vector read `search_rows(reads, query, **args)` sends; None when it sends none
-    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
+) -> list[VectorQuery | LexicalQuery | LexicalAndPhrase]:
+    """The index reads `search_rows(reads, query, **args)` sends (none for arguments it
+    refuses). A recall primes these for all its search steps before the steps run."""
     try:
         asked = _asked(reads.runtime.config.search, query, **args)
     except InputError:
-        return None
-    if asked.mode not in ("hybrid", "semantic"):
-        return None
-    return vector_query(reads.open(workspace), asked.text, asked.mode, asked.limit, asked.filters)
+        return []
+    vector, lexical = index_reads(reads.open(workspace), asked)
+    return [q for q in (vector, lexical) if q is not None]
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:
@@ -249,13 +249,23 @@ def candidates(mode: str, limit: int) -> int:
     return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
 
 
-def vector_query(
-    workspace: WorkspaceName, text: str, mode: str, limit: int, filters: Filters
-) -> VectorQuery:
-    """The vector read of a search (one recall primes these for all its search steps)."""
-    return VectorQuery(
-        workspace=workspace, text=text, limit=candidates(mode, limit), filters=filters
-    )
+def index_reads(
+    workspace: WorkspaceName, asked: _Asked
+) -> tuple[VectorQuery | None, LexicalQuery | LexicalAndPhrase | None]:
+    """The vector read and the BM25 read of a search, as its mode asks for them."""
+    mode, text, limit, filters = asked
+    pool = candidates(mode, limit)
+    vector: VectorQuery | None = None
+    lexical: LexicalQuery | LexicalAndPhrase | None = None
+    if mode in ("hybrid", "semantic"):
+        vector = VectorQuery(workspace=workspace, text=text, limit=pool, filters=filters)
+    if mode == "hybrid" and len(text.split()) > 1:
+        # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
+        # they lead the BM25 ranking, so one read gives both lists.
+        lexical = LexicalAndPhrase(workspace=workspace, text=text, limit=pool, filters=filters)
+    elif mode in ("hybrid", "lexical"):
+        lexical = LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
+    return vector, lexical
 
 
 def search_rows(
@@ -276,25 +286,19 @@ def search_rows(
     dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
     """
     cfg = reads.runtime.config.search
-    mode, text, limit, filters = _asked(cfg, query, project, type, lang, layer, limit, mode)
+    asked = _asked(cfg, query, project, type, lang, layer, limit, mode)
+    mode, text, limit, _ = asked
     ws = reads.open(workspace)
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
-        pool = candidates(mode, limit)
-        vector = lexical = both = None
-        if mode in ("hybrid", "semantic"):
-            vector = reads.vector(vector_query(ws, text, mode, limit, filters))
-        if mode == "hybrid" and len(text.split()) > 1:
-            # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
-            # they lead the BM25 ranking, so one read gives both lists.
-            both = reads.lexical_and_phrase(
-                LexicalAndPhrase(workspace=ws, text=text, limit=pool, filters=filters)
-            )
-        elif mode in ("hybrid", "lexical"):
-            lexical = reads.lexical(
-                LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters)
-            )
+        vector_read, lexical_read = index_reads(ws, asked)
+        vector = reads.vector(vector_read) if vector_read is not None else None
+        lexical = both = None
+        if isinstance(lexical_read, LexicalAndPhrase):
+            both = reads.lexical_and_phrase(lexical_read)
+        elif lexical_read is not None:
+            lexical = reads.lexical(lexical_read)
         warning = ""
         got_vector = None
         if vector is not None:
