@@ -10,10 +10,11 @@ corpus itself when the folder is new, which takes minutes). For each 4-step plan
 (b) the same step functions called in turn in one thread, through the same reader pools.
 It prints the medians and the speedup (sequential / concurrent) per plan and overall, the
 ratio recall / one-after-another for the plan of four searches, and the p50 of one search
-alone (a single caller: the recall machinery must not make it slower). The coordinator
-embeds a plan's search queries in one batched inference before its steps fan out
-(`imprint.store.embedder.QueryEmbedder.prime`); the query cache is off unless
-`--query-cache`.
+alone (a single caller: the recall machinery must not make it slower). Before its steps fan
+out, the coordinator asks for their index reads batched (`imprint.reads.gateway.ActorReads.
+prime`): the search queries embedded in one inference and the vector store searched in one
+call, the BM25 reads in batches beside it; the recall's record fetches then share one reader.
+The query cache is off unless `--query-cache`.
 """
 
 from __future__ import annotations
