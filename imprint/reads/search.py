@@ -16,7 +16,7 @@ from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
-from imprint.reads.gateway import Reads
+from imprint.reads.gateway import Primable, Reads
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters, check_query
 from imprint.store.text import content_terms, holds_term
@@ -34,7 +34,6 @@ __all__ = [
     "coverage",
     "format_search",
     "fuse",
-    "index_reads",
     "meta_line",
     "normalize_max_chars",
     "planned_reads",
@@ -153,16 +152,14 @@ def _asked(
     )
 
 
-def planned_reads(
-    reads: Reads, workspace: str, query: str, **args: Any
-) -> list[VectorQuery | LexicalQuery | LexicalAndPhrase]:
+def planned_reads(reads: Reads, workspace: str, query: str, **args: Any) -> list[Primable]:
     """The index reads `search_rows(reads, query, **args)` sends (none for arguments it
     refuses). A recall primes these for all its search steps before the steps run."""
     try:
         asked = _asked(reads.runtime.config.search, query, **args)
     except InputError:
         return []
-    vector, lexical = index_reads(reads.open(workspace), asked)
+    vector, lexical = _index_reads(reads.open(workspace), asked)
     return [q for q in (vector, lexical) if q is not None]
 
 
@@ -249,7 +246,7 @@ def candidates(mode: str, limit: int) -> int:
     return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
 
 
-def index_reads(
+def _index_reads(
     workspace: WorkspaceName, asked: _Asked
 ) -> tuple[VectorQuery | None, LexicalQuery | LexicalAndPhrase | None]:
     """The vector read and the BM25 read of a search, as its mode asks for them."""
@@ -292,7 +289,7 @@ def search_rows(
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
-        vector_read, lexical_read = index_reads(ws, asked)
+        vector_read, lexical_read = _index_reads(ws, asked)
         vector = reads.vector(vector_read) if vector_read is not None else None
         lexical = both = None
         if isinstance(lexical_read, LexicalAndPhrase):
