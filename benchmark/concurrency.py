@@ -11,9 +11,9 @@ corpus itself when the folder is new, which takes minutes). For each 4-step plan
 It prints the medians and the speedup (sequential / concurrent) per plan and overall, the
 ratio recall / one-after-another for the plan of four searches, and the p50 of one search
 alone (a single caller: the recall machinery must not make it slower). Before its steps fan
-out, the coordinator asks for their index reads batched (`imprint.reads.gateway.ActorReads.
-prime`): the search queries embedded in one inference and the vector store searched in one
-call, the BM25 reads in batches beside it; the recall's record fetches then share one reader.
+out, the coordinator asks for their vector reads as one (`imprint.reads.gateway.ActorReads.
+prime_vectors`): the queries embedded in one inference, the store searched in one call; the
+recall's record fetches then share one reader.
 The query cache is off unless `--query-cache`.
 """
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -15,14 +14,14 @@ import pytest
 from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import FetchRecords, LexicalAndPhrase, LexicalBatch, ReadMessage
+from imprint.actors.read_messages import FetchRecords, ReadMessage
 from imprint.actors.readers import LexicalReading
 from imprint.config import Config
-from imprint.errors import InputError, StoreError
+from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import MIN_EXCERPT
 from imprint.reads.gateway import ActorReads, DirectReads
-from imprint.reads.search import planned_reads, search_rows, search_text
+from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import Item, StepResult, merge
@@ -256,35 +255,28 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
         runtime.stop()
 
 
-def test_a_recalls_bm25_reads_are_batched_and_its_fetches_never_run_two_at_once(
+def test_a_recalls_record_fetches_never_run_two_at_once(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Beside the one vector read, a recall's BM25 reads are asked as batches, one per core
-    the embedder leaves free (at least one), and its record fetches all go to one reader,
-    one after another. Each step's rows are those of the same search alone; a BM25 read
-    that fails fails its own step, not its batch's others."""
-    config = Config()
-    config.embedding.query_cache_size = 0
-    runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    """A recall's record fetches all go to one reader, one after another (its search steps
+    fetch at the same moment); each step's rows are those of the same search alone."""
+    runtime = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
     try:
         ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
-        batches: list[int] = []
         lock = threading.Lock()
         fetching = [0]
         most: list[int] = []
+        threads: set[str] = set()
         second = threading.Event()  # two fetches of the recall ran at once
         real = LexicalReading.handle
 
         def spy(self: LexicalReading, msg: ReadMessage) -> Any:
-            if isinstance(msg, LexicalBatch):
-                batches.append(len(msg.queries))
-            if isinstance(msg, LexicalAndPhrase) and "broken" in msg.text:
-                raise StoreError("lexical index: broken")
             if not (isinstance(msg, FetchRecords) and msg.recall_id == "lanes"):
                 return real(self, msg)
             with lock:
                 fetching[0] += 1
                 most.append(fetching[0])
+                threads.add(threading.current_thread().name)
                 first = len(most) == 1
                 if fetching[0] > 1:
                     second.set()
@@ -301,30 +293,21 @@ def test_a_recalls_bm25_reads_are_batched_and_its_fetches_never_run_two_at_once(
             {"tool": "search", "args": {"query": "espresso shot grind"}},
             {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
             {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
-            {"tool": "search", "args": {"query": "garden soil broken"}},
             {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
         ]
         steps = parse_plan(plan)
         ws = ActorReads(runtime).open("")
         results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="lanes")
-        lanes = max(1, len(os.sched_getaffinity(0)) - config.embedding.threads)
-        assert sorted(batches, reverse=True) == [len(p) for p in _lanes(4, lanes)], batches
-        assert len(most) == 4 and max(most) == 1, most  # the 4 steps with records to fetch
-        assert [r.outcome for r in results] == ["ok", "ok", "ok", "error", "ok"], results
-        assert "broken" in results[3].detail
+        assert len(most) == 4 and max(most) == 1 and len(threads) == 1, (most, threads)
         direct = DirectReads(runtime)
         try:
             for step, result in zip(steps, results, strict=True):
-                if result.outcome == "ok":
-                    assert result.rows == search_rows(direct, **step.args, workspace=ws), step
+                assert result.outcome == "ok", result
+                assert result.rows == search_rows(direct, **step.args, workspace=ws), step
         finally:
             direct.close()
     finally:
         runtime.stop()
-
-
-def _lanes(n: int, lanes: int) -> list[list[int]]:
-    return [p for p in (list(range(n))[i::lanes] for i in range(lanes)) if p]
 
 
 def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
@@ -332,12 +315,13 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     search of the same query reads the store again and sees a record written since."""
     reads = ActorReads(rt)
     ws = reads.open("")
-    primed = [
-        *planned_reads(reads, ws, "velvet hammock siesta"),
-        *planned_reads(reads, ws, "espresso shot"),
+    queries = [
+        planned_vector_query(reads, ws, "velvet hammock siesta"),
+        planned_vector_query(reads, ws, "espresso shot"),
     ]
-    assert len(primed) == 4  # a vector read and a BM25 read each
-    reads.prime(primed)  # as a recall does; its first step never asks
+    primed = [q for q in queries if q is not None]
+    assert len(primed) == 2
+    reads.prime_vectors(primed)  # as a recall does; its first step never asks
     reads.drop_primed(primed)  # the recall is over
     store_memory(App(rt), "A velvet hammock siesta after lunch.", project="proj")
     rows = search_rows(reads, "velvet hammock siesta", workspace=ws)  # the primed query
@@ -345,7 +329,7 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     assert "velvet hammock" in top.record.content
     assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
     # Taken while it lasts: a primed query's hits come from the batch, not a read of its own.
-    reads.prime(primed)
+    reads.prime_vectors(primed)
     batch_hits = reads.vector(primed[0]).get(timeout=30)
     assert batch_hits and reads.vector(primed[0]).get(timeout=30) == batch_hits
     reads.drop_primed(primed)

@@ -19,7 +19,6 @@ __all__ = [
     "Family",
     "FetchRecords",
     "LexicalAndPhrase",
-    "LexicalBatch",
     "LexicalQuery",
     "ListSources",
     "Neighbors",
@@ -91,16 +90,6 @@ class LexicalAndPhrase(ReadMessage):
     text: str
     limit: int
     filters: Filters = Filters()
-
-
-class LexicalBatch(ReadMessage):
-    """Several BM25 reads of one workspace answered one after another by one reader (a
-    recall's search steps, while their queries are being embedded): the answer holds each
-    read's result, or the error it raised, in order."""
-
-    kind = "lexical_batch"
-    family = Family.LEXICAL
-    queries: tuple[LexicalQuery | LexicalAndPhrase, ...]
 
 
 class FetchRecords(ReadMessage):

@@ -26,7 +26,6 @@ from imprint.actors.read_messages import (
     Family,
     FetchRecords,
     LexicalAndPhrase,
-    LexicalBatch,
     LexicalQuery,
     ListSources,
     Neighbors,
@@ -132,8 +131,6 @@ class LexicalReading:
                 return conn.match(msg.text, msg.limit, msg.filters)
             case LexicalAndPhrase():
                 return conn.match_and_phrase(msg.text, msg.limit, msg.filters)
-            case LexicalBatch():
-                return [_attempt(self.handle, q) for q in msg.queries]
             case FetchRecords():
                 return conn.fetch(msg.ids)
             case SourceChunks():
@@ -155,14 +152,6 @@ class LexicalReading:
 
     def close(self) -> None:
         self._sql.close()
-
-
-def _attempt(handle: Callable[[ReadMessage], Any], msg: ReadMessage) -> Any:
-    """One read of a batch: its result, or the error it raised (its siblings still run)."""
-    try:
-        return handle(msg)
-    except Exception as exc:
-        return exc
 
 
 class FactReading:

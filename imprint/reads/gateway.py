@@ -7,9 +7,8 @@ together run at the same time; `DirectReads` calls a logic object in the caller'
 
 from __future__ import annotations
 
-import os
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, cast
 
 from imprint._primed import Primed
 from imprint.actors import read_messages as m
@@ -20,11 +19,9 @@ from imprint.store.records import Fact, Record
 from imprint.store.sqlite import SourceEntry
 from imprint.types import MemoryId, WorkspaceName
 
-__all__ = ["ActorReads", "DirectReads", "Hits", "Primable", "Reads"]
+__all__ = ["ActorReads", "DirectReads", "Hits", "Reads"]
 
 Hits = list[tuple[MemoryId, float]]
-# The index reads a recall asks for before its search steps run (`ActorReads.prime`).
-Primable = m.VectorQuery | m.LexicalQuery | m.LexicalAndPhrase
 
 
 class Reads(Protocol):
@@ -32,8 +29,8 @@ class Reads(Protocol):
 
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
-    def prime(self, queries: list[Primable]) -> None: ...
-    def drop_primed(self, queries: list[Primable]) -> None: ...
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def vector(self, q: m.VectorQuery) -> Pending[Hits]: ...
     def neighbors(self, q: m.Neighbors) -> Pending[Hits]: ...
     def lexical(self, q: m.LexicalQuery) -> Pending[Hits]: ...
@@ -105,41 +102,22 @@ class _Gateway:
         return cast(Pending[Fact | None], self._send(q))
 
 
-Q = TypeVar("Q", bound=m.ReadMessage)
-_Key = tuple[type, WorkspaceName, str, int, Any]
+_Key = tuple[WorkspaceName, str, int, Any]
 
 
-def _key(q: Primable) -> _Key:
-    return (type(q), q.workspace, q.text, q.limit, q.filters)
-
-
-def _by_workspace(queries: list[Q]) -> dict[WorkspaceName, list[Q]]:
-    out: dict[WorkspaceName, list[Q]] = {}
-    for q in queries:
-        out.setdefault(q.workspace, []).append(q)
-    return out
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+def _key(q: m.VectorQuery) -> _Key:
+    return (q.workspace, q.text, q.limit, q.filters)
 
 
 class _Picked:
-    """One read's answer out of a batch's: raised when that read alone failed."""
+    """One query's hits out of a batch's answer."""
 
-    def __init__(self, batch: Pending[list[Any]], index: int) -> None:
+    def __init__(self, batch: Pending[list[Hits]], index: int) -> None:
         self._batch = batch
         self._index = index
 
-    def get(self, timeout: float | None = None) -> Any:
-        found = self._batch.get(timeout=timeout)[self._index]
-        if isinstance(found, Exception):
-            raise found
-        return found
+    def get(self, timeout: float | None = None) -> Hits:
+        return self._batch.get(timeout=timeout)[self._index]
 
 
 class ActorReads(_Gateway):
@@ -151,14 +129,6 @@ class ActorReads(_Gateway):
         picked = self._primed.take(_key(q))
         return picked if picked is not None else super().vector(q)
 
-    def lexical(self, q: m.LexicalQuery) -> Pending[Hits]:
-        picked = self._primed.take(_key(q))
-        return picked if picked is not None else super().lexical(q)
-
-    def lexical_and_phrase(self, q: m.LexicalAndPhrase) -> Pending[tuple[Hits, Hits]]:
-        picked = self._primed.take(_key(q))
-        return picked if picked is not None else super().lexical_and_phrase(q)
-
     def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]:
         """A recall's record fetches go to one reader, one after another: its search steps
         fetch at the same moment (their vector hits came in one batch), and SQLite reads in
@@ -169,36 +139,27 @@ class ActorReads(_Gateway):
         pool = self.runtime.pool(q.family)
         return cast(Pending[dict[MemoryId, Record]], pool.send(q, sticky=q.recall_id))
 
-    def prime(self, queries: list[Primable]) -> None:
-        """Ask for these index reads now, batched (a recall's search steps, before they fan
-        out). Each later read of the same query takes its answer from the batch, until
-        `drop_primed` (the recall is done): never an answer that predates a later write.
-
-        The vector reads are ONE read: their texts embedded in one inference, the store
-        searched in one call. While that inference holds the cores, the BM25 reads run one
-        after another on as many readers as the embedder leaves cores free (at least one):
-        four of them at once beside it would only slow it down, and the steps wait for both
-        sides. Without vector reads to share the cores with, BM25 reads are not batched."""
-        vectors = [q for q in queries if isinstance(q, m.VectorQuery)]
-        if len(vectors) < 2:
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
+        """Ask for these vector queries now, as ONE read (a recall's search steps, before
+        they fan out): their texts embedded in one inference, the store searched in one
+        call. Each later `vector` of the same query takes its hits from that answer, until
+        `drop_primed` (the recall is done): never hits that predate a later write."""
+        if len(queries) < 2:
             return  # one query gains nothing from a batch of one
-        self.runtime.prime_queries([q.text for q in vectors])
-        for workspace, same in _by_workspace(vectors).items():
-            self._batched(m.VectorBatch(workspace=workspace, queries=tuple(same)))
-        bm25 = [q for q in queries if not isinstance(q, m.VectorQuery)]
-        lanes = max(1, _cores() - self.runtime.config.embedding.threads)
-        for workspace, group in _by_workspace(bm25).items():
-            for lane in range(min(lanes, len(group))):
-                part = tuple(group[lane::lanes])
-                self._batched(m.LexicalBatch(workspace=workspace, queries=part))
+        by_workspace: dict[WorkspaceName, list[m.VectorQuery]] = {}
+        for q in queries:
+            by_workspace.setdefault(q.workspace, []).append(q)
+        self.runtime.prime_queries([q.text for q in queries])
+        for workspace, group in by_workspace.items():
+            batch = cast(
+                Pending[list[Hits]],
+                self._send(m.VectorBatch(workspace=workspace, queries=tuple(group))),
+            )
+            for index, q in enumerate(group):
+                self._primed.offer(_key(q), _Picked(batch, index))
 
-    def _batched(self, batch: m.VectorBatch | m.LexicalBatch) -> None:
-        answer = cast(Pending[list[Any]], self._send(batch))
-        for index, q in enumerate(batch.queries):
-            self._primed.offer(_key(q), _Picked(answer, index))
-
-    def drop_primed(self, queries: list[Primable]) -> None:
-        """Forget what `prime(queries)` left untaken (its recall is done)."""
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
+        """Forget what `prime_vectors(queries)` left untaken (its recall is done)."""
         self._primed.drop(_key(q) for q in queries)
 
     def open(self, workspace: str) -> WorkspaceName:
@@ -229,10 +190,10 @@ class DirectReads(_Gateway):
     def _send(self, msg: m.ReadMessage) -> Pending[Any]:
         return Done(self._logic[msg.family].handle(msg))
 
-    def prime(self, queries: list[Primable]) -> None:
-        """Nothing: each read is made alone, in the caller's thread, here."""
+    def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
+        """Nothing: each vector query is read alone, in the caller's thread, here."""
 
-    def drop_primed(self, queries: list[Primable]) -> None:
+    def drop_primed(self, queries: list[m.VectorQuery]) -> None:
         """Nothing was primed."""
 
     def close(self) -> None:

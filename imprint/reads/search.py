@@ -16,7 +16,7 @@ from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
-from imprint.reads.gateway import Primable, Reads
+from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
 from imprint.store.sqlite import Filters, check_query
 from imprint.store.text import content_terms, holds_term
@@ -36,7 +36,7 @@ __all__ = [
     "fuse",
     "meta_line",
     "normalize_max_chars",
-    "planned_reads",
+    "planned_vector_query",
     "rerank",
     "search_budget",
     "search_rows",
@@ -152,15 +152,18 @@ def _asked(
     )
 
 
-def planned_reads(reads: Reads, workspace: str, query: str, **args: Any) -> list[Primable]:
-    """The index reads `search_rows(reads, query, **args)` sends (none for arguments it
-    refuses). A recall primes these for all its search steps before the steps run."""
+def planned_vector_query(
+    reads: Reads, workspace: str, query: str, **args: Any
+) -> VectorQuery | None:
+    """The vector read `search_rows(reads, query, **args)` sends; None when it sends none
+    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
     try:
         asked = _asked(reads.runtime.config.search, query, **args)
     except InputError:
-        return []
-    vector, lexical = _index_reads(reads.open(workspace), asked)
-    return [q for q in (vector, lexical) if q is not None]
+        return None
+    if asked.mode not in ("hybrid", "semantic"):
+        return None
+    return vector_query(reads.open(workspace), asked.text, asked.mode, asked.limit, asked.filters)
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:
@@ -246,23 +249,13 @@ def candidates(mode: str, limit: int) -> int:
     return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
 
 
-def _index_reads(
-    workspace: WorkspaceName, asked: _Asked
-) -> tuple[VectorQuery | None, LexicalQuery | LexicalAndPhrase | None]:
-    """The vector read and the BM25 read of a search, as its mode asks for them."""
-    mode, text, limit, filters = asked
-    pool = candidates(mode, limit)
-    vector: VectorQuery | None = None
-    lexical: LexicalQuery | LexicalAndPhrase | None = None
-    if mode in ("hybrid", "semantic"):
-        vector = VectorQuery(workspace=workspace, text=text, limit=pool, filters=filters)
-    if mode == "hybrid" and len(text.split()) > 1:
-        # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
-        # they lead the BM25 ranking, so one read gives both lists.
-        lexical = LexicalAndPhrase(workspace=workspace, text=text, limit=pool, filters=filters)
-    elif mode in ("hybrid", "lexical"):
-        lexical = LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
-    return vector, lexical
+def vector_query(
+    workspace: WorkspaceName, text: str, mode: str, limit: int, filters: Filters
+) -> VectorQuery:
+    """The vector read of a search (one recall primes these for all its search steps)."""
+    return VectorQuery(
+        workspace=workspace, text=text, limit=candidates(mode, limit), filters=filters
+    )
 
 
 def search_rows(
@@ -283,19 +276,25 @@ def search_rows(
     dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
     """
     cfg = reads.runtime.config.search
-    asked = _asked(cfg, query, project, type, lang, layer, limit, mode)
-    mode, text, limit, _ = asked
+    mode, text, limit, filters = _asked(cfg, query, project, type, lang, layer, limit, mode)
     ws = reads.open(workspace)
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
-        vector_read, lexical_read = _index_reads(ws, asked)
-        vector = reads.vector(vector_read) if vector_read is not None else None
-        lexical = both = None
-        if isinstance(lexical_read, LexicalAndPhrase):
-            both = reads.lexical_and_phrase(lexical_read)
-        elif lexical_read is not None:
-            lexical = reads.lexical(lexical_read)
+        pool = candidates(mode, limit)
+        vector = lexical = both = None
+        if mode in ("hybrid", "semantic"):
+            vector = reads.vector(vector_query(ws, text, mode, limit, filters))
+        if mode == "hybrid" and len(text.split()) > 1:
+            # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
+            # they lead the BM25 ranking, so one read gives both lists.
+            both = reads.lexical_and_phrase(
+                LexicalAndPhrase(workspace=ws, text=text, limit=pool, filters=filters)
+            )
+        elif mode in ("hybrid", "lexical"):
+            lexical = reads.lexical(
+                LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters)
+            )
         warning = ""
         got_vector = None
         if vector is not None:

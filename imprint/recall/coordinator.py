@@ -26,10 +26,11 @@ from pykka.typing import proxy_method
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import Message, traced
 from imprint.actors.lifecycle import Runtime
+from imprint.actors.read_messages import VectorQuery
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
-from imprint.reads.gateway import Primable, Reads
-from imprint.reads.search import SearchRows, planned_reads
+from imprint.reads.gateway import Reads
+from imprint.reads.search import SearchRows, planned_vector_query
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
@@ -202,22 +203,21 @@ class RecallCoordinator(pykka.ThreadingActor):
                 )
         return results
 
-    def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[Primable]:
-        """Every search step's index reads asked for before the steps fan out, batched
-        (`Reads.prime`): the queries embedded in one inference, the vector store searched
-        in one call, the BM25 reads beside it on the cores the embedder leaves free.
+    def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[VectorQuery]:
+        """Every search step's vector read asked as ONE read before the steps fan out: the
+        queries embedded in one inference, the store searched in one call.
 
-        Left to themselves the steps would reach the query embedder and the stores one by
-        one as their runners start, and on a small CPU they would compete for the cores."""
-        queries: list[Primable] = []
+        Left to themselves the steps would reach the query embedder and the vector store one
+        by one as their runners start, and on a small CPU they would compete for the cores."""
+        queries: list[VectorQuery] = []
         try:
             queries = [
                 q
                 for step in steps
                 if step.tool == "search"
-                for q in planned_reads(self._reads, workspace, **step.args)
+                and (q := planned_vector_query(self._reads, workspace, **step.args)) is not None
             ]
-            self._reads.prime(queries)
+            self._reads.prime_vectors(queries)
         except Exception as exc:  # the steps read (and report) it themselves
             log.warning("recall.prime.failed", error=f"{type(exc).__name__}: {exc}")
         return queries
