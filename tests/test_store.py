@@ -37,6 +37,60 @@ def test_ingest_then_each_mode_finds_an_exact_phrase(runtime: Runtime, small_tre
     assert status.consistent and status.vectors == status.records == report.chunks
 
 
+def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
+    runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing every id on both sides takes seconds at a million records, so the plain
+    status keeps its answer while the store is as it was: a write through the writer, a
+    commit by another connection or a vector count that moved each reads everything again,
+    and the row then tells the truth about it."""
+    ingest_path(runtime, small_tree, project="proj")
+    listed: list[str] = []
+    sqlite_ids, vector_ids = SqliteStore.ids, VectorIndex.ids
+
+    def spy_sqlite(self: SqliteStore) -> set[str]:
+        listed.append("sqlite")
+        return sqlite_ids(self)
+
+    def spy_vectors(self: VectorIndex) -> set[str]:
+        listed.append("vectors")
+        return vector_ids(self)
+
+    monkeypatch.setattr(SqliteStore, "ids", spy_sqlite)
+    monkeypatch.setattr(VectorIndex, "ids", spy_vectors)
+    first = status_row(runtime)
+    assert first.consistent and len(listed) == 2
+    # The FTS integrity-check is an INSERT: it leaves no write transaction open behind it.
+    store = runtime.workspace(first.workspace)
+    assert not store.sqlite.conn.in_transaction
+    assert status_row(runtime) == first and len(listed) == 2  # nothing changed: kept
+    # A write through the writer.
+    runtime.writer(first.workspace).write(
+        Write(batch=WriteBatch(upserts=(Record(id=make_id("note"), content="a new note"),)))
+    ).get(timeout=60)
+    after_write = status_row(runtime)
+    assert len(listed) == 4 and after_write.records == first.records + 1
+    assert after_write.consistent
+    # A hand edit through another connection: one record's full-text entry removed.
+    other = SqliteStore(store.sqlite.path)
+    try:
+        with other.conn:
+            other.conn.execute(
+                "INSERT INTO records_fts(records_fts, rowid, content) "
+                "SELECT 'delete', rowid, content FROM records LIMIT 1"
+            )
+    finally:
+        other.close()
+    damaged = status_row(runtime)
+    assert len(listed) == 6 and not damaged.fts_ok and not damaged.consistent
+    assert status_row(runtime) == damaged and len(listed) == 6
+    # A vector removed behind the writer's back (another Chroma client could): the count moved.
+    victim = sorted(vector_ids(store.vectors))[0]
+    store.vectors.collection.delete(ids=[victim])
+    lost = status_row(runtime)
+    assert len(listed) == 8 and lost.only_in_lexical == 1 and lost.vectors == first.vectors
+
+
 def test_filters_and_limit_clamp(runtime: Runtime, small_tree: Path) -> None:
     """Filters narrow by lang and layer; limit is clamped to 1-50."""
     ingest_path(runtime, small_tree, project="proj")

@@ -83,6 +83,8 @@ class Writer:
         self.actor_name = f"Writer[{store.name}]"
         self._needs_recovery = False
         self._reindex: Reindexing | None = None
+        # The plain check's last answer, and the state of the store it was taken in.
+        self._checked: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
     def recover(self) -> int:
         """Finish every write a crash or a failure interrupted; returns how many were replayed.
@@ -91,6 +93,7 @@ class Writer:
         replay): it is set aside in the quarantine table, logged, and counted by `status`,
         so one bad write cannot block every later call to the workspace."""
         started = time.monotonic()
+        self._checked = None
         pending = self.store.sqlite.journal_pending()
         replayed = 0
         for seq, batch in pending:
@@ -134,6 +137,7 @@ class Writer:
         )
 
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
+        self._checked = None
         if self._needs_recovery:
             # A failed write left its entry in the journal: finish or set it aside first,
             # so it is never replayed later on top of newer writes.
@@ -233,9 +237,38 @@ class Writer:
         return {} if job is None else {"done": job.done, "total": job.total}
 
     def check(self, deep: bool = False) -> dict[str, Any]:
+        """Counts and whether the indexes agree (`status`); with `deep`, the deep check's
+        findings too.
+
+        The plain check lists every id on both sides and integrity-checks the FTS index:
+        seconds at a million records, in the writer's mailbox. Its answer is kept, and given
+        again while the store is as it was then: no write here since (the writer's own
+        changes), no commit by another connection (SQLite's `data_version`, which a hand
+        edit or another process moves) and the same number of vectors. `deep` always reads
+        everything again."""
         if deep:
             report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
+            self._checked = None
             return {**self.check(), "findings": report.lines()}
+        held = self._checked
+        if held is not None and held[0] == self._state():
+            found = dict(held[1])
+        else:
+            found = self._compare()
+            # Taken after the comparison: the FTS integrity-check is itself a statement.
+            self._checked = (self._state(), dict(found))
+        return {
+            **found,
+            "text_format": self.store.sqlite.text_format(),
+            "reindex": self.reindex_progress(),
+        }
+
+    def _state(self) -> tuple[int, int, int]:
+        conn = self.store.sqlite.conn
+        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        return conn.total_changes, version, self.store.vectors.count()
+
+    def _compare(self) -> dict[str, Any]:
         sqlite = self.store.sqlite
         counts = sqlite.counts()
         lexical_ids = sqlite.ids()
@@ -252,12 +285,11 @@ class Writer:
             "only_in_vectors": len(vector_ids - lexical_ids),
             "only_in_lexical": len(lexical_ids - vector_ids),
             "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
-            "text_format": sqlite.text_format(),
-            "reindex": self.reindex_progress(),
         }
 
     def repair(self) -> dict[str, list[str]]:
         """Finish the journal, then rebuild what the deep check finds; found and done."""
+        self._checked = None
         replayed = self.recover()
         report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
         vectors, done = repair(self.store.sqlite, self.store.vectors, self.embedder, report)

@@ -612,7 +612,10 @@ class SqliteStore:
 
     def fts_integrity(self) -> bool:
         try:
-            self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('integrity-check')")
+            # The check is an INSERT: committed at once, so the connection does not hold a
+            # write transaction open (and every other writer out) until its next write.
+            with self.conn:
+                self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError:
             return False
         return True
