@@ -256,58 +256,53 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
 
 
 def test_a_recalls_record_fetches_never_run_two_at_once(
-    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A recall's record fetches all go to one reader, one after another (its search steps
     fetch at the same moment); each step's rows are those of the same search alone."""
-    runtime = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
-    try:
-        ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
-        lock = threading.Lock()
-        fetching = [0]
-        most: list[int] = []
-        threads: set[str] = set()
-        second = threading.Event()  # two fetches of the recall ran at once
-        real = LexicalReading.handle
+    lock = threading.Lock()
+    fetching = [0]
+    most: list[int] = []
+    threads: set[str] = set()
+    second = threading.Event()  # two fetches of the recall ran at once
+    real = LexicalReading.handle
 
-        def spy(self: LexicalReading, msg: ReadMessage) -> Any:
-            if not (isinstance(msg, FetchRecords) and msg.recall_id == "lanes"):
-                return real(self, msg)
-            with lock:
-                fetching[0] += 1
-                most.append(fetching[0])
-                threads.add(threading.current_thread().name)
-                first = len(most) == 1
-                if fetching[0] > 1:
-                    second.set()
-            try:
-                if first:  # give a second fetch time to start beside it, if one could
-                    second.wait(timeout=1)
-                return real(self, msg)
-            finally:
-                with lock:
-                    fetching[0] -= 1
-
-        monkeypatch.setattr(LexicalReading, "handle", spy)
-        plan = [
-            {"tool": "search", "args": {"query": "espresso shot grind"}},
-            {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
-            {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
-            {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
-        ]
-        steps = parse_plan(plan)
-        ws = ActorReads(runtime).open("")
-        results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="lanes")
-        assert len(most) == 4 and max(most) == 1 and len(threads) == 1, (most, threads)
-        direct = DirectReads(runtime)
+    def spy(self: LexicalReading, msg: ReadMessage) -> Any:
+        if not (isinstance(msg, FetchRecords) and msg.recall_id == "lanes"):
+            return real(self, msg)
+        with lock:
+            fetching[0] += 1
+            most.append(fetching[0])
+            threads.add(threading.current_thread().name)
+            first = len(most) == 1
+            if fetching[0] > 1:
+                second.set()
         try:
-            for step, result in zip(steps, results, strict=True):
-                assert result.outcome == "ok", result
-                assert result.rows == search_rows(direct, **step.args, workspace=ws), step
+            if first:  # give a second fetch time to start beside it, if one could
+                second.wait(timeout=1)
+            return real(self, msg)
         finally:
-            direct.close()
+            with lock:
+                fetching[0] -= 1
+
+    monkeypatch.setattr(LexicalReading, "handle", spy)
+    plan = [
+        {"tool": "search", "args": {"query": "espresso shot grind"}},
+        {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
+        {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+        {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+    ]
+    steps = parse_plan(plan)
+    ws = ActorReads(rt).open("")
+    results = run_plan(ActorReads(rt), ws, steps, 30, recall_id="lanes")
+    assert len(most) == 4 and max(most) == 1 and len(threads) == 1, (most, threads)
+    direct = DirectReads(rt)
+    try:
+        for step, result in zip(steps, results, strict=True):
+            assert result.outcome == "ok", result
+            assert result.rows == search_rows(direct, **step.args, workspace=ws), step
     finally:
-        runtime.stop()
+        direct.close()
 
 
 def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:

@@ -163,7 +163,7 @@ def planned_vector_query(
         return None
     if asked.mode not in ("hybrid", "semantic"):
         return None
-    return vector_query(reads.open(workspace), asked.text, asked.mode, asked.limit, asked.filters)
+    return _vector_query(reads.open(workspace), asked)
 
 
 def search_budget(reads: Reads, max_chars: int | None) -> int:
@@ -249,12 +249,13 @@ def candidates(mode: str, limit: int) -> int:
     return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
 
 
-def vector_query(
-    workspace: WorkspaceName, text: str, mode: str, limit: int, filters: Filters
-) -> VectorQuery:
+def _vector_query(workspace: WorkspaceName, asked: _Asked) -> VectorQuery:
     """The vector read of a search (one recall primes these for all its search steps)."""
     return VectorQuery(
-        workspace=workspace, text=text, limit=candidates(mode, limit), filters=filters
+        workspace=workspace,
+        text=asked.text,
+        limit=candidates(asked.mode, asked.limit),
+        filters=asked.filters,
     )
 
 
@@ -276,7 +277,8 @@ def search_rows(
     dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
     """
     cfg = reads.runtime.config.search
-    mode, text, limit, filters = _asked(cfg, query, project, type, lang, layer, limit, mode)
+    asked = _asked(cfg, query, project, type, lang, layer, limit, mode)
+    mode, text, limit, filters = asked
     ws = reads.open(workspace)
     fusion = Fusion.from_config(cfg)
     reranked = mode == "hybrid" and fusion.coverage > 0
@@ -284,7 +286,7 @@ def search_rows(
         pool = candidates(mode, limit)
         vector = lexical = both = None
         if mode in ("hybrid", "semantic"):
-            vector = reads.vector(vector_query(ws, text, mode, limit, filters))
+            vector = reads.vector(_vector_query(ws, asked))
         if mode == "hybrid" and len(text.split()) > 1:
             # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
             # they lead the BM25 ranking, so one read gives both lists.
