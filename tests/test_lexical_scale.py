@@ -156,3 +156,31 @@ def test_one_pass_gives_the_ranking_and_the_phrase_list_of_two(
             assert store.match_and_phrase(query, limit, filters) == (ranking, phrase)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("budget", [None, 3])
+def test_an_unfiltered_ranking_is_the_joined_one_with_ids_looked_up_only_for_the_kept_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int | None
+) -> None:
+    """Without filters the BM25 ranking is read from the FTS index alone and joined with the
+    records only for the rows it keeps; it is exactly the joined ranking a filter that admits
+    every record gets (ties included: six records score alike for "common words"), in a
+    small store and above the budget."""
+    if budget is not None:
+        monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", budget)
+    store = _store(tmp_path / "s.sqlite", [*CONTENTS, "zebra common", "Common words, common."])
+    try:
+        statements = _statements(store)
+        scored: list[str] = []
+        for query in ("common words", "common runs zebra", "zebra", "words number", "late"):
+            for limit in (1, 3, 20):
+                statements.clear()
+                alone = store.match(query, limit, Filters())
+                scored += [s for s in statements if "bm25(" in s]
+                assert alone == store.match(query, limit, Filters(project="p")), (query, limit)
+                assert alone, query
+        assert scored and all(
+            "CROSS JOIN records" in s and "JOIN records r ON" not in s for s in scored
+        ), scored
+    finally:
+        store.close()

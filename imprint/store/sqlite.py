@@ -380,6 +380,13 @@ class SqliteStore:
         )
         matched = f"SELECT r.id AS id, bm25(records_fts) AS rank {joined}"
         newest = f"SELECT r.id, 0.0 {joined}"
+        # Unfiltered, the ranking is read from the FTS index alone and only the rows kept
+        # are joined for their ids (joined first, every matching row was: a third of the
+        # time when a common word matches most records).
+        scored = (
+            "SELECT rowid, bm25(records_fts) AS rank FROM records_fts WHERE records_fts MATCH ?"
+        )
+        by_id = "SELECT r.id, f.rank FROM ({}) AS f CROSS JOIN records AS r ON r.rowid = f.rowid"
         last = self._last_rowid()
         large = last > TERM_DOC_BUDGET
         seen: dict[MemoryId, float] = {}
@@ -400,13 +407,21 @@ class SqliteStore:
                 sql = f"{newest} ORDER BY records_fts.rowid DESC LIMIT ?"
                 args = [expr, *params, limit]
             elif large:  # a CamelCase word's parts, uncounted, may still be common
-                sql = (
-                    f"SELECT id, rank FROM ({matched} ORDER BY records_fts.rowid DESC LIMIT ?) "
-                    "ORDER BY rank LIMIT ?"
-                )
+                if where:
+                    sql = (
+                        f"SELECT id, rank FROM ({matched} ORDER BY records_fts.rowid DESC "
+                        "LIMIT ?) ORDER BY rank LIMIT ?"
+                    )
+                else:
+                    sql = by_id.format(
+                        f"SELECT rowid, rank FROM ({scored} ORDER BY rowid DESC LIMIT ?) "
+                        "ORDER BY rank LIMIT ?"
+                    )
                 args = [expr, *params, TERM_DOC_BUDGET, limit]
             else:
-                sql, args = f"{matched} ORDER BY rank LIMIT ?", [expr, *params, limit]
+                ranked = f"{matched} ORDER BY rank LIMIT ?"
+                sql = ranked if where else by_id.format(f"{scored} ORDER BY rank LIMIT ?")
+                args = [expr, *params, limit]
             for rid, rank in self.conn.execute(sql, args):
                 if rid not in seen:
                     seen[MemoryId(rid)] = 0.0 - float(rank)  # not -0.0 for the phrase's
