@@ -12,8 +12,9 @@ It prints the medians and the speedup (sequential / concurrent) per plan and ove
 ratio recall / one-after-another for the plan of four searches, and the p50 of one search
 alone (a single caller: the recall machinery must not make it slower). Before its steps fan
 out, the coordinator asks for their vector reads as one (`imprint.reads.gateway.ActorReads.
-prime_vectors`): the queries embedded in one inference, the store searched in one call; the
-recall's record fetches then share one reader.
+prime_vectors`): the queries embedded in one inference, the store searched in one call;
+the search steps are then answered together, their records read in one fetch
+(`imprint.reads.search.search_many`).
 The query cache is off unless `--query-cache`.
 """
 

@@ -118,6 +118,23 @@ def test_recall_runs_and_shows_response_and_waterfall(dash: Dash) -> None:
     assert re.search(r'data-kind="read" data-step="1"', svg)  # reads nested under step 1
 
 
+def test_search_steps_answered_together_keep_a_bar_each_with_their_reads(dash: Dash) -> None:
+    """A recall's search steps are answered together, and each still has its own step bar
+    with its own reads nested under it."""
+    dash.sign_in()
+    plan = (
+        '[{"tool": "search", "args": {"query": "espresso"}}, {"tool": "list_sources"}, '
+        '{"tool": "search", "args": {"query": "tomato sauce"}}]'
+    )
+    r = dash.post("/recall", {"question": "two searches", "plan": plan, "max_chars": "4000"})
+    assert r.status_code == 200, r.text
+    svg = re.search(r"<svg .*?</svg>", r.text, re.S)[0]
+    steps = re.findall(r'data-kind="step" data-step="(\d)" data-outcome="(\w+)"', svg)
+    assert steps == [("1", "ok"), ("2", "ok"), ("3", "ok")], steps
+    for step in ("1", "3"):
+        assert re.search(rf'data-kind="read" data-step="{step}"', svg), step
+
+
 def test_recall_plan_errors_inline_from_the_same_validator(dash: Dash) -> None:
     """A bad plan shows parse_plan's own message next to the editor; nothing runs."""
     dash.sign_in()

@@ -15,7 +15,7 @@ import pytest
 from mcp.client import Client
 
 from imprint.actors import readers
-from imprint.actors._pool import STICKY_KEYS, ActorPool, Load
+from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import (
     Family,
@@ -96,42 +96,6 @@ def test_pool_prefers_idle_then_the_freshest_busy_actor() -> None:
         assert pool.loads()[0] == 1  # not the stuck one
         gate.set()
         assert stuck.get(timeout=30) == 1 and all(f.get(timeout=30) == 1 for f in held)
-    finally:
-        gate.set()
-        pool.stop()
-
-
-def test_pool_sends_a_sticky_keys_messages_to_one_actor() -> None:
-    """Sticky: every message of one key goes to the actor its first went to (the least
-    loaded then), busy or not; another key is placed by load; keys are bounded."""
-
-    class Echo(pykka.ThreadingActor):
-        def __init__(self, index: int, load: Load, gate: threading.Event) -> None:
-            super().__init__()
-            self.index, self.load, self.gate = index, load, gate
-
-        def run(self) -> int:
-            try:
-                self.gate.wait(timeout=30)
-                return self.index
-            finally:
-                self.load.done()
-
-    gate = threading.Event()
-    pool: ActorPool[Any] = ActorPool("test", 3, lambda i, load: Echo.start(i, load, gate))
-    try:
-        first = pool.send(lambda p: p.run(), sticky="recall-a")
-        more = [pool.send(lambda p: p.run(), sticky="recall-a") for _ in range(3)]
-        assert pool.loads() == [4, 0, 0]  # queued behind each other on one actor
-        other = pool.send(lambda p: p.run(), sticky="recall-b")
-        plain = pool.send(lambda p: p.run())
-        assert pool.loads() == [4, 1, 1]
-        gate.set()
-        assert {f.get(timeout=30) for f in [first, *more]} == {0}
-        assert other.get(timeout=30) == 1 and plain.get(timeout=30) == 2
-        for key in range(STICKY_KEYS + 5):
-            pool.send(lambda p: p.run(), sticky=key).get(timeout=30)
-        assert len(pool._sticky) == STICKY_KEYS and "recall-a" not in pool._sticky
     finally:
         gate.set()
         pool.stop()

@@ -255,52 +255,78 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
         runtime.stop()
 
 
-def test_a_recalls_record_fetches_never_run_two_at_once(
+def test_a_recalls_search_steps_read_their_records_in_one_fetch(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A recall's record fetches all go to one reader, one after another (its search steps
-    fetch at the same moment); each step's rows are those of the same search alone."""
-    lock = threading.Lock()
-    fetching = [0]
-    most: list[int] = []
-    threads: set[str] = set()
-    second = threading.Event()  # two fetches of the recall ran at once
+    """A recall's search steps are answered together: ONE record fetch, of every step's
+    candidates, and each step's rows are exactly those of the same search alone."""
+    fetched: list[tuple[str, ...]] = []
     real = LexicalReading.handle
 
     def spy(self: LexicalReading, msg: ReadMessage) -> Any:
-        if not (isinstance(msg, FetchRecords) and msg.recall_id == "lanes"):
-            return real(self, msg)
-        with lock:
-            fetching[0] += 1
-            most.append(fetching[0])
-            threads.add(threading.current_thread().name)
-            first = len(most) == 1
-            if fetching[0] > 1:
-                second.set()
-        try:
-            if first:  # give a second fetch time to start beside it, if one could
-                second.wait(timeout=1)
-            return real(self, msg)
-        finally:
-            with lock:
-                fetching[0] -= 1
+        if isinstance(msg, FetchRecords) and msg.recall_id == "together":
+            fetched.append(msg.ids)
+        return real(self, msg)
 
     monkeypatch.setattr(LexicalReading, "handle", spy)
     plan = [
         {"tool": "search", "args": {"query": "espresso shot grind"}},
         {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
+        {"tool": "kg_query", "args": {"subject": "x"}},
         {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
         {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
     ]
     steps = parse_plan(plan)
     ws = ActorReads(rt).open("")
-    results = run_plan(ActorReads(rt), ws, steps, 30, recall_id="lanes")
-    assert len(most) == 4 and max(most) == 1 and len(threads) == 1, (most, threads)
+    results = run_plan(ActorReads(rt), ws, steps, 30, recall_id="together")
+    assert len(fetched) == 1, fetched
     direct = DirectReads(rt)
     try:
+        wanted: dict[str, None] = {}
         for step, result in zip(steps, results, strict=True):
             assert result.outcome == "ok", result
-            assert result.rows == search_rows(direct, **step.args, workspace=ws), step
+            if step.tool == "search":
+                alone = search_rows(direct, **step.args, workspace=ws)
+                assert result.rows == alone, step
+                wanted.update(dict.fromkeys(h.record.id for h in alone.hits))
+        assert set(wanted) <= set(fetched[0]), (wanted, fetched)
+    finally:
+        direct.close()
+
+
+def test_a_search_step_stuck_on_a_read_times_out_alone(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Search steps answered together do not wait for one whose read is stuck: the others
+    are fetched and answered (their rows those of the search alone), the stuck one times out
+    at the recall's deadline."""
+    release = threading.Event()
+    real = SqliteStore.match_and_phrase
+
+    def stuck(self: SqliteStore, query: str, *a: Any, **k: Any) -> Any:
+        if query == "stuck grind":
+            release.wait(timeout=30)
+        return real(self, query, *a, **k)
+
+    monkeypatch.setattr(SqliteStore, "match_and_phrase", stuck)
+    plan = [
+        {"tool": "search", "args": {"query": "espresso shot grind"}},
+        {"tool": "search", "args": {"query": "stuck grind"}},
+        {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+    ]
+    steps = parse_plan(plan)
+    ws = ActorReads(rt).open("")
+    try:
+        results = run_plan(ActorReads(rt), ws, steps, 2.0, recall_id="stuck")
+    finally:
+        release.set()
+    assert [r.outcome for r in results] == ["ok", "timeout", "ok"], results
+    assert results[1].detail.startswith("search (lexical): no answer within"), results[1]
+    direct = DirectReads(rt)
+    try:
+        for i in (0, 2):
+            alone = search_rows(direct, **steps[i].args, workspace=ws)
+            assert results[i].rows == alone and alone.hits, steps[i]
     finally:
         direct.close()
 

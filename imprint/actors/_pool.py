@@ -6,30 +6,24 @@ pool picks the fewest outstanding messages; among equals, the actor whose oldest
 message is the youngest (a reader stuck on one slow read has the oldest), then round-robin.
 So a reader that is stuck does not collect the next call's messages, as blind round-robin
 would hand them to it.
-
-`send(call, sticky=key)` sends every message of one key to the actor its first went to (while
-the key is among the last STICKY_KEYS used): messages that would otherwise run at the same
-moment on several actors run one after another on one.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
+from collections import deque
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 import pykka
 
 from imprint.errors import StoreError
 
-__all__ = ["STICKY_KEYS", "ActorPool", "Load"]
+__all__ = ["ActorPool", "Load"]
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-STICKY_KEYS = 256  # keys remembered by a pool's sticky routing, the least recently used dropped
 
 
 class Load:
@@ -84,33 +78,22 @@ class ActorPool(Generic[P]):
         self._proxies = [cast(P, ref.proxy()) for ref in self.refs]
         self._lock = threading.Lock()
         self._turn = 0
-        self._sticky: OrderedDict[Hashable, int] = OrderedDict()
 
     def loads(self) -> list[int]:
         return [load.value for load in self._loads]
 
-    def _pick(self, sticky: Hashable | None) -> int:
+    def _pick(self) -> int:
         with self._lock:
-            index = self._sticky.get(sticky) if sticky is not None else None
-            if index is None:
-                n = len(self._loads)
-                start = self._turn
-                self._turn = (self._turn + 1) % n
-                index = min(range(n), key=lambda i: (*self._loads[i].key(), (i - start) % n))
-            if sticky is not None:
-                self._sticky[sticky] = index
-                self._sticky.move_to_end(sticky)
-                while len(self._sticky) > STICKY_KEYS:
-                    self._sticky.popitem(last=False)
+            n = len(self._loads)
+            start = self._turn
+            self._turn = (self._turn + 1) % n
+            index = min(range(n), key=lambda i: (*self._loads[i].key(), (i - start) % n))
             self._loads[index].sent()
             return index
 
-    def send(
-        self, call: Callable[[P], pykka.Future[R]], *, sticky: Hashable | None = None
-    ) -> pykka.Future[R]:
-        """`call(proxy)` on the least-loaded actor, or with `sticky`, on the actor the first
-        call of that key went to; its handler must call `Load.done`."""
-        index = self._pick(sticky)
+    def send(self, call: Callable[[P], pykka.Future[R]]) -> pykka.Future[R]:
+        """`call(proxy)` on the least-loaded actor; its handler must call `Load.done`."""
+        index = self._pick()
         try:
             return call(self._proxies[index])
         except pykka.ActorDeadError as exc:

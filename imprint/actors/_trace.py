@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "bind_deadline",
     "bound_deadline",
+    "log_handled",
     "new_request_id",
     "traced",
 ]
@@ -101,6 +102,19 @@ def _outcome_of(result: Any) -> Outcome:
     return "ok"
 
 
+def log_handled(actor: str, kind: str, sent_at: float, started: float, outcome: Outcome) -> None:
+    """The `actor.message` event of one handled message (or a part of one that stands for a
+    message of its own: a recall's search steps answered together)."""
+    log.info(
+        "actor.message",
+        actor=actor,
+        message=kind,
+        queue_ms=round((started - sent_at) * 1000, 3),
+        run_ms=round((time.monotonic() - started) * 1000, 3),
+        outcome=outcome,
+    )
+
+
 def traced(
     kind: str | None = None,
     *,
@@ -142,13 +156,12 @@ def traced(
                     outcome = "error"
                     raise
                 finally:
-                    log.info(
-                        "actor.message",
-                        actor=getattr(self, "actor_name", type(self).__name__),
-                        message=kind or msg.kind,
-                        queue_ms=round((started - msg.sent_at) * 1000, 3),
-                        run_ms=round((time.monotonic() - started) * 1000, 3),
-                        outcome=outcome,
+                    log_handled(
+                        getattr(self, "actor_name", type(self).__name__),
+                        kind or msg.kind,
+                        msg.sent_at,
+                        started,
+                        outcome,
                     )
 
         return handler

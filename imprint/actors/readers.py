@@ -10,7 +10,7 @@ actor (`_pool.ActorPool`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -230,9 +230,8 @@ class ReaderPool:
     def loads(self) -> list[int]:
         return self._actors.loads()
 
-    def send(self, msg: ReadMessage, *, sticky: Hashable | None = None) -> pykka.Future[Any]:
-        """To the least-loaded reader; with `sticky`, to the one its key's first read went to."""
-        return self._actors.send(lambda proxy: proxy.read(msg), sticky=sticky)
+    def send(self, msg: ReadMessage) -> pykka.Future[Any]:
+        return self._actors.send(lambda proxy: proxy.read(msg))
 
     def stop(self) -> list[str]:
         return self._actors.stop()

@@ -129,16 +129,6 @@ class ActorReads(_Gateway):
         picked = self._primed.take(_key(q))
         return picked if picked is not None else super().vector(q)
 
-    def fetch(self, q: m.FetchRecords) -> Pending[dict[MemoryId, Record]]:
-        """A recall's record fetches go to one reader, one after another: its search steps
-        fetch at the same moment (their vector hits came in one batch), and SQLite reads in
-        several threads at once hand the GIL over at every row, so four 20-record fetches at
-        once took 1.2 ms each against 0.16 ms alone."""
-        if not q.recall_id:
-            return super().fetch(q)
-        pool = self.runtime.pool(q.family)
-        return cast(Pending[dict[MemoryId, Record]], pool.send(q, sticky=q.recall_id))
-
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None:
         """Ask for these vector queries now, as ONE read (a recall's search steps, before
         they fan out): their texts embedded in one inference, the store searched in one

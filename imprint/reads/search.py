@@ -7,6 +7,8 @@ recall steps all call these, so clamps, filters and the compact layout live here
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +17,7 @@ from imprint.actors.read_messages import FetchRecords, LexicalAndPhrase, Lexical
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
+from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
 from imprint.store.records import RECORD_TYPES, Record
@@ -39,6 +42,7 @@ __all__ = [
     "planned_vector_query",
     "rerank",
     "search_budget",
+    "search_many",
     "search_rows",
     "search_text",
 ]
@@ -259,6 +263,122 @@ def _vector_query(workspace: WorkspaceName, asked: _Asked) -> VectorQuery:
     )
 
 
+class _Sent(NamedTuple):
+    """One search's reads, asked and not yet waited for."""
+
+    asked: _Asked
+    workspace: WorkspaceName
+    vector: Pending[Ranking] | None
+    lexical: Pending[Ranking] | None
+    both: Pending[tuple[Ranking, Ranking]] | None  # the BM25 ranking and its phrase block
+
+
+class _Ranked(NamedTuple):
+    """One search's candidates, fused, before their records are read."""
+
+    sent: _Sent
+    ranked: list[tuple[MemoryId, float, Why]]
+    warning: str
+
+
+def _send(reads: Reads, workspace: WorkspaceName, asked: _Asked) -> _Sent:
+    mode, text, limit, filters = asked
+    pool = candidates(mode, limit)
+    vector = lexical = both = None
+    if mode in ("hybrid", "semantic"):
+        vector = reads.vector(_vector_query(workspace, asked))
+    if mode == "hybrid" and len(text.split()) > 1:
+        # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
+        # they lead the BM25 ranking, so one read gives both lists.
+        both = reads.lexical_and_phrase(
+            LexicalAndPhrase(workspace=workspace, text=text, limit=pool, filters=filters)
+        )
+    elif mode in ("hybrid", "lexical"):
+        lexical = reads.lexical(
+            LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
+        )
+    return _Sent(asked, workspace, vector, lexical, both)
+
+
+def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
+    """Wait for a search's reads (within `deadline`) and fuse them."""
+    mode, _, limit, _ = sent.asked
+    warning = ""
+    got_vector = None
+    if sent.vector is not None:
+        try:
+            got_vector = list(deadline.wait(sent.vector, "search (vector)"))
+        except (InputError, DeadlineExceeded):
+            raise
+        except Exception as exc:
+            if mode != "hybrid":
+                raise
+            # A damaged vector index must not take search down: the lexical side answers.
+            failed = one_line(f"{exc.__class__.__name__}: {exc}")[:160]
+            warning = (
+                f"warning: the vector index failed ({failed}); lexical results only; "
+                "run `imprint status --check`, then `imprint repair`"
+            )
+    got_lexical = got_phrase = None
+    if sent.both is not None:
+        got_lexical, got_phrase = deadline.wait(sent.both, "search (lexical)")
+    elif sent.lexical is not None:
+        got_lexical = list(deadline.wait(sent.lexical, "search (lexical)"))
+    if warning:
+        log.warning("search.vector_failed", workspace=sent.workspace, error=warning)
+    reranked = mode == "hybrid" and fusion.coverage > 0
+    keep = max(limit, fusion.depth) if reranked else limit
+    if mode == "hybrid":
+        ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
+    else:
+        only = (got_vector if mode == "semantic" else got_lexical) or []
+        ranked = [
+            (
+                rid,
+                score,
+                Why(
+                    vector_rank=rank if mode == "semantic" else None,
+                    lexical_rank=rank if mode == "lexical" else None,
+                    fused=score,
+                ),
+            )
+            for rank, (rid, score) in enumerate(only, start=1)
+        ]
+    # The re-rank reads the text of its candidates: fetch them all, keep `limit` after.
+    return _Ranked(sent, ranked[:keep], warning)
+
+
+def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> dict[MemoryId, Record]:
+    """The records of these searches' candidates, in one read."""
+    ids = dict.fromkeys(rid for one in ranked for rid, _, _ in one.ranked)
+    workspace = ranked[0].sent.workspace
+    return deadline.wait(
+        reads.fetch(FetchRecords(workspace=workspace, ids=tuple(ids))), "search (fetch)"
+    )
+
+
+def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> SearchRows:
+    mode, text, limit, _ = one.sent.asked
+    ranked, warning = one.ranked, one.warning
+    # Vectors among the first `limit` whose records are gone (a damaged lexical side).
+    orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
+    if mode == "hybrid" and fusion.coverage > 0:
+        ranked = rerank(text, ranked, records, fusion)[:limit]
+    hits = tuple(
+        SearchHit(record=records[rid], score=score, why=why)
+        for rid, score, why in ranked
+        if rid in records
+    )
+    if orphans and not warning:
+        # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
+        warning = (
+            f"warning: {orphans} results had no record (the indexes disagree); "
+            "run `imprint status --check`, then `imprint repair`"
+        )
+        log.warning("search.orphan_vectors", workspace=one.sent.workspace, count=orphans)
+    return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
+
+
 def search_rows(
     reads: Reads,
     query: str,
@@ -278,88 +398,65 @@ def search_rows(
     """
     cfg = reads.runtime.config.search
     asked = _asked(cfg, query, project, type, lang, layer, limit, mode)
-    mode, text, limit, filters = asked
     ws = reads.open(workspace)
     fusion = Fusion.from_config(cfg)
-    reranked = mode == "hybrid" and fusion.coverage > 0
     with reads.deadline() as deadline:
-        pool = candidates(mode, limit)
-        vector = lexical = both = None
-        if mode in ("hybrid", "semantic"):
-            vector = reads.vector(_vector_query(ws, asked))
-        if mode == "hybrid" and len(text.split()) > 1:
-            # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
-            # they lead the BM25 ranking, so one read gives both lists.
-            both = reads.lexical_and_phrase(
-                LexicalAndPhrase(workspace=ws, text=text, limit=pool, filters=filters)
-            )
-        elif mode in ("hybrid", "lexical"):
-            lexical = reads.lexical(
-                LexicalQuery(workspace=ws, text=text, limit=pool, filters=filters)
-            )
-        warning = ""
-        got_vector = None
-        if vector is not None:
+        ranked = _rank(_send(reads, ws, asked), fusion, deadline)
+        records = _fetch(reads, [ranked], deadline)
+    return _rows(ranked, records, fusion)
+
+
+def search_many(
+    reads: Reads,
+    asks: Sequence[Mapping[str, Any]],
+    workspace: str = "",
+    bind: Callable[[int], AbstractContextManager[object]] = lambda i: nullcontext(),
+) -> list[SearchRows | Exception]:
+    """`search_rows(reads, **ask, workspace=workspace)` for each ask, answered together (a
+    recall's search steps): every read is asked at once and the candidates' records are
+    read in ONE fetch, not one per search. Each result is exactly that search's rows, or
+    the exception it raised, in order; `bind(i)` is entered while ask i sends its reads.
+
+    A search whose reads have not answered within half of what is left of the deadline is
+    left for after the others, which are then fetched and answered without waiting for it."""
+    cfg = reads.runtime.config.search
+    fusion = Fusion.from_config(cfg)
+    out: list[SearchRows | Exception | None] = [None] * len(asks)
+    sent: dict[int, _Sent] = {}
+    with reads.deadline() as deadline:
+        for i, ask in enumerate(asks):
             try:
-                got_vector = list(deadline.wait(vector, "search (vector)"))
-            except (InputError, DeadlineExceeded):
-                raise
+                asked = _asked(cfg, **ask)
+                ws = reads.open(workspace)
+                with bind(i):
+                    sent[i] = _send(reads, ws, asked)
             except Exception as exc:
-                if mode != "hybrid":
-                    raise
-                # A damaged vector index must not take search down: the lexical side answers.
-                failed = one_line(f"{exc.__class__.__name__}: {exc}")[:160]
-                warning = (
-                    f"warning: the vector index failed ({failed}); lexical results only; "
-                    "run `imprint status --check`, then `imprint repair`"
-                )
-        got_lexical = got_phrase = None
-        if both is not None:
-            got_lexical, got_phrase = deadline.wait(both, "search (lexical)")
-        elif lexical is not None:
-            got_lexical = list(deadline.wait(lexical, "search (lexical)"))
-        if warning:
-            log.warning("search.vector_failed", workspace=ws, error=warning)
-        keep = max(limit, fusion.depth) if reranked else limit
-        if mode == "hybrid":
-            ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
-        else:
-            only = (got_vector if mode == "semantic" else got_lexical) or []
-            ranked = [
-                (
-                    rid,
-                    score,
-                    Why(
-                        vector_rank=rank if mode == "semantic" else None,
-                        lexical_rank=rank if mode == "lexical" else None,
-                        fused=score,
-                    ),
-                )
-                for rank, (rid, score) in enumerate(only, start=1)
-            ]
-        # The re-rank reads the text of its candidates: fetch them all, keep `limit` after.
-        ranked = ranked[:keep]
-        records = deadline.wait(
-            reads.fetch(FetchRecords(workspace=ws, ids=tuple(rid for rid, _, _ in ranked))),
-            "search (fetch)",
-        )
-    # Vectors among the first `limit` whose records are gone (a damaged lexical side).
-    orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
-    if reranked:
-        ranked = rerank(text, ranked, records, fusion)[:limit]
-    hits = tuple(
-        SearchHit(record=records[rid], score=score, why=why)
-        for rid, score, why in ranked
-        if rid in records
-    )
-    if orphans and not warning:
-        # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
-        warning = (
-            f"warning: {orphans} results had no record (the indexes disagree); "
-            "run `imprint status --check`, then `imprint repair`"
-        )
-        log.warning("search.orphan_vectors", workspace=ws, count=orphans)
-    return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
+                out[i] = exc
+        half = deadline.left() / 2
+        soon = Deadline(half)
+        ready: dict[int, _Ranked] = {}
+        late: list[int] = []
+        for i, one in sent.items():
+            try:
+                ready[i] = _rank(one, fusion, soon)
+            except DeadlineExceeded:
+                late.append(i)  # waited for again below, with the whole deadline
+            except Exception as exc:
+                out[i] = exc
+        # The ready searches share one fetch; each late one is waited for and fetched alone.
+        for group in ([[*ready]] if ready else []) + [[i] for i in late]:
+            try:
+                ranked = {i: ready.get(i) or _rank(sent[i], fusion, deadline) for i in group}
+                with bind(group[0]):
+                    records = _fetch(reads, list(ranked.values()), deadline)
+                for i, found in ranked.items():
+                    out[i] = _rows(found, records, fusion)
+            except Exception as exc:
+                for i in group:
+                    out[i] = out[i] or exc
+    answered = [r for r in out if r is not None]
+    assert len(answered) == len(asks), out  # every ask ends with its rows or its error
+    return answered
 
 
 def meta_line(record: Record, score: float | None = None) -> str:

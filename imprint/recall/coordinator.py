@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pykka
+import structlog
 from pykka.typing import proxy_method
 
 from imprint.actors._pool import ActorPool, Load
-from imprint.actors._trace import Message, traced
+from imprint.actors._trace import Message, Outcome, bind_deadline, log_handled, traced
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import VectorQuery
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
-from imprint.reads.search import SearchRows, planned_vector_query
+from imprint.reads.search import SearchRows, planned_vector_query, search_many
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
 from imprint.types import RecallId, WorkspaceName
@@ -96,25 +98,61 @@ class StepRunner(pykka.ThreadingActor):
     def _run(self, msg: RunStep) -> StepResult:
         # The recall's deadline is bound here (by `traced`): the step's reads carry it.
         started = time.monotonic()
-        items: list[Item] = []
-        rows = None
         try:
             found = _call(self.reads, msg)
-            items, detail = to_items(msg.task.tool, found)
-            rows = found if isinstance(found, SearchRows) else None
-            outcome = "ok"
         except ImprintError as exc:
-            detail = str(exc)
-            outcome = "timeout" if isinstance(exc, DeadlineExceeded) else "error"
-        return StepResult(
-            index=msg.step,
-            label=msg.task.label(),
-            outcome=outcome,
-            detail=detail,
-            items=tuple(items),
-            run_ms=(time.monotonic() - started) * 1000,
-            rows=rows,
-        )
+            found = exc
+        return _result(msg.step, msg.task, found, started)
+
+
+def _result(index: int, task: Step, found: Any, started: float) -> StepResult:
+    """A step's result from what its row function returned, or the ImprintError it raised."""
+    items: list[Item] = []
+    rows = None
+    if isinstance(found, ImprintError):
+        detail = str(found)
+        outcome = "timeout" if isinstance(found, DeadlineExceeded) else "error"
+    else:
+        items, detail = to_items(task.tool, found)
+        rows = found if isinstance(found, SearchRows) else None
+        outcome = "ok"
+    return StepResult(
+        index=index,
+        label=task.label(),
+        outcome=outcome,
+        detail=detail,
+        items=tuple(items),
+        run_ms=(time.monotonic() - started) * 1000,
+        rows=rows,
+    )
+
+
+def _crashed(recall_id: str, index: int, step: Step, exc: Exception) -> StepResult:
+    """A step that crashed (not an ImprintError): logged with its traceback, reported in one
+    line; it must not sink the others."""
+    log.error("recall.step.crashed", recall_id=recall_id, step=index, exc_info=exc)
+    return StepResult(
+        index=index,
+        label=step.label(),
+        outcome="error",
+        detail=f"failed ({type(exc).__name__})",
+    )
+
+
+def _timed_out(msg: RecallRequest, index: int, step: Step) -> StepResult:
+    log.warning(
+        "recall.step.timeout",
+        recall_id=msg.recall_id,
+        step=index,
+        tool=step.tool,
+        timeout_sec=msg.timeout_sec,
+    )
+    return StepResult(
+        index=index,
+        label=step.label(),
+        outcome="timeout",
+        detail=f"no answer within the recall's {msg.timeout_sec:g} s deadline",
+    )
 
 
 class StepRunnerProxy:
@@ -152,56 +190,71 @@ class RecallCoordinator(pykka.ThreadingActor):
             self._reads.drop_primed(primed)
 
     def _gather(self, msg: RecallRequest, cwd: str, deadline: float) -> list[StepResult]:
-        futures: list[pykka.Future[StepResult] | StoreError] = []
-        for i, step in enumerate(msg.steps, start=msg.first_step):
+        searches = [pos for pos, step in enumerate(msg.steps) if step.tool == "search"]
+        together = searches if len(searches) > 1 else []
+        futures: dict[int, pykka.Future[StepResult] | StoreError] = {}
+        for pos, step in enumerate(msg.steps):
+            if pos in together:
+                continue
             task = RunStep(
                 request_id=msg.request_id,
                 recall_id=msg.recall_id,
-                step=i,
+                step=msg.first_step + pos,
                 deadline=deadline,
                 workspace=msg.workspace,
                 task=step,
                 cwd=cwd,
             )
             try:
-                futures.append(self._runners.send(_runs(task)))
+                futures[pos] = self._runners.send(_runs(task))
             except StoreError as exc:
-                futures.append(exc)
+                futures[pos] = exc
+        # While the other steps run on the runners, the searches are answered here, together.
+        answered = self._searches(msg, together, deadline) if together else {}
         results: list[StepResult] = []
-        pairs = zip(futures, msg.steps, strict=True)
-        for i, (future, step) in enumerate(pairs, start=msg.first_step):
+        for pos, step in enumerate(msg.steps):
+            i = msg.first_step + pos
+            if pos in answered:
+                results.append(answered[pos])
+                continue
+            future = futures[pos]
             left = max(0.0, deadline - time.monotonic())
             try:
                 if isinstance(future, StoreError):
                     raise future
                 results.append(future.get(timeout=left))
             except (pykka.Timeout, DeadlineExceeded):
-                log.warning(
-                    "recall.step.timeout",
-                    recall_id=msg.recall_id,
-                    step=i,
-                    tool=step.tool,
-                    timeout_sec=msg.timeout_sec,
-                )
-                results.append(
-                    StepResult(
-                        index=i,
-                        label=step.label(),
-                        outcome="timeout",
-                        detail=f"no answer within the recall's {msg.timeout_sec:g} s deadline",
-                    )
-                )
+                results.append(_timed_out(msg, i, step))
             except Exception as exc:  # a step that crashed must not sink the others
-                log.exception("recall.step.crashed", recall_id=msg.recall_id, step=i)
-                results.append(
-                    StepResult(
-                        index=i,
-                        label=step.label(),
-                        outcome="error",
-                        detail=f"failed ({type(exc).__name__})",
-                    )
-                )
+                results.append(_crashed(msg.recall_id, i, step, exc))
         return results
+
+    def _searches(
+        self, msg: RecallRequest, positions: list[int], deadline: float
+    ) -> dict[int, StepResult]:
+        """A recall's search steps answered together (`search_many`): their reads asked at
+        once, their records read in one fetch instead of one per step, and no thread per step
+        handing the GIL back and forth. Each step's rows are those of its search alone; each
+        step is traced as if a runner had run it, its reads under it."""
+        started = time.monotonic()
+        steps = [msg.steps[pos] for pos in positions]
+
+        def bind(k: int) -> AbstractContextManager[object]:
+            return structlog.contextvars.bound_contextvars(step=msg.first_step + positions[k])
+
+        with bind_deadline(deadline):  # the recall's one deadline, as a runner would bind it
+            found = search_many(self._reads, [s.args for s in steps], msg.workspace, bind)
+        answered: dict[int, StepResult] = {}
+        for pos, step, got in zip(positions, steps, found, strict=True):
+            i = msg.first_step + pos
+            if isinstance(got, Exception) and not isinstance(got, ImprintError):
+                answered[pos] = _crashed(msg.recall_id, i, step, got)
+            else:
+                answered[pos] = _result(i, step, got, started)
+            outcome = cast(Outcome, answered[pos].outcome)
+            with structlog.contextvars.bound_contextvars(step=i):
+                log_handled(self.actor_name, "recall.step", started, started, outcome)
+        return answered
 
     def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[VectorQuery]:
         """Every search step's vector read asked as ONE read before the steps fan out: the
