@@ -432,8 +432,7 @@ def search_many(
                     sent[i] = _send(reads, ws, asked)
             except Exception as exc:
                 out[i] = exc
-        half = deadline.left() / 2
-        soon = Deadline(half)
+        soon = Deadline(deadline.left() / 2)
         ready: dict[int, _Ranked] = {}
         late: list[int] = []
         for i, one in sent.items():
