@@ -19,6 +19,7 @@ from imprint.actors.readers import LexicalReading
 from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads import search as search_module
 from imprint.reads.evidence import MIN_EXCERPT
 from imprint.reads.gateway import ActorReads, DirectReads
 from imprint.reads.search import planned_vector_query, search_rows, search_text
@@ -329,6 +330,36 @@ def test_a_search_step_stuck_on_a_read_times_out_alone(
             assert results[i].rows == alone and alone.hits, steps[i]
     finally:
         direct.close()
+
+
+def test_a_search_step_that_crashes_beside_others_answered_together(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One of the search steps answered together crashes (not an ImprintError): its line
+    says so, the searches before and after it still answer, and so does the other step."""
+    real = search_module.rerank
+
+    def boom(text: str, *a: Any, **k: Any) -> Any:
+        if text == "tomato sauce":
+            raise RuntimeError("boom")
+        return real(text, *a, **k)
+
+    monkeypatch.setattr(search_module, "rerank", boom)
+    text = recall(
+        rt,
+        "q",
+        [
+            {"tool": "search", "args": {"query": "espresso shot"}},
+            {"tool": "search", "args": {"query": "tomato sauce"}},
+            {"tool": "kg_query", "args": {"subject": "x"}},
+            {"tool": "search", "args": {"query": "retry backoff"}},
+        ],
+    )
+    lines = text.splitlines()
+    assert lines[2] == "step 2 search(query='tomato sauce'): error: failed (RuntimeError)"
+    assert lines[1].endswith("results") and lines[4].endswith("results"), lines[:5]
+    assert lines[3].startswith("step 3 kg_query(subject='x'): ")
+    assert "docs/espresso.md#0" in text and "src/retry.py#0" in text
 
 
 def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:

@@ -448,11 +448,15 @@ def search_many(
                 ranked = {i: ready.get(i) or _rank(sent[i], fusion, deadline) for i in group}
                 with bind(group[0]):
                     records = _fetch(reads, list(ranked.values()), deadline)
-                for i, found in ranked.items():
-                    out[i] = _rows(found, records, fusion)
             except Exception as exc:
                 for i in group:
-                    out[i] = out[i] or exc
+                    out[i] = exc
+                continue
+            for i, found in ranked.items():
+                try:
+                    out[i] = _rows(found, records, fusion)
+                except Exception as exc:  # this search's alone
+                    out[i] = exc
     answered = [r for r in out if r is not None]
     assert len(answered) == len(asks), out  # every ask ends with its rows or its error
     return answered

@@ -9,6 +9,11 @@ what is left of it: pykka's `get_all(timeout=)` would give every future the whol
 A step that misses the deadline is reported as timed out; its runner finishes in the
 background, its later reads are skipped by the readers, and its result is dropped.
 
+A plan's search steps (two or more) are not sent to runners: the coordinator answers them
+together (`search_many`), while the runners run the other steps. Their queries are embedded
+in one inference, the vector store is searched in one call and their records are read in
+one fetch; a search whose read is stuck times out alone.
+
 `start_plan` asks without waiting, so a recall can gather its deterministic evidence while
 the model plans and wait for it afterwards (`Gathering.wait`); `run_plan` does both at once.
 """
@@ -242,8 +247,11 @@ class RecallCoordinator(pykka.ThreadingActor):
         def bind(k: int) -> AbstractContextManager[object]:
             return structlog.contextvars.bound_contextvars(step=msg.first_step + positions[k])
 
-        with bind_deadline(deadline):  # the recall's one deadline, as a runner would bind it
-            found = search_many(self._reads, [s.args for s in steps], msg.workspace, bind)
+        try:
+            with bind_deadline(deadline):  # the recall's one deadline, as a runner binds it
+                found = search_many(self._reads, [s.args for s in steps], msg.workspace, bind)
+        except Exception as exc:  # each search reports it; the other steps still answer
+            found = [exc] * len(steps)
         answered: dict[int, StepResult] = {}
         for pos, step, got in zip(positions, steps, found, strict=True):
             i = msg.first_step + pos
