@@ -941,7 +941,10 @@ def _handshake(sock: socket.socket, hello: bytes) -> bool:
     when it closed first (it was stopping), an error when it refused."""
     sock.settimeout(CONNECT_WAIT_SEC)
     try:
-        sock.sendall(hello)
+        # A daemon at its connection cap writes its refusal and closes without reading the
+        # hello: sending may then fail, and the refusal is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(hello)
         line = b""
         while not line.endswith(b"\n") and len(line) < 4096:
             byte = sock.recv(1)  # byte by byte: what follows the line is MCP, left unread

@@ -516,6 +516,18 @@ def test_connections_over_the_cap_get_a_one_line_error(serve: StartDaemon) -> No
             assert daemon_mod._handshake(fourth, _hello()) is True
 
 
+def test_a_refusal_written_before_the_hello_is_read_is_still_reported() -> None:
+    """The daemon at its cap writes its refusal and closes before the client's hello
+    arrives: sending the hello fails (broken pipe), and the refusal is still read and
+    raised, not taken for a daemon that was stopping (which bridge_stdio would retry)."""
+    client, daemon_end = socket.socketpair()
+    with client:
+        daemon_end.sendall(b'{"error": "daemon: 2 connections are open (the cap)"}\n')
+        daemon_end.close()
+        with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)$"):
+            daemon_mod._handshake(client, _hello())
+
+
 def test_a_malformed_hello_never_reaches_the_logs(
     serve: StartDaemon, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
