@@ -281,6 +281,12 @@ class _Ranked(NamedTuple):
     warning: str
 
 
+def _reranks(mode: Mode, fusion: Fusion) -> bool:
+    """Whether a search's candidates are re-ranked by coverage (and so fetched beyond its
+    limit, `fusion.depth` of them)."""
+    return mode == "hybrid" and fusion.coverage > 0
+
+
 def _send(reads: Reads, workspace: WorkspaceName, asked: _Asked) -> _Sent:
     mode, text, limit, filters = asked
     pool = candidates(mode, limit)
@@ -326,8 +332,7 @@ def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
         got_lexical = list(deadline.wait(sent.lexical, "search (lexical)"))
     if warning:
         log.warning("search.vector_failed", workspace=sent.workspace, error=warning)
-    reranked = mode == "hybrid" and fusion.coverage > 0
-    keep = max(limit, fusion.depth) if reranked else limit
+    keep = max(limit, fusion.depth) if _reranks(mode, fusion) else limit
     if mode == "hybrid":
         ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
     else:
@@ -362,7 +367,7 @@ def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> Sear
     ranked, warning = one.ranked, one.warning
     # Vectors among the first `limit` whose records are gone (a damaged lexical side).
     orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
-    if mode == "hybrid" and fusion.coverage > 0:
+    if _reranks(mode, fusion):
         ranked = rerank(text, ranked, records, fusion)[:limit]
     hits = tuple(
         SearchHit(record=records[rid], score=score, why=why)

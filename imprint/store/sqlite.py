@@ -384,8 +384,10 @@ class SqliteStore:
         # are joined for their ids (joined first, every matching row was: a third of the
         # time when a common word matches most records).
         scored = (
-            "SELECT rowid, bm25(records_fts) AS rank FROM records_fts WHERE records_fts MATCH ?"
+            "SELECT records_fts.rowid, bm25(records_fts) AS rank FROM records_fts "
+            "WHERE records_fts MATCH ?"
         )
+        pool = matched if where else scored
         by_id = "SELECT r.id, f.rank FROM ({}) AS f CROSS JOIN records AS r ON r.rowid = f.rowid"
         last = self._last_rowid()
         large = last > TERM_DOC_BUDGET
@@ -406,22 +408,16 @@ class SqliteStore:
             if unscored:
                 sql = f"{newest} ORDER BY records_fts.rowid DESC LIMIT ?"
                 args = [expr, *params, limit]
-            elif large:  # a CamelCase word's parts, uncounted, may still be common
-                if where:
-                    sql = (
-                        f"SELECT id, rank FROM ({matched} ORDER BY records_fts.rowid DESC "
-                        "LIMIT ?) ORDER BY rank LIMIT ?"
-                    )
-                else:
-                    sql = by_id.format(
-                        f"SELECT rowid, rank FROM ({scored} ORDER BY rowid DESC LIMIT ?) "
+            else:
+                ranked = f"{pool} ORDER BY rank LIMIT ?"
+                args = [expr, *params, limit]
+                if large:  # a CamelCase word's parts, uncounted, may still be common
+                    ranked = (
+                        f"SELECT * FROM ({pool} ORDER BY records_fts.rowid DESC LIMIT ?) "
                         "ORDER BY rank LIMIT ?"
                     )
-                args = [expr, *params, TERM_DOC_BUDGET, limit]
-            else:
-                ranked = f"{matched} ORDER BY rank LIMIT ?"
-                sql = ranked if where else by_id.format(f"{scored} ORDER BY rank LIMIT ?")
-                args = [expr, *params, limit]
+                    args = [expr, *params, TERM_DOC_BUDGET, limit]
+                sql = ranked if where else by_id.format(ranked)
             for rid, rank in self.conn.execute(sql, args):
                 if rid not in seen:
                     seen[MemoryId(rid)] = 0.0 - float(rank)  # not -0.0 for the phrase's
