@@ -59,6 +59,7 @@ __all__ = [
     "refuse",
     "relative",
     "revisions_table",
+    "settle_merges",
     "shown_command",
     "title",
     "utc_now",
@@ -421,3 +422,16 @@ def serving_http(
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
+
+
+def settle_merges(runtime: Any, workspace: str = "") -> int:
+    """Merge the BM25 index's segments now, until nothing is left: the writer does it in
+    the background after writes and when it opens a store, and a benchmark times a settled
+    store, not one with merge steps running beside its queries. Returns the steps run."""
+    from imprint.actors.write_messages import MergeIndex
+
+    writer = runtime.writer(runtime.resolve(workspace))
+    steps = 0
+    while writer.merge_index(MergeIndex()).get(timeout=600):
+        steps += 1
+    return steps

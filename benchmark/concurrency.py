@@ -30,6 +30,7 @@ if not __package__:  # run as a file: the repository, not benchmark/, goes first
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark._common import DEFAULT_CORPUS as CORPUS
+from benchmark._common import settle_merges
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
@@ -90,6 +91,7 @@ def main() -> int:
             ingest_path(rt, CORPUS, project="corpus")
         reads = ActorReads(rt)
         ws = reads.open("")
+        settle_merges(rt, ws)
         rows = []
         for plan in PLANS:
             steps = parse_plan(plan)

@@ -386,6 +386,7 @@ def grow(runtime: Runtime, chunks: Chunks, start: int, end: int) -> tuple[float,
             note(f"  writing: {lo + len(records)}/{end}")
     seconds = time.perf_counter() - started
     check = writer.check(Check()).get(timeout=WRITE_TIMEOUT_SEC)
+    common.settle_merges(runtime, ws)
     if check["records"] != end or check["vectors"] != end or not check["fts_ok"]:
         raise SystemExit(f"store of {end}: built wrong: {check}")
     return seconds, check

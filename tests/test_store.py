@@ -9,6 +9,7 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
+from imprint.actors.writer import WriterActor
 from imprint.config import Config
 from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
@@ -44,6 +45,9 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     status keeps its answer while the store is as it was: a write through the writer, a
     commit by another connection or a vector count that moved each reads everything again,
     and the row then tells the truth about it."""
+    # The writer's background merges (tests/test_index_merge.py) would run between the steps
+    # below: on the connection whose open transaction this test looks at.
+    monkeypatch.setattr(WriterActor, "merge_soon", lambda self: None)
     ingest_path(runtime, small_tree, project="proj")
     listed: list[str] = []
     sqlite_ids, vector_ids = SqliteStore.ids, VectorIndex.ids

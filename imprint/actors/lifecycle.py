@@ -70,8 +70,9 @@ class Runtime:
         *,
         reindex: bool = True,
     ) -> None:
-        """`reindex`: a workspace whose index is older than `TEXT_FORMAT` is re-indexed in
-        the background once opened (the owning server's runtime; not a one-shot command's)."""
+        """`reindex`: a workspace's upkeep runs in the background once it is opened (the
+        owning server's runtime; not a one-shot command's): an index older than
+        `TEXT_FORMAT` is re-indexed, and the BM25 index's segments are merged."""
         self.data_dir = data_dir
         self.config = config
         self._reindex = reindex
@@ -200,6 +201,8 @@ class Runtime:
             self._open[ws] = opened
             if self._reindex and store.sqlite.text_format() < TEXT_FORMAT:
                 opened.writer.reindex(Reindex())
+            if self._reindex:  # a store written by an older version has segments to merge
+                opened.writer.merge_soon()
             log.info(
                 "workspace.opened",
                 workspace=ws,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from imprint.actors._trace import Message
 from imprint.store.sqlite import WriteBatch
 
-__all__ = ["Check", "Reindex", "Repair", "SourceState", "Write"]
+__all__ = ["Check", "MergeIndex", "Reindex", "Repair", "SourceState", "Write"]
 
 
 class Write(Message):
@@ -38,3 +38,10 @@ class Reindex(Message):
     `imprint.store.context`); the writer sends itself the next one."""
 
     kind = "reindex"
+
+
+class MergeIndex(Message):
+    """One step of merging the BM25 index's segments (`SqliteStore.merge_index`); the
+    writer sends itself these after writes, and the next one while a step did work."""
+
+    kind = "merge_index"

@@ -21,8 +21,15 @@ from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
 from imprint._faults import delay, failpoint
-from imprint.actors._trace import traced
-from imprint.actors.write_messages import Check, Reindex, Repair, SourceState, Write
+from imprint.actors._trace import new_request_id, traced
+from imprint.actors.write_messages import (
+    Check,
+    MergeIndex,
+    Reindex,
+    Repair,
+    SourceState,
+    Write,
+)
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.store.context import TEXT_FORMAT, chunk_contexts
@@ -31,6 +38,7 @@ from imprint.store.integrity import deep_check, repair
 from imprint.store.records import Record
 from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
+from imprint.types import RecallId
 
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
 
@@ -231,6 +239,23 @@ class Writer:
         self._reindex = None
         return False
 
+    def merge_step(self) -> bool:
+        """One step of merging the BM25 index's segments; whether more may be left. The
+        records are as they were: a kept `check` answer still holds after it."""
+        held = self._checked
+        current = held is not None and held[0] == self._state()
+        try:
+            more = self.store.sqlite.merge_index()
+        except sqlite3.Error as exc:  # the index still answers, with more segments to read
+            log.warning("writer.merge_failed", workspace=self.store.name, error=_one_line(exc))
+            more = False
+        if held is not None and current:
+            # Only this connection's change count moved. Not `_state()` again: a commit by
+            # another connection just after this step must still be seen by the next check.
+            _, version, vectors = held[0]
+            self._checked = ((self.store.sqlite.conn.total_changes, version, vectors), held[1])
+        return more
+
     def reindex_progress(self) -> dict[str, int]:
         """Sources re-indexed of how many, while a re-index runs (else empty)."""
         job = self._reindex
@@ -333,12 +358,38 @@ class WriterActor(pykka.ThreadingActor):
         super().__init__()
         self.logic = logic
         self.actor_name = logic.actor_name
+        self._merging = False  # a MergeIndex is in the mailbox
 
     # Never skipped when late: a write that reached the mailbox is applied, so a caller that
     # gave up waiting cannot leave it half-known (it can read it back, or write it again).
     @traced("write", skip_late=False)
     def write(self, msg: Write, embeddings: np.ndarray | None = None) -> WriteAck:
-        return self.logic.write(msg.batch, embeddings)
+        ack = self.logic.write(msg.batch, embeddings)
+        self.merge_soon()
+        return ack
+
+    def merge_soon(self) -> None:
+        """Merge the BM25 index's segments after the messages already in the mailbox, a step
+        per message (queued writes go first), until a step finds nothing to merge."""
+        if not self._merging:
+            self._merging = True
+            self._send_merge()
+
+    def _send_merge(self) -> None:
+        # Its own request, with no deadline: not a part of the write that caused it.
+        msg = MergeIndex(
+            request_id=new_request_id(), recall_id=RecallId(""), step=-1, deadline=None
+        )
+        self.actor_ref.proxy().merge_index(msg)
+
+    @traced("merge_index", skip_late=False)
+    def merge_index(self, msg: MergeIndex) -> bool:
+        more = self.logic.merge_step()
+        if more:
+            self._send_merge()
+        else:
+            self._merging = False
+        return more
 
     # A step at a time, each a message of its own: writes queued meanwhile go first.
     @traced("reindex", skip_late=False)
@@ -369,3 +420,5 @@ class WriterProxy:
     source_state = proxy_method(WriterActor.source_state)
     check = proxy_method(WriterActor.check)
     reindex = proxy_method(WriterActor.reindex)
+    merge_soon = proxy_method(WriterActor.merge_soon)
+    merge_index = proxy_method(WriterActor.merge_index)
