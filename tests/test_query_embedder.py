@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
+from imprint.store import embedder as embedder_mod
 from imprint.store.embedder import DIMENSIONS, Embedder, QueryEmbedder
 
 
@@ -21,7 +22,11 @@ class GatedEmbedder:
         self.release = threading.Event()
         self.fail_next = False
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], *, starting: Callable[[], None] | None = None
+    ) -> np.ndarray:
+        if starting is not None:
+            starting()
         self.batches.append(list(texts))
         if len(self.batches) == 1:
             self.entered.set()
@@ -179,3 +184,58 @@ def test_query_cache_size_comes_from_config(tmp_path: Any, embedder: Embedder, s
         assert (batcher.hits, batcher.batches) == ((0, 2) if size == 0 else (1, 1))
     finally:
         rt.stop()
+
+
+class _OrderedEmbedder:
+    """Records when each inference starts; each waits for the test to let it start, then
+    to let it finish."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.entered = threading.Event()
+        self.let_start = threading.Event()
+        self.release = threading.Event()
+
+    def embed(
+        self, texts: Sequence[str], *, starting: Callable[[], None] | None = None
+    ) -> np.ndarray:
+        self.entered.set()
+        assert self.let_start.wait(timeout=30)
+        self.order.append(f"inference {len(texts)}")
+        if starting is not None:
+            starting()
+        assert self.release.wait(timeout=30)
+        return np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+
+
+def test_prime_returns_once_its_inference_starts_unless_the_worker_is_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle worker: `prime` hands over, returning only once the batch's inference starts
+    (so the reads a recall sends next do not queue ahead of it). A busy worker: `prime`
+    returns at once, its batch queued behind the one running."""
+    monkeypatch.setattr(embedder_mod, "PRIME_HANDOFF_S", 30.0)  # the bound, out of the way
+    fake = _OrderedEmbedder()
+    q = QueryEmbedder(fake, cache_size=0)  # type: ignore[arg-type]
+
+    def prime(texts: list[str]) -> None:
+        q.prime(texts)
+        fake.order.append(f"primed {len(texts)}")
+
+    try:
+        first = threading.Thread(target=prime, args=(["a", "b"],))
+        first.start()
+        assert fake.entered.wait(timeout=30)
+        fake.let_start.set()
+        first.join(timeout=30)
+        assert fake.order == ["inference 2", "primed 2"]
+        prime(["c", "d", "e"])  # the worker is still on the first batch
+        assert fake.order == ["inference 2", "primed 2", "primed 3"]
+        fake.release.set()
+        for text in "abcde":
+            q.embed(text)
+        assert fake.order[-1] == "inference 3"
+    finally:
+        fake.let_start.set()
+        fake.release.set()
+        q.close()

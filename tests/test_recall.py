@@ -190,9 +190,9 @@ def test_a_four_search_plan_embeds_its_queries_in_one_inference(
         calls: list[list[str]] = []
         original = embedder.embed
 
-        def spy(texts: Any) -> Any:
+        def spy(texts: Any, **k: Any) -> Any:
             calls.append(list(texts))
-            return original(texts)
+            return original(texts, **k)
 
         monkeypatch.setattr(embedder, "embed", spy)
         queries = ["espresso shot", "actor mailbox", "tomato sauce", "  garden soil "]
