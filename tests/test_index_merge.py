@@ -285,3 +285,39 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
         assert len(listed) == 2 and not damaged["fts_ok"]
     finally:
         store.close()
+
+
+def test_a_merge_step_that_crashes_does_not_stop_later_merges(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not an SQLite error (a bug, say): the step fails, and the next write still asks for
+    merging again instead of finding a merge forever marked as queued."""
+    store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
+    logic = Writer(store, embedder)
+    calls: list[str] = []
+    merged = threading.Event()
+    real = logic.merge_step
+
+    def flaky() -> bool:
+        if not calls:
+            calls.append("crash")
+            raise RuntimeError("a bug")
+        calls.append("step")
+        more = real()
+        if not more:
+            merged.set()
+        return more
+
+    monkeypatch.setattr(logic, "merge_step", flaky)
+    ref = WriterActor.start(logic)
+    writer = ref.proxy()
+    try:
+        rng = random.Random(19)
+        for k in range(2):
+            batch = WriteBatch(upserts=_records(rng, k * 3, 3))
+            writer.write(Write(batch=batch)).get(timeout=60)
+        assert merged.wait(60)
+        assert calls[0] == "crash" and "step" in calls
+    finally:
+        ref.stop()
+        store.close()

@@ -384,11 +384,14 @@ class WriterActor(pykka.ThreadingActor):
 
     @traced("merge_index", skip_late=False)
     def merge_index(self, msg: MergeIndex) -> bool:
-        more = self.logic.merge_step()
-        if more:
-            self._send_merge()
-        else:
-            self._merging = False
+        more = False
+        try:
+            more = self.logic.merge_step()
+        finally:  # whatever a step raised, the next write asks for merging again
+            if more:
+                self._send_merge()
+            else:
+                self._merging = False
         return more
 
     # A step at a time, each a message of its own: writes queued meanwhile go first.
