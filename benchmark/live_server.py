@@ -36,6 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from benchmark._common import free_port, wait_answering
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
