@@ -52,6 +52,22 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def drop_one_fts_entry(db: Path) -> None:
+    """A hand edit through another connection: one record's full-text entry removed (the
+    FTS integrity check then fails, and SQLite's data_version moves for the owner)."""
+    from imprint.store.sqlite import SqliteStore
+
+    other = SqliteStore(db)
+    try:
+        with other.conn:
+            other.conn.execute(
+                "INSERT INTO records_fts(records_fts, rowid, content) "
+                "SELECT 'delete', rowid, content FROM records LIMIT 1"
+            )
+    finally:
+        other.close()
+
+
 @pytest.fixture
 def small_tree(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "proj", TOPICS)

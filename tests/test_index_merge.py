@@ -20,6 +20,7 @@ from imprint.store.records import Record
 from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
+from tests.conftest import drop_one_fts_entry
 
 COMMON = ["the", "server", "how", "an", "in", "actor", "search", "index"]
 RARE = ["pykka", "structlog", "zebra", "quokka", "sqlite", "merge", "segment", "mopidy"]
@@ -271,15 +272,7 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
         while logic.merge_step():
             pass
         assert logic.check() == first and len(listed) == 1
-        other = SqliteStore(store.sqlite_path)
-        try:
-            with other.conn:
-                other.conn.execute(
-                    "INSERT INTO records_fts(records_fts, rowid, content) "
-                    "SELECT 'delete', rowid, content FROM records LIMIT 1"
-                )
-        finally:
-            other.close()
+        drop_one_fts_entry(store.sqlite_path)  # a hand edit through another connection
         logic.merge_step()
         damaged = logic.check()
         assert len(listed) == 2 and not damaged["fts_ok"]

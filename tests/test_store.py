@@ -20,6 +20,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Record, make_id
 from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
 from imprint.store.vectors import VectorIndex
+from tests.conftest import drop_one_fts_entry
 
 
 def _sources(rows: object) -> list[str]:
@@ -75,16 +76,7 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     after_write = status_row(runtime)
     assert len(listed) == 4 and after_write.records == first.records + 1
     assert after_write.consistent
-    # A hand edit through another connection: one record's full-text entry removed.
-    other = SqliteStore(store.sqlite.path)
-    try:
-        with other.conn:
-            other.conn.execute(
-                "INSERT INTO records_fts(records_fts, rowid, content) "
-                "SELECT 'delete', rowid, content FROM records LIMIT 1"
-            )
-    finally:
-        other.close()
+    drop_one_fts_entry(store.sqlite.path)  # a hand edit through another connection
     damaged = status_row(runtime)
     assert len(listed) == 6 and not damaged.fts_ok and not damaged.consistent
     assert status_row(runtime) == damaged and len(listed) == 6
