@@ -243,7 +243,8 @@ class Writer:
         """One step of merging the BM25 index's segments; whether more may be left. The
         records are as they were: a kept `check` answer still holds after it."""
         held = self._checked
-        current = held is not None and held[0] == self._state()
+        # SQLite's side only: a vector count that moved still differs from the kept one.
+        current = held is not None and held[0][:2] == self._sqlite_state()
         try:
             more = self.store.sqlite.merge_index()
         except sqlite3.Error as exc:  # the index still answers, with more segments to read
@@ -289,9 +290,12 @@ class Writer:
         }
 
     def _state(self) -> tuple[int, int, int]:
+        return (*self._sqlite_state(), self.store.vectors.count())
+
+    def _sqlite_state(self) -> tuple[int, int]:
+        """This connection's own change count, and SQLite's count of others' commits."""
         conn = self.store.sqlite.conn
-        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-        return conn.total_changes, version, self.store.vectors.count()
+        return conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def _compare(self) -> dict[str, Any]:
         sqlite = self.store.sqlite
