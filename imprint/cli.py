@@ -367,11 +367,21 @@ def serve(
         list[str] | None,
         typer.Option("--allow", help="also let this session ingest under PATH (repeatable)"),
     ] = None,
+    rotate_token: Annotated[
+        bool,
+        typer.Option(
+            "--rotate-token",
+            help="with --http: make a new bearer token (the old one stops working) and print "
+            "each client's config line",
+        ),
+    ] = False,
 ) -> None:
     """Serve MCP. Over stdio (the default) it bridges to the data dir's shared daemon,
     starting it if needed; with --http this process owns the data dir and serves both."""
     from imprint.daemon import Daemon, bridge_stdio
 
+    if rotate_token and not http:
+        raise ImprintError("--rotate-token: only with --http (stdio needs no token)")
     root, config = _setup()
     if not http:
         raise typer.Exit(bridge_stdio(root, allow))
@@ -380,11 +390,17 @@ def serve(
 
     import uvicorn
 
+    from imprint._loopback import LoopbackConfig
     from imprint.logs import add_secret
-    from imprint.server import build_server, client_config_lines, http_app, http_token
+    from imprint.server import (
+        build_server,
+        client_config_lines,
+        http_app,
+        http_token,
+        http_token_path,
+        token_hint_lines,
+    )
 
-    token = http_token(root)
-    add_secret(token)
     daemon = Daemon(root, config, idle_exit_sec=None)
     daemon.kind = "serve --http"
     if not daemon.acquire():
@@ -393,6 +409,9 @@ def serve(
             "(stdio servers share it through its daemon)"
         )
     try:
+        # Only once the data dir is ours: a refused start rotates nothing.
+        token = http_token(root, rotate=rotate_token)
+        add_secret(token.value)
         daemon.start()
         threading.Thread(target=daemon.serve_forever, daemon=True).start()
         server = build_server(daemon.wait_runtime())
@@ -400,16 +419,23 @@ def serve(
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         url = f"http://127.0.0.1:{port}/mcp"
-        for line in client_config_lines(url, token, root / "http_token"):
+        # The token only when the clients cannot have it yet: every start's stderr may end
+        # up in a service manager's journal.
+        lines = (
+            client_config_lines(url, token.value, http_token_path(root))
+            if token.fresh
+            else token_hint_lines(url, http_token_path(root))
+        )
+        for line in lines:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
-        # No access log (it would carry query strings); uvicorn logs through our handlers.
         uvicorn.Server(
-            uvicorn.Config(
-                http_app(server, port, token),
+            LoopbackConfig(
+                http_app(server, port, token.value),
+                name="serve --http",
+                read_timeout_sec=config.server.http_read_timeout_sec,
+                max_connections=config.server.http_max_connections,
                 host="127.0.0.1",
                 port=port,
-                access_log=False,
-                log_config=None,
                 log_level="warning",
             )
         ).run()
@@ -461,7 +487,8 @@ def dashboard(
     """Serve the dashboard from the process that owns the data dir (the shared daemon,
     started if none runs, or `serve --http`) while this command runs; print its URL.
 
-    The URL carries a one-time token: the page trades it for a session cookie."""
+    The URL carries a one-time token: the page trades it for a session cookie. `--open`
+    hands the browser a private file that redirects to it, never the URL itself."""
     from imprint.daemon import ask_dashboard
     from imprint.dashboard import check_host
 
@@ -470,21 +497,25 @@ def dashboard(
         raise ImprintError(f"port: {port} is not allowed; 0-65535")
     root, _ = _setup()
     sock, reply = ask_dashboard(root, port)
+    opened: Path | None = None
     try:
         if reply.get("note"):
             err.print(f"imprint: {reply['note']}")
         err.print("imprint: dashboard served by the data dir's owner; Ctrl-C stops it")
         typer.echo(reply["url"])
         if open_browser:
-            import webbrowser
+            from imprint.dashboard import open_browser_at
 
-            webbrowser.open(reply["url"])
+            # Through a private file, not the URL: a browser's command line is world-readable.
+            opened = open_browser_at(root, reply["url"])
         while sock.recv(4096):  # the owner closed: it stopped
             pass
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
+        if opened is not None:
+            opened.unlink(missing_ok=True)
 
 
 @app.command(hidden=True)

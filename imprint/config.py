@@ -185,6 +185,15 @@ class ServerConfig(_Group):
         default=600.0, ge=1, le=86400, description="the shared daemon exits after this idle"
     )
     http_port: int = Field(default=8765, ge=1024, le=65535, description="serve --http port")
+    http_read_timeout_sec: float = Field(
+        default=5.0,
+        ge=0.1,
+        le=300,
+        description="an HTTP request (serve --http, dashboard) must arrive whole within this",
+    )
+    http_max_connections: int = Field(
+        default=64, ge=4, le=4096, description="open HTTP connections; more get 503"
+    )
 
 
 class LogConfig(_Group):

@@ -23,6 +23,7 @@ hello_timeout_sec, at most max_connections open, and it does not keep the daemon
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -77,6 +78,12 @@ CONNECT_WAIT_SEC = 90.0
 HELLO_TIMEOUT_SEC = 10.0
 HELLO_MAX_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64
+# accept() failing with these is the process (or the system) short of something for now.
+TRANSIENT_ACCEPT_ERRORS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
+)
+ACCEPT_BACKOFF_SEC = 0.05
+ACCEPT_BACKOFF_MAX_SEC = 1.0
 _SUN_PATH_MAX = 104  # sockaddr_un.sun_path: 108 bytes on Linux, 104 on macOS
 
 
@@ -413,6 +420,7 @@ class Daemon:
         self.kind = "daemon"
         self.started_at = time.time()
         self.sessions = 0  # MCP sessions now connected
+        self.accept_failures = 0  # transient accept() errors (EMFILE...), each logged
         self._dashboard: Any = None  # a DashboardServer while someone asked for one
         self._dashboard_users = 0
         self._dashboard_lock = threading.Lock()
@@ -541,11 +549,26 @@ class Daemon:
     def serve_forever(self) -> None:
         assert self._listener is not None
         threading.Thread(target=self._watch_idle, name="imprint-idle", daemon=True).start()
+        backoff = ACCEPT_BACKOFF_SEC
         while not self._stopping.is_set():
             try:
                 conn, _ = self._listener.accept()
-            except OSError:
-                break
+            except OSError as exc:
+                if exc.errno not in TRANSIENT_ACCEPT_ERRORS or self._stopping.is_set():
+                    break  # the listener was closed: shutting down
+                # Out of descriptors or buffers (a flood of connections somewhere in this
+                # process): not the end. Wait for some to close, then accept again.
+                self.accept_failures += 1
+                log.warning(
+                    "daemon.accept.failed",
+                    error=errno.errorcode.get(exc.errno or 0, str(exc.errno)),
+                    count=self.accept_failures,
+                    retry_sec=backoff,
+                )
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, ACCEPT_BACKOFF_MAX_SEC)
+                continue
+            backoff = ACCEPT_BACKOFF_SEC
             if not self._admit(conn):
                 with contextlib.suppress(OSError):
                     conn.close()

@@ -2,8 +2,10 @@
 
 Over HTTP every request needs `Authorization: Bearer <token>`: one random token per data
 dir, kept 0600 in `{data_dir}/http_token` (any local user can reach a loopback port; only
-the owner can read that file). Host and Origin must name 127.0.0.1, localhost or [::1]
-at the server's own port; bodies are capped by the SDK.
+the owner can read that file), made on the first start or by `--rotate-token`. Another
+user's connection is cut before it is read (`imprint._loopback`), token or not. Host and
+Origin must name 127.0.0.1, localhost or [::1] at the server's own port; bodies are capped
+by the SDK.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -39,11 +41,13 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTRUCTIONS",
     "BearerAuth",
+    "BearerToken",
     "build_server",
     "client_config_lines",
     "http_app",
     "http_token",
     "http_token_path",
+    "token_hint_lines",
     "tool_modules",
 ]
 
@@ -373,23 +377,33 @@ def http_token_path(data_dir: Path) -> Path:
     return data_dir / "http_token"
 
 
-def http_token(data_dir: Path) -> str:
-    """The data dir's bearer token, made once (random, 256 bits) and kept 0600."""
+class BearerToken(NamedTuple):
+    value: str
+    fresh: bool  # made just now (first start or rotated): the clients do not have it yet
+
+
+def http_token(data_dir: Path, *, rotate: bool = False) -> BearerToken:
+    """The data dir's bearer token, made once (random, 256 bits) and kept 0600; with
+    `rotate`, a new one replaces it (atomically: a reader sees the old or the new)."""
     path = http_token_path(data_dir)
-    with contextlib.suppress(FileNotFoundError):
-        token = path.read_text(encoding="utf-8").strip()
-        if len(token) >= 32:
-            if path.stat().st_mode & 0o077:
-                os.chmod(path, 0o600)
-            return token
+    if not rotate:
+        with contextlib.suppress(FileNotFoundError):
+            token = path.read_text(encoding="utf-8").strip()
+            if len(token) >= 32:
+                if path.stat().st_mode & 0o077:
+                    os.chmod(path, 0o600)
+                return BearerToken(token, fresh=False)
     private_dir(path.parent)
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)  # O_EXCL below: never write through a planted file or link
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(token + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)
-    return token
+    return BearerToken(token, fresh=True)
 
 
 class BearerAuth:
@@ -408,7 +422,7 @@ class BearerAuth:
             ):
                 response = PlainTextResponse(
                     "Unauthorized: send 'Authorization: Bearer <token>'; "
-                    "`imprint serve --http` prints it (kept in {data_dir}/http_token)\n",
+                    "the token is kept in {data_dir}/http_token\n",
                     status_code=401,
                     headers={"WWW-Authenticate": 'Bearer realm="imprint"'},
                 )
@@ -430,7 +444,9 @@ def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
 
 
 def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:
-    """What to paste into each client to connect, printed once by `serve --http`."""
+    """What to paste into each client to connect, printed by `serve --http` when the token
+    was just made (first start, `--rotate-token`): never again, so it stays out of the
+    service manager's journal."""
     header = f"Authorization: Bearer {token}"
     cursor = (
         f'{{"mcpServers": {{"imprint": {{"url": "{url}", '
@@ -443,6 +459,16 @@ def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:
         f"  Codex (~/.codex/config.toml, then export IMPRINT_HTTP_TOKEN={token}):",
         f'    [mcp_servers.imprint] url = "{url}" bearer_token_env_var = "IMPRINT_HTTP_TOKEN"',
         f"  Cursor (~/.cursor/mcp.json): {cursor}",
+    ]
+
+
+def token_hint_lines(url: str, token_file: Path) -> list[str]:
+    """What `serve --http` prints at a start that made no new token: where it is, not it."""
+    return [
+        f"imprint: MCP over streamable HTTP at {url}",
+        f"imprint: every request needs 'Authorization: Bearer <token>' with the token kept in "
+        f"{token_file}; `imprint serve --http --rotate-token` makes a new one and prints each "
+        "client's config line",
     ]
 
 

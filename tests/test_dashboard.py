@@ -296,7 +296,9 @@ def test_every_route_needs_the_session_cookie(dash: Dash) -> None:
         assert r.status_code == 401 and "imprint dashboard" in r.text and "<table" not in r.text
     r = dash.client.post("/settings", data={"key": "search.limit", "value": "5"}, headers=ORIGIN)
     assert r.status_code == 401 and not config_path(dash.runtime.data_dir).exists()
-    forged = TestClient(dash.client.app, base_url=BASE, cookies={"imprint_dashboard": "forged"})
+    forged = TestClient(
+        dash.client.app, base_url=BASE, cookies={f"imprint_dashboard_{PORT}": "forged"}
+    )
     assert forged.get("/").status_code == 401
 
 
@@ -573,7 +575,7 @@ def test_the_token_is_in_no_log_line(dash: Dash) -> None:
     """The one-time token and the session cookie never reach the owner's log."""
     token = dash.guard.issue_token()
     r = dash.client.get(f"/?token={token}", follow_redirects=False)
-    session = r.cookies["imprint_dashboard"]
+    session = r.cookies[f"imprint_dashboard_{PORT}"]
     dash.client.get("/")
     logged = _log_text(dash)
     assert token not in logged and session not in logged and dash.guard.csrf not in logged

@@ -1,7 +1,12 @@
 """Who may see the dashboard: the owner of the data dir, and only through loopback.
 
-Loopback is not private (every local user can reach 127.0.0.1), so every request, pages and
-static files alike, needs a session cookie. The owner gets one by opening the URL that
+Loopback is not private (every local user can reach 127.0.0.1), so a connection from
+another user is cut before its request is read (`imprint._loopback`), and every request,
+pages and static files alike, needs a session cookie. Browsers send a site's cookies to
+every port of it, so the cookie is named after this server's port
+(`imprint_dashboard_8766`): another user's page on another port still receives it (and is
+refused by the uid check when it replays it here), and two dashboards in one browser keep
+a cookie each. The owner gets one by opening the URL that
 `imprint dashboard` prints: it carries a one-time token (handed over the data dir's Unix
 socket, which only the owner can open) that is exchanged for an HttpOnly, SameSite=Strict
 cookie and then forgotten. A request whose Host is not this loopback name and port is
@@ -97,6 +102,11 @@ class Guard:
         with self._lock:
             return any(hmac.compare_digest(session, s) for s in self._sessions)
 
+    @property
+    def cookie(self) -> str:
+        """The session cookie's name: one per port, as browsers share cookies across ports."""
+        return f"{COOKIE}_{self.port}"
+
     def csrf_ok(self, given: str | None) -> bool:
         return bool(given) and hmac.compare_digest(str(given), self.csrf)
 
@@ -142,10 +152,10 @@ class GuardMiddleware(BaseHTTPMiddleware):
             # Drop the token from the address bar and from history.
             response = RedirectResponse(request.url.path, status_code=303)
             response.set_cookie(
-                COOKIE, session, httponly=True, samesite="strict", path="/", secure=False
+                guard.cookie, session, httponly=True, samesite="strict", path="/", secure=False
             )
             return response
-        if not guard.session_ok(request.cookies.get(COOKIE)):
+        if not guard.session_ok(request.cookies.get(guard.cookie)):
             return PlainTextResponse(UNAUTHORIZED, status_code=401)
         if request.method not in SAFE_METHODS:
             if request.method != "POST":

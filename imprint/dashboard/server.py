@@ -1,7 +1,9 @@
 """Serve the dashboard from the process that owns the data dir, on 127.0.0.1 only.
 
 uvicorn runs in a thread of the owner (the daemon, `serve --http`, or the process that
-`imprint dashboard` runs in when asked to), over the owner's one runtime.
+`imprint dashboard` runs in when asked to), over the owner's one runtime, with
+`imprint._loopback`'s protocol: only this user's connections are read, each request must
+arrive within `server.http_read_timeout_sec`, at most `server.http_max_connections` open.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import uvicorn
 
+from imprint._loopback import LoopbackConfig
 from imprint.actors.lifecycle import Runtime
 from imprint.dashboard._security import LOOPBACK, Guard
 from imprint.dashboard.app import Owner, build_app
@@ -64,12 +67,14 @@ class DashboardServer:
         self._sock = sock
         self.guard.port = sock.getsockname()[1]
         app = build_app(self.runtime, self.guard, self.owner, self._cwd)
-        config = uvicorn.Config(
+        settings = self.runtime.config.server
+        config = LoopbackConfig(
             app,
+            name="dashboard",
+            read_timeout_sec=settings.http_read_timeout_sec,
+            max_connections=settings.http_max_connections,
             log_config=None,  # the owner's logging; never stdout
             access_log=False,  # a first request's URL carries the one-time token
-            proxy_headers=False,
-            server_header=False,
             lifespan="off",
             timeout_graceful_shutdown=5,
         )
