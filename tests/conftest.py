@@ -19,6 +19,7 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.store.embedder import Embedder
+from tests.second_user import other_user  # noqa: F401 (a fixture, for every test file)
 
 TOPICS = {
     "docs/actors.md": (

@@ -106,6 +106,10 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/integration/test_serve.py",
         "test_a_killed_daemon_is_replaced_and_recovers",
     ),
+    "server.http_read_timeout_sec": (
+        "tests/integration/test_loopback_users.py",
+        "test_another_user_with_the_bearer_token_gets_nothing_from_serve_http",
+    ),
 }
 
 AT_START: dict[str, str] = {
@@ -119,6 +123,8 @@ AT_START: dict[str, str] = {
     "tagger.local.n_ctx": "llama.cpp context window, fixed when the model loads",
     "tagger.local.chat_format": "llama.cpp chat template override, fixed when the model loads",
     "server.http_port": "the port `imprint serve --http` binds when it starts",
+    "server.http_max_connections": "uvicorn's limit_concurrency, set when the dashboard or "
+    "`serve --http` starts; tests/test_loopback.py::test_connections_over_the_cap_get_503",
     "log.level": "stderr level, set when an entry point configures logging",
     "log.file": "the JSON-lines file handler, set when an entry point configures logging",
     "log.max_bytes": "rotation size of the JSON log, set when an entry point configures "

@@ -396,6 +396,78 @@ def test_cli_refuses_other_hosts(tmp_path: Path) -> None:
     assert not (tmp_path / "data" / "run").exists()
 
 
+FAKE_BROWSER = """
+import json, os, stat, sys
+from urllib.parse import unquote, urlparse
+seen = {"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode("latin-1")}
+try:
+    page = unquote(urlparse(sys.argv[1]).path)
+    seen.update(
+        page=page,
+        file_mode=stat.S_IMODE(os.stat(page).st_mode),
+        dir_mode=stat.S_IMODE(os.stat(os.path.dirname(page)).st_mode),
+        html=open(page).read(),
+    )
+finally:
+    with open(os.environ["BROWSER_RECORD"], "w") as out:
+        json.dump(seen, out)
+"""
+
+
+def test_open_hands_the_browser_a_private_file_not_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 7: `imprint dashboard --open` never puts the one-time token on the browser's
+    command line (world-readable in /proc): the browser gets a 0600 file, in a 0700 folder
+    under the data dir's run folder, that redirects to the URL; the file is gone after."""
+    import socket
+    import sys
+    import webbrowser
+
+    from typer.testing import CliRunner
+
+    from imprint import daemon as daemon_mod
+    from imprint.cli import app
+
+    url = "http://127.0.0.1:8766/?token=ONE-TIME-SECRET-0123456789"
+    ours, theirs = socket.socketpair()
+    theirs.close()  # the owner "stops" at once: the command returns after the browser ran
+    monkeypatch.setattr(daemon_mod, "ask_dashboard", lambda _root, _port: (ours, {"url": url}))
+    script = tmp_path / "browser.py"
+    script.write_text(FAKE_BROWSER)
+    record = tmp_path / "browser.json"
+    monkeypatch.setenv("BROWSER", f"{sys.executable} {script} %s")
+    monkeypatch.setenv("BROWSER_RECORD", str(record))
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # read BROWSER again
+    monkeypatch.setattr(webbrowser, "_browsers", {})
+    result = CliRunner().invoke(app, ["dashboard", "--open"])
+    assert result.exit_code == 0, result.output
+    seen = json.loads(record.read_text())
+    assert "SECRET" not in " ".join(seen["argv"]) and "token" not in seen["cmdline"]
+    assert seen["argv"][-1].startswith("file://")
+    page = Path(seen["page"])
+    assert page.parent == tmp_path / "data" / "run" / "browser"
+    assert seen["file_mode"] == 0o600 and seen["dir_mode"] == 0o700
+    assert f'content="0;url={url}"' in seen["html"] and f'href="{url}"' in seen["html"]
+    assert not page.exists()
+
+
+def test_a_redirect_file_left_behind_is_removed_once_its_token_is_stale(tmp_path: Path) -> None:
+    """A file a crashed `imprint dashboard --open` left is removed at the next one, once
+    older than the token's lifetime; a recent one stays."""
+    import os
+
+    from imprint.dashboard import redirect_file
+
+    data = tmp_path / "data"
+    old = redirect_file(data, "http://127.0.0.1:1/?token=a")
+    recent = redirect_file(data, "http://127.0.0.1:1/?token=b")
+    os.utime(old, (1.0, 1.0))
+    third = redirect_file(data, "http://127.0.0.1:1/?token=c")
+    assert not old.exists() and recent.exists() and third.exists()
+    assert "token=c" in third.read_text() and third.stat().st_mode & 0o777 == 0o600
+
+
 # -- log and waterfall ---------------------------------------------------------------------
 
 

@@ -211,11 +211,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _http_server(data_dir: Path, cwd: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+def _http_server(
+    data_dir: Path, cwd: Path, *extra: str
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`imprint serve --http` on a free port, answering; SIGTERM on the way out."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port)],
+        [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port), *extra],
         env=_env(data_dir),
         cwd=cwd,
         stdout=subprocess.PIPE,
@@ -294,6 +296,67 @@ INIT_BODY = {
     },
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _served_once(data_dir: Path, cwd: Path, *extra: str) -> tuple[str, str]:
+    """Start `serve --http`, check the token in http_token is the one it takes (200) and
+    an older one is not (401), stop it: (the token, what it printed on stderr)."""
+    with _http_server(data_dir, cwd, *extra) as (proc, port):
+        url = f"http://127.0.0.1:{port}/mcp"
+        token = (data_dir / "http_token").read_text().strip()
+        good = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+        assert httpx.post(url, json=INIT_BODY, headers=good, timeout=30).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    return token, err.decode()
+
+
+def test_the_token_is_printed_only_when_made_and_rotate_token_replaces_it(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Finding 6 and 12: `serve --http` prints the token (with each client's config line)
+    only at the start that made it; later starts name the file, not the token (stderr ends
+    up in a service manager's journal). `--rotate-token` makes a new one (0600, the old
+    one then gets 401) and prints it once; it rotates nothing while another process owns
+    the data dir, and needs --http."""
+    token_file = data_dir / "http_token"
+    first, err = _served_once(data_dir, tmp_path)
+    assert err.count(first) == 4
+    again, err = _served_once(data_dir, tmp_path)
+    assert again == first and first not in err
+    assert str(token_file) in err and "--rotate-token" in err
+    with _http_server(data_dir, tmp_path, "--rotate-token") as (proc, port):
+        url = f"http://127.0.0.1:{port}/mcp"
+        rotated = token_file.read_text().strip()
+        assert rotated != first and len(rotated) >= 32
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        old = {**MCP_HEADERS, "Authorization": f"Bearer {first}"}
+        assert httpx.post(url, json=INIT_BODY, headers=old, timeout=30).status_code == 401
+        refused = subprocess.run(
+            [sys.executable, "-m", "imprint.cli", "serve", "--http", "--rotate-token"],
+            env=_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode == 2 and "another imprint process owns" in refused.stderr
+        assert token_file.read_text().strip() == rotated
+        proc.send_signal(signal.SIGTERM)
+        _, raw = proc.communicate(timeout=60)
+    assert raw.decode().count(rotated) == 4 and first not in raw.decode()
+    last, err = _served_once(data_dir, tmp_path)
+    assert last == rotated and rotated not in err
+    stdio = subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "serve", "--rotate-token"],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert stdio.returncode == 2
+    assert stdio.stderr.strip() == "error: --rotate-token: only with --http (stdio needs no token)"
+    assert token_file.read_text().strip() == rotated
 
 
 def test_http_requests_without_the_token_get_401_and_change_nothing(
