@@ -45,6 +45,7 @@ PROC_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
 READ_TIMEOUT_SEC = 5.0
 MAX_CONNECTIONS = 64
 MAX_HEADER_BYTES = 16 * 1024
+KEEP_ALIVE_SEC = 5  # an idle connection between requests is closed after this
 _LOGGED_EACH = 10  # the first refusals each get a line; then one line per hundred
 
 Address = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
@@ -108,7 +109,7 @@ _refused_lock = threading.Lock()
 
 
 def refused_count() -> int:
-    """Connections refused in this process for coming from another user (for status)."""
+    """Connections refused in this process for coming from another user (or none known)."""
     return _refused
 
 
@@ -151,6 +152,7 @@ class LoopbackConfig(uvicorn.Config):
         kwargs.setdefault("access_log", False)  # request lines can carry one-time tokens
         kwargs.setdefault("server_header", False)
         kwargs.setdefault("proxy_headers", False)
+        kwargs.setdefault("timeout_keep_alive", KEEP_ALIVE_SEC)
         super().__init__(
             app,
             http=LoopbackProtocol,

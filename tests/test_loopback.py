@@ -45,19 +45,29 @@ class App:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server with an event set once it listens."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+
 @contextlib.contextmanager
 def serving(app: App, **settings: Any) -> Iterator[int]:
     """A LoopbackConfig server on a free 127.0.0.1 port, in a thread; stopped on exit."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    server = uvicorn.Server(LoopbackConfig(app, name="test", lifespan="off", **settings))
+    server = Server(LoopbackConfig(app, name="test", lifespan="off", **settings))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        while not server.started:  # uvicorn has no start event; polling a starting server
-            assert thread.is_alive()
-            threading.Event().wait(0.01)
+        assert server.ready.wait(20), "the server did not start"
         yield sock.getsockname()[1]
     finally:
         server.should_exit = True
@@ -66,8 +76,7 @@ def serving(app: App, **settings: Any) -> Iterator[int]:
 
 
 def connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
-    return sock
+    return socket.create_connection(("127.0.0.1", port), timeout=20)
 
 
 def answer(sock: socket.socket) -> bytes:
