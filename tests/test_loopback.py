@@ -187,6 +187,18 @@ def test_a_half_sent_or_silent_request_is_closed_at_the_read_timeout() -> None:
     assert app.calls == 0
 
 
+def test_a_half_sent_second_request_on_a_kept_alive_connection_is_closed() -> None:
+    """After one answer, the next request on the same connection gets its own deadline
+    (uvicorn drops its keep-alive timer at the first byte of it)."""
+    app = App()
+    with serving(app, read_timeout_sec=0.3) as port, connect(port) as sock:
+        sock.sendall(REQUEST)
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(HALF_SENT)
+        assert closed_by_server(sock) == b""
+    assert app.calls == 1
+
+
 def test_a_half_sent_body_is_closed_at_the_read_timeout() -> None:
     """A body shorter than its Content-Length: the request is not whole, the server closes."""
     app = App()
