@@ -415,14 +415,14 @@ async def serve_lines(server: MCPServer, reader: IO[str], writer: IO[str]) -> No
     async def write() -> None:
         async with from_session:
             async for item in from_session:
-                await out.write(item.message.model_dump_json(by_alias=True, exclude_unset=True))
-                await out.write("\n")
+                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out.write(text + "\n")
                 await out.flush()
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(read)
         tasks.start_soon(write)
-        # MCPServer.run_stdio_async does exactly this over the process's own stdio.
+        # What MCPServer.run_stdio_async runs over the process's own stdio, over these.
         lowlevel = server._lowlevel_server
         try:
             await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())

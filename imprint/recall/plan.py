@@ -138,14 +138,14 @@ def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
             raise InputError(f"plan: not valid JSON ({exc.msg} at {exc.pos})") from exc
         except RecursionError as exc:
             raise InputError(_TOO_DEEP) from exc
-    if _deeper_than(plan, MAX_DEPTH):
-        raise InputError(_TOO_DEEP)
     if not isinstance(plan, list):
         raise InputError('plan: must be a list of steps like {"tool": "search", "args": {}}')
     if not plan:
         raise InputError("plan: empty; give 1-8 steps, or no plan for a plain search")
     if len(plan) > MAX_STEPS:
         raise InputError(f"plan: {len(plan)} steps; at most {MAX_STEPS}")
+    if _deeper_than(plan, MAX_DEPTH):
+        raise InputError(_TOO_DEEP)
     steps: list[Step] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(plan, start=1):
