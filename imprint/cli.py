@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from imprint import config as cfg
-from imprint.errors import ImprintError
+from imprint.errors import ImprintError, failure_line
 from imprint.logs import configure_logging
 from imprint.workspaces import (
     active_workspace,
@@ -600,13 +600,19 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors carry their own exit codes
+    except Exception as exc:
         import click
 
-        if isinstance(exc, click.ClickException):
+        if isinstance(exc, click.ClickException):  # usage errors carry their own exit codes
             exc.show()
             sys.exit(exc.exit_code)
-        raise
+        # A damaged store file, the file system, Chroma: one line, as an Imprint error is.
+        # Anything else is a bug and keeps its traceback.
+        line = failure_line(exc)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -364,9 +364,21 @@ def _read_file(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        return flatten(tomllib.loads(path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"config: {path} is not UTF-8 text (byte {exc.start}); fix or remove the file"
+        raise ConfigError(msg) from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"config: {path} is a folder, not a file; remove or rename it") from exc
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"config: {path} cannot be read ({reason}); fix or remove it") from exc
+    try:
+        return flatten(tomllib.loads(text))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config: {path} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"config: {path} is not valid TOML: nested too deeply") from exc
 
 
 def _read_env(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -313,7 +313,9 @@ class _Front:
             return None
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # Not JSON, or nested deeper than json can read: the session behind answers it
+            # (a parse error), and this pump goes on with the next line.
             return None
         if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
             return None  # notifications, replies, batches

@@ -1,4 +1,13 @@
-"""One exception tree. Every message is one line that names the argument and what is allowed."""
+"""One exception tree. Every message is one line that names the argument and what is allowed.
+
+`failure_line` turns the failures that are not Imprint's bugs (a damaged SQLite file, the
+file system, Chroma, input nested too deeply to read) into the same kind of line, for the
+entry points that would otherwise show a traceback or the SDK's bare `Error executing tool`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
 
 __all__ = [
     "ConfigError",
@@ -10,6 +19,8 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "WorkspaceError",
+    "damaged_sqlite",
+    "failure_line",
 ]
 
 
@@ -47,3 +58,48 @@ class StoreBusyError(StoreError):
 
 class ModelMissingError(ImprintError):
     """A model file that a setting names is not installed."""
+
+
+MAX_CAUSE_CHARS = 300
+SQLITE_FILE = "imprint.sqlite3"
+
+
+def _cause(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:MAX_CAUSE_CHARS] or type(exc).__name__
+
+
+def damaged_sqlite(where: str, exc: sqlite3.DatabaseError, *, opening: bool = False) -> str:
+    """What to say when SQLite cannot read a workspace's file as a database (`opening`: it
+    failed as it was opened, before anything was written). Chroma keeps no text, so
+    `imprint repair` cannot rebuild this file: a backup can."""
+    what = "is not a database" if opening else "is damaged"
+    unchanged = "nothing was changed; " if opening else ""
+    return (
+        f"{where} {what} (truncated or corrupt: {_cause(exc)}); {unchanged}restore it from "
+        "a backup, or move it aside to start the workspace empty (imprint repair cannot "
+        "rebuild it: the vector index keeps no text)"
+    )
+
+
+def failure_line(exc: BaseException) -> str | None:
+    """One line for a failure that is not a bug in Imprint: what failed and what to do.
+    None for anything else, which is a bug: its traceback belongs in the log."""
+    if isinstance(exc, ImprintError):
+        return " ".join(str(exc).split())
+    if isinstance(exc, RecursionError):
+        return "input: nested too deeply to read; send flatter JSON (a few levels deep)"
+    if isinstance(exc, sqlite3.OperationalError):
+        return f"the workspace's SQLite file ({SQLITE_FILE}) failed: {_cause(exc)}"
+    if type(exc) is sqlite3.DatabaseError:  # "malformed", "not a database": the file itself
+        return damaged_sqlite(f"the workspace's {SQLITE_FILE}", exc)
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        reason = exc.strerror or _cause(exc)
+        return f"file system: {reason}{where}"
+    if type(exc).__module__.split(".")[0] == "chromadb":
+        return (
+            f"the vector index (Chroma) failed: {type(exc).__name__}: {_cause(exc)}; if its "
+            "folder was moved or deleted, run `imprint stop`, then `imprint repair` (it "
+            "rebuilds the vectors from SQLite)"
+        )
+    return None

@@ -356,6 +356,9 @@ class Pages:
             data = await request.json()
         except ValueError:
             return JSONResponse({"ok": False, "error": "body: not JSON"}, status_code=400)
+        except RecursionError:
+            error = 'body: nested too deeply; send {"plan": "<the plan as text>"}'
+            return JSONResponse({"ok": False, "error": error}, status_code=400)
         plan = data.get("plan", "") if isinstance(data, dict) else ""
         if not isinstance(plan, str) or not plan.strip():
             return JSONResponse({"ok": True, "error": "", "steps": 0})

@@ -101,6 +101,30 @@ def _resolved(tool: str, args: dict[str, Any], search: SearchConfig) -> dict[str
     return args
 
 
+# A plan is a list of step objects whose args hold strings, numbers and short lists: four
+# levels. A few more are allowed for error messages to name; deeper input is refused before
+# anything walks it recursively (pydantic, repr, json.dumps).
+MAX_DEPTH = 8
+_TOO_DEEP = (
+    f"plan: nested too deeply; at most {MAX_DEPTH} levels "
+    '(a list of steps like {"tool": "search", "args": {"query": "..."}})'
+)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list | tuple):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in node)
+    return False
+
+
 def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
     """Validate a whole plan (a list of steps, or that list as a JSON string).
 
@@ -112,12 +136,16 @@ def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
             plan = json.loads(plan)
         except json.JSONDecodeError as exc:
             raise InputError(f"plan: not valid JSON ({exc.msg} at {exc.pos})") from exc
+        except RecursionError as exc:
+            raise InputError(_TOO_DEEP) from exc
     if not isinstance(plan, list):
         raise InputError('plan: must be a list of steps like {"tool": "search", "args": {}}')
     if not plan:
         raise InputError("plan: empty; give 1-8 steps, or no plan for a plain search")
     if len(plan) > MAX_STEPS:
         raise InputError(f"plan: {len(plan)} steps; at most {MAX_STEPS}")
+    if _deeper_than(plan, MAX_DEPTH):
+        raise InputError(_TOO_DEEP)
     steps: list[Step] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(plan, start=1):

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint._fs import private_file
-from imprint.errors import InputError
+from imprint.errors import InputError, StoreError, damaged_sqlite
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.records import Fact, Record
 from imprint.store.text import identifier_parts
@@ -256,23 +256,35 @@ class SqliteStore:
         if readonly:
             uri = f"file:{path}?mode=ro"
             self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
-        else:
-            # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three.
-            private_file(path)
-            self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            # FULL: an acknowledged write survives power loss, not only a process crash.
-            self.conn.execute("PRAGMA synchronous=FULL")
-            fresh = not self._has_table("records")
-            rebuild = self._migrate()
-            self.conn.executescript(SCHEMA)
-            if rebuild:
-                self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
-            # Kept in the index's own settings: the merges `merge_index` does start at two.
-            self.conn.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('usermerge', 2)")
-            if fresh:
-                self.set_meta("text_format", str(TEXT_FORMAT))
-            self.conn.commit()
+            return
+        # SQLite gives the -wal and -shm files the database file's mode: 0600 for all three.
+        private_file(path)
+        self.conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            # A truncated or foreign file: said in one line. Closing rolls back whatever
+            # this open had begun, so the file is left as it was.
+            self.conn.close()
+            where = f"workspace {path.parent.name}: {path.name}"
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreError(f"{where} cannot be opened ({exc})") from exc
+            raise StoreError(damaged_sqlite(where, exc, opening=True)) from exc
+
+    def _open(self) -> None:
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        # FULL: an acknowledged write survives power loss, not only a process crash.
+        self.conn.execute("PRAGMA synchronous=FULL")
+        fresh = not self._has_table("records")
+        rebuild = self._migrate()
+        self.conn.executescript(SCHEMA)
+        if rebuild:
+            self.conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
+        # Kept in the index's own settings: the merges `merge_index` does start at two.
+        self.conn.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('usermerge', 2)")
+        if fresh:
+            self.set_meta("text_format", str(TEXT_FORMAT))
+        self.conn.commit()
 
     def _has_table(self, name: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,))

@@ -26,6 +26,8 @@ def allowed_roots(app: App) -> list[Path]:
 def checked_path(app: App, path: str) -> Path:
     if not isinstance(path, str) or not path.strip():
         raise InputError("path: must be a file or folder path")
+    if "\x00" in path:
+        raise InputError(f"path: {path!r} holds a NUL character; no file name can")
     candidate = Path(path).expanduser()
     target = (candidate if candidate.is_absolute() else app.cwd / candidate).resolve()
     roots = allowed_roots(app)
