@@ -103,6 +103,28 @@ def test_registered_secrets_and_secret_fields_are_masked(
     assert record["error"] == "401 for key ***" and record["api_key"] == "set"
 
 
+def test_console_log_lines_escape_control_and_bidi_characters(
+    logged: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A logged value holding a clear-screen and a bidi override (a file name) reaches
+    stderr as visible escapes; a traceback keeps its line breaks; the JSON file holds no raw
+    control or bidi character either."""
+    _configure(logged)
+    log = get_logger("imprint.test")
+    log.warning("ingest.outside_roots", source="z\x1b[2J\u202eevil.md")
+    try:
+        raise ValueError("two\nlines")
+    except ValueError:
+        log.exception("tool.failed")
+    _flush()
+    err = capfd.readouterr().err
+    assert "source=z\\x1b[2J\\u202eevil.md" in err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "Traceback (most recent call last):\n" in err
+    text = log_path(logged).read_text(encoding="utf-8")
+    assert all(c.isprintable() or c == "\n" for c in text)
+
+
 def test_recall_logs_the_questions_length_and_hash_never_its_text(
     logged: Path, tmp_path: Path, embedder: Embedder
 ) -> None:

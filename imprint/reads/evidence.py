@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._shown import shown
+
 __all__ = [
     "MIN_EXCERPT",
     "Block",
@@ -61,10 +63,6 @@ def one_line(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _visible(char: str) -> str:
-    return char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
-
-
 def escape_field(text: object) -> str:
     """A name or header that shows what it holds: every character that is not printable
     (controls such as newline, tab and escape; format characters such as the bidi overrides
@@ -73,10 +71,7 @@ def escape_field(text: object) -> str:
     such as a file name can neither start a forged evidence block, nor reorder what a reader
     sees, nor send a terminal an escape sequence. Idempotent: escaped text is printable.
     Only what is shown changes: stored source names stay as they are."""
-    text = str(text)
-    if text.isprintable():  # the common case, at C speed
-        return text
-    return "".join(map(_visible, text))
+    return shown(text)
 
 
 def clip(text: str, width: int) -> str:
