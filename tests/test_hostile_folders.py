@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import escape_field
 from imprint.store.embedder import Embedder
+from tests.conftest import TOPICS, write_tree
+from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hardening import call, lexical
 
 IMPRINT = Path(sys.executable).with_name("imprint")
@@ -239,3 +242,28 @@ def test_cli_ingest_progress_writes_no_escape_from_a_file_name(
     assert "\x1b[2J" not in shown and "\x1b]0;pwned" not in shown
     assert not any(c in shown for c in RAW[2:]), ascii(shown)
     assert "\\x1b]0;pwned\\x07\\u202e" in shown, ascii(shown)
+
+
+@pytest.fixture
+def small_tree(tmp_path: Path) -> Path:
+    """The dashboard fixture's tree, with one file under the hostile name."""
+    return write_tree(tmp_path / "proj", {**TOPICS, HOSTILE: "# Invoice\n\nunusualpelican\n"})
+
+
+def test_dashboard_pages_show_hostile_names_escaped(dash: Dash) -> None:  # noqa: F811
+    """The dashboard's sources list, the source page and its delete page show the name with
+    visible escapes (HTML escaping alone leaves bidi and zero-width characters active); the
+    links and the delete form still carry the real name, so the file opens and deletes."""
+    dash.sign_in()
+    listing = dash.client.get("/sources", params={"project": "proj"})
+    assert listing.status_code == 200
+    assert "source=z%1B%5B2J%1B%5D0%3Bpwned%07%E2%80%AE" in listing.text  # the real name
+    page = dash.client.get("/source", params={"source": HOSTILE, "project": "proj"})
+    assert page.status_code == 200, page.text
+    delete = dash.client.get("/delete", params={"source": HOSTILE, "project": "proj"})
+    assert delete.status_code == 200, delete.text
+    assert f'name="source" value="{HOSTILE}"' in delete.text  # what the form posts back
+    for html in (listing.text, page.text, delete.text):
+        shown = re.sub(r'<input type="hidden"[^>]*>', "", html)
+        assert "\\u202e" in shown
+        assert not any(c in shown for c in RAW), ascii(shown)[:300]
