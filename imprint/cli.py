@@ -10,6 +10,7 @@ from typing import Annotated
 import structlog
 import typer
 from rich.console import Console
+from rich.markup import escape as markup_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from imprint import config as cfg
@@ -177,12 +178,14 @@ def ingest(
     """Ingest a file or folder: unchanged files are skipped, changed ones replaced."""
     from imprint.actors.lifecycle import running
     from imprint.ingest.pipeline import ingest_path
+    from imprint.reads.evidence import escape_field
 
     root, config = _setup()
     target = str(path.expanduser().resolve())
 
     async def shown(done: float, total: float | None, source: str | None) -> None:
-        err.print(f"ingest {int(done)}/{int(total or 0)} {source or ''}", end="\r")
+        line = f"ingest {int(done)}/{int(total or 0)} {escape_field(source or '')}"
+        err.print(line, end="\r", markup=False, highlight=False)
 
     args: dict[str, object] = {"path": target, "project": project, "workspace": workspace}
     text = _via_daemon(root, "ingest_path", args, allow=[target], progress=shown)
@@ -204,7 +207,9 @@ def ingest(
         task = bar.add_task("", total=None)
 
         def progress(done: int, total: int, source: str) -> None:
-            bar.update(task, completed=done, total=total, description=source[-60:])
+            # A file name may hold terminal escapes, bidi overrides or rich markup.
+            name = markup_escape(escape_field(source)[-60:])
+            bar.update(task, completed=done, total=total, description=name)
 
         # The path named here, and the configured roots: a link inside may lead only there.
         roots = [Path(r) for r in config.ingest.allowed_roots] + [Path(target)]

@@ -20,6 +20,7 @@ import structlog
 from structlog.tracebacks import ExceptionDictTransformer
 
 from imprint._fs import private_dir, private_file
+from imprint._shown import shown
 
 __all__ = ["add_secret", "configure_logging", "get_logger", "log_files", "log_path", "redact"]
 
@@ -60,6 +61,18 @@ def redact(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> 
         else:
             out[key] = _clean(value)
     return out
+
+
+def escape_for_terminal(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Console lines show each text value's control and bidi characters as escapes, so a
+    logged file name cannot send the terminal an escape sequence (a traceback keeps its
+    line breaks). The JSON file needs none of this: JSON escapes every such character."""
+    for key, value in event_dict.items():
+        if isinstance(value, str):
+            event_dict[key] = shown(value, keep="\n" if key == "exception" else "")
+    return event_dict
 
 
 def log_path(data_dir: Path) -> Path:
@@ -121,6 +134,7 @@ def configure_logging(
                 # that `redact` sees it before it is printed.
                 structlog.processors.format_exc_info,
                 redact,
+                escape_for_terminal,
                 structlog.dev.ConsoleRenderer(
                     colors=False, exception_formatter=structlog.dev.plain_traceback
                 ),

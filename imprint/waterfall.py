@@ -1,11 +1,12 @@
 """A recall's step timings from the JSON log, as rows and as an SVG waterfall.
 
-The log holds, per recall id: `recall.start` (question, step tools, the step deadline),
-one `actor.message` per traced message (the gather, each step, each read a step sent to a
-reader pool, each model call) with its queue wait and run time, `recall.step.timeout` for a
-step that missed the deadline, the model phases (`recall.model.plan`, `recall.model.answer`)
-and `recall.done` (outcome, total). An `actor.message` is logged when its handler ends, so its
-run started `run_ms` earlier and it entered the mailbox `queue_ms` before that.
+The log holds, per recall id: `recall.start` (the question's length and hash, never its
+text; the step tools, the step deadline), one `actor.message` per traced message (the
+gather, each step, each read a step sent to a reader pool, each model call) with its queue
+wait and run time, `recall.step.timeout` for a step that missed the deadline, the model
+phases (`recall.model.plan`, `recall.model.answer`) and `recall.done` (outcome, total). An
+`actor.message` is logged when its handler ends, so its run started `run_ms` earlier and it
+entered the mailbox `queue_ms` before that.
 
 The dashboard and `imprint trace --svg` draw the same picture from the same function; it
 lives below both (it needs only the standard library).
@@ -151,6 +152,14 @@ def read_recall_events(
     return found
 
 
+def _question(start: dict[str, Any]) -> str:
+    """How a recall's question is named: its length and hash (older logs held the text)."""
+    if "question" in start:
+        return str(start["question"])
+    chars, sha = start.get("question_chars"), start.get("question_sha")
+    return f"question of {chars} chars, sha {sha}" if isinstance(chars, int) else ""
+
+
 def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
     """The rows of one recall: gather, each step with its reads under it, model phases."""
     wf = Waterfall(recall_id=recall_id)
@@ -158,7 +167,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
     tools: list[str] = []
     if start_event is not None:
         wf.started = str(start_event.get("timestamp", ""))
-        wf.question = str(start_event.get("question", ""))
+        wf.question = _question(start_event)
         if isinstance(start_event.get("timeout_sec"), int | float):
             wf.timeout_sec = float(start_event["timeout_sec"])
         tools = [str(t) for t in start_event.get("tools") or []]

@@ -12,10 +12,13 @@ if [ "${1:-}" = "--quick" ]; then
   quick=1
 fi
 bash scripts/install.sh
-# A client nobody here wrote, for tests/integration/test_inspector.py.
+# A client nobody here wrote, for tests/integration/test_inspector.py: exactly the tree in
+# scripts/node/package-lock.json (versions and integrity hashes; `npm ci` refuses a lock that
+# disagrees with package.json), with no package's install scripts run.
 if [ "$quick" -eq 0 ] && command -v npm >/dev/null 2>&1; then
-  npm install --prefix .ci/node --no-audit --no-fund --loglevel=error \
-    @modelcontextprotocol/inspector@0.15.0 >/dev/null
+  mkdir -p .ci/node
+  cp scripts/node/package.json scripts/node/package-lock.json .ci/node/
+  npm ci --prefix .ci/node --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
 fi
 # Debian's Chromium for the dashboard's browser test: Playwright drives this executable (its
 # own browser download is not used). CI runs as root; elsewhere passwordless sudo, or skip.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imprint.reads.evidence import MIN_EXCERPT, Block, clip, one_line, render_blocks
+from imprint.reads.evidence import MIN_EXCERPT, Block, clip, escape_field, one_line, render_blocks
 
 PROPERTY = settings(
     max_examples=200,
@@ -45,7 +45,7 @@ def parse(out: str, prelude: list[str], blocks: list[Block]) -> Rendered:
     while (
         i < len(lines)
         and len(shown) < len(blocks)
-        and lines[i] == f"[{len(shown) + 1}] {blocks[len(shown)].meta}"
+        and lines[i] == f"[{len(shown) + 1}] {escape_field(blocks[len(shown)].meta)}"
     ):
         assert i + 1 < len(lines), "a block has a provenance line but no excerpt line"
         shown.append((blocks[len(shown)], lines[i + 1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import re
 import socket
 import threading
 import time
@@ -554,6 +555,51 @@ def test_private_and_link_local_hosts_are_refused(
     fake_dns(monkeypatch, {"intranet.test": addresses})
     with pytest.raises(InputError, match=rf"^url: host 'intranet\.test' resolves to .*\({kind}\)"):
         fetch_and_index(strict_app, "http://intranet.test/admin")
+
+
+# Issue 26 finding 12: IPv6 forms that carry a private IPv4 address to a gateway.
+CARRIED = [
+    ("64:ff9b::a00:1", "private IPv4 10.0.0.1 inside a NAT64 address"),
+    ("64:ff9b::7f00:1", "loopback IPv4 127.0.0.1 inside a NAT64 address"),
+    ("64:ff9b::a9fe:a9fe", "link-local IPv4 169.254.169.254 inside a NAT64 address"),
+    ("64:ff9b:1::a00:1", "private: the local-use NAT64 prefix 64:ff9b:1::/48"),
+    ("64:ff9b:1:5db8:d8:2200::", "private: the local-use NAT64 prefix 64:ff9b:1::/48"),
+    ("2002:a00:1::1", "private IPv4 10.0.0.1 inside a 6to4 address"),
+    ("2002:c0a8:10a::", "private IPv4 192.168.1.10 inside a 6to4 address"),
+    ("2002:7f00:1::", "loopback IPv4 127.0.0.1 inside a 6to4 address"),
+    ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "private IPv4 10.0.0.1 inside a Teredo address"),
+    ("::10.0.0.1", "private IPv4 10.0.0.1 inside an IPv4-compatible address"),
+    ("::127.0.0.1", "loopback IPv4 127.0.0.1 inside an IPv4-compatible address"),
+    ("::ffff:10.0.0.1", "private"),
+]
+
+
+@pytest.mark.parametrize(("address", "kind"), CARRIED, ids=[a for a, _ in CARRIED])
+def test_ipv6_forms_carrying_a_private_ipv4_address_are_refused(
+    strict_app: App,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback_only: None,
+    address: str,
+    kind: str,
+) -> None:
+    """A host resolving to a NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16),
+    Teredo (2001::/32), IPv4-compatible or IPv4-mapped address whose IPv4 address is
+    private, loopback or link-local is refused before connecting, naming what it carries."""
+    fake_dns(monkeypatch, {"gateway.test": [address]})
+    expected = rf"^url: host 'gateway\.test' resolves to {re.escape(address)} \({re.escape(kind)}\)"
+    before = stored(strict_app.runtime)
+    with pytest.raises(InputError, match=expected):
+        fetch_and_index(strict_app, "http://gateway.test/admin")
+    assert stored(strict_app.runtime) == before
+
+
+@pytest.mark.parametrize(
+    "address", ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34", "2606:2800::1"]
+)
+def test_ipv6_forms_carrying_a_public_ipv4_address_are_public(address: str) -> None:
+    """NAT64, 6to4 and mapped addresses of a public IPv4 address (93.184.216.34) and a plain
+    global IPv6 address are not refused."""
+    assert ingest_url_module.address_problem("site.test", address) is None
 
 
 # --- decompression bombs (issue 18 point 3) -------------------------------------------------

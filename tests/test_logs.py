@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from imprint.logs import configure_logging, get_logger, log_path
+from imprint.store.embedder import Embedder
 
 
 @pytest.fixture
@@ -100,6 +101,58 @@ def test_registered_secrets_and_secret_fields_are_masked(
         assert secret not in text and secret not in err
     record = json.loads(text.splitlines()[-1])
     assert record["error"] == "401 for key ***" and record["api_key"] == "set"
+
+
+def test_console_log_lines_escape_control_and_bidi_characters(
+    logged: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A logged value holding a clear-screen and a bidi override (a file name) reaches
+    stderr as visible escapes; a traceback keeps its line breaks; the JSON file holds no raw
+    control or bidi character either."""
+    _configure(logged)
+    log = get_logger("imprint.test")
+    log.warning("ingest.outside_roots", source="z\x1b[2J\u202eevil.md")
+    try:
+        raise ValueError("two\nlines")
+    except ValueError:
+        log.exception("tool.failed")
+    _flush()
+    err = capfd.readouterr().err
+    assert "source=z\\x1b[2J\\u202eevil.md" in err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "Traceback (most recent call last):\n" in err
+    text = log_path(logged).read_text(encoding="utf-8")
+    assert all(c.isprintable() or c == "\n" for c in text)
+
+
+def test_recall_logs_the_questions_length_and_hash_never_its_text(
+    logged: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """`recall.start` names the question by its length and a short hash only: the text
+    (user data) is in neither the JSON log nor the trace built from it."""
+    from imprint.actors.lifecycle import Runtime
+    from imprint.config import Config
+    from imprint.reads.gateway import ActorReads
+    from imprint.recall.respond import recall_text
+    from imprint.waterfall import build_waterfall, read_recall_events
+
+    _configure(logged)
+    question = "where is the amethystvault passphrase kept"
+    rt = Runtime(tmp_path / "store", Config(), embedder=embedder).start()
+    try:
+        recall_text(
+            ActorReads(rt), question, [{"tool": "search", "args": {"query": "amethystvault"}}]
+        )
+    finally:
+        rt.stop()
+    _flush()
+    text = log_path(logged).read_text(encoding="utf-8")
+    assert "amethystvault" not in text
+    ((rid, events),) = read_recall_events([log_path(logged)]).items()
+    start = next(e for e in events if e["event"] == "recall.start")
+    assert start["question_chars"] == len(question) and len(start["question_sha"]) == 12
+    trace = build_waterfall(rid, events)
+    assert trace.question == f"question of {len(question)} chars, sha {start['question_sha']}"
 
 
 def test_log_folder_and_file_are_private_under_a_loose_umask(tmp_path: Path) -> None:

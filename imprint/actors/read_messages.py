@@ -22,6 +22,7 @@ __all__ = [
     "LexicalQuery",
     "ListSources",
     "Neighbors",
+    "ProjectSources",
     "Projects",
     "ReadMessage",
     "SourceChunks",
@@ -137,6 +138,15 @@ class ListSources(ReadMessage):
 class Projects(ReadMessage):
     kind = "projects"
     family = Family.LEXICAL
+
+
+class ProjectSources(ReadMessage):
+    """The first `limit` sources of each of `projects`, in one read."""
+
+    kind = "project_sources"
+    family = Family.LEXICAL
+    projects: tuple[str, ...]
+    limit: int = 10
 
 
 class Topics(ReadMessage):

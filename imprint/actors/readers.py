@@ -30,6 +30,7 @@ from imprint.actors.read_messages import (
     ListSources,
     Neighbors,
     Projects,
+    ProjectSources,
     ReadMessage,
     SourceChunks,
     SourceEntryQuery,
@@ -144,6 +145,8 @@ class LexicalReading:
                 return conn.list_sources(msg.project, msg.lang, msg.layer, msg.limit)
             case Projects():
                 return conn.projects()
+            case ProjectSources():
+                return conn.project_sources(msg.projects, msg.limit)
             case Topics():
                 return conn.topics(msg.project, msg.limit)
             case WithTopic():

@@ -8,6 +8,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
+from imprint._shown import shown
+
 __all__ = ["NAV", "ago", "e", "field", "layout", "link", "select", "stamp", "table"]
 
 NAV = (
@@ -25,9 +27,11 @@ def e(value: Any) -> str:
 
 
 def link(path: str, text: Any, **params: Any) -> str:
+    """A link whose text shows bidi, zero-width and control characters as escapes (it is
+    often a file name); the parameters keep the real value."""
     query = urlencode({k: v for k, v in params.items() if v not in ("", None)})
     href = path + (f"?{query}" if query else "")
-    return f'<a href="{e(href)}">{e(text)}</a>'
+    return f'<a href="{e(href)}">{e(shown(text))}</a>'
 
 
 def stamp(epoch: float | None) -> str:

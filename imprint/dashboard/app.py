@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from imprint import config as cfg
+from imprint._shown import shown
 from imprint.actors.lifecycle import Runtime
 from imprint.dashboard import _rows as rows
 from imprint.dashboard._html import ago, e, field, layout, link, select, stamp, table
@@ -723,7 +724,7 @@ class Pages:
             )
             + "</p>"
         )
-        return self.page(f"Source {source}", body, "/sources")
+        return self.page(f"Source {shown(source)}", body, "/sources")
 
     def memory(self, request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -736,7 +737,7 @@ class Pages:
         info = [
             ("id", r.id),
             ("project", r.project or "-"),
-            ("source", f"{r.source or '(inline)'}#{r.chunk_index} of {r.chunk_count}"),
+            ("source", shown(f"{r.source or '(inline)'}#{r.chunk_index} of {r.chunk_count}")),
             ("source type", r.source_type),
             ("type", r.type),
             ("tagged by", r.tagged_by),
@@ -780,7 +781,9 @@ class Pages:
         project, ws = q.get("project", ""), q.get("workspace", "")
         if bool(rid) == bool(source):
             return self.error("Delete", "id, source: give exactly one", "/sources")
-        what = f"record {rid}" if rid else f"source {source} ({project or '-'}) and its chunks"
+        what = (
+            f"record {rid}" if rid else f"source {shown(source)} ({project or '-'}) and its chunks"
+        )
         hidden = "".join(
             f'<input type="hidden" name="{k}" value="{e(v)}">'
             for k, v in (("id", rid), ("source", source), ("project", project), ("workspace", ws))

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import stat
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -88,50 +86,62 @@ class IngestReport(BaseModel):
         )
 
 
-def _git_files(folder: Path) -> list[str] | None:
-    """Files git would track here (tracked plus untracked, minus ignored), or None."""
-    if shutil.which("git") is None:
-        return None
-    probe = subprocess.run(
-        ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if probe.returncode != 0 or probe.stdout.strip() != "true":
-        return None
-    listing = subprocess.run(
-        ["git", "-C", str(folder), "ls-files", "-co", "--exclude-standard", "-z"],
-        capture_output=True,
-        check=False,
-    )
-    if listing.returncode != 0:
-        return None
-    return sorted(p for p in listing.stdout.decode("utf-8", "replace").split("\0") if p)
-
-
 def within(path: Path, roots: Sequence[Path]) -> bool:
     """True when `path` (already resolved) is one of `roots` or under one."""
     return any(path == r or path.is_relative_to(r) for r in roots)
 
 
+IGNORE_FILE_MAX_BYTES = 1 << 20
+
+
+def _ignore_rules(file: Path) -> pathspec.GitIgnoreSpec | None:
+    """The rules of one ignore file (.gitignore, .git/info/exclude), or None."""
+    data = _read_bytes(file, IGNORE_FILE_MAX_BYTES)
+    if not data:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+
+
+def _ignored(rel: str, chain: Sequence[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
+    """Whether git would ignore `rel` (a folder ends in "/"): the deepest ignore file with a
+    matching rule decides, as in git, and its last matching rule (a `!` re-includes)."""
+    for base, rules in reversed(chain):
+        result = rules.check_file(rel[len(base) + 1 :] if base else rel)
+        if result.include is not None:
+            return result.include
+    return False
+
+
 def _walk_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[str], int]:
-    """Files under `folder` (following symlinked folders whose real path stays within
-    `roots`, each real folder once), and how many folders were left out for leaving them."""
+    """Files under `folder` that the ignore rules keep (following symlinked folders whose
+    real path stays within `roots`, each real folder once), and how many folders were left
+    out for leaving them.
+
+    Ignore rules are read here, never by running git: git reads the folder's own
+    `.git/config`, and several of its keys run programs (`core.fsmonitor` on every
+    `ls-files`, and `include.path` pulls in further files that command-line overrides do not
+    cover), so a foreign checkout or unpacked archive would run code as the user. The rules
+    honoured: `.git/info/exclude` and a `.gitignore` in any folder, deeper ones first."""
     roots = roots or [folder.resolve()]
-    ignore = None
-    gitignore = folder / ".gitignore"
-    if gitignore.is_file():
-        ignore = pathspec.PathSpec.from_lines(
-            "gitwildmatch", gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        )
+    top: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    exclude = _ignore_rules(folder / ".git" / "info" / "exclude")
+    if exclude is not None:
+        top.append(("", exclude))
+    chains: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {"": top}
     found: list[str] = []
     outside = 0
     visited = {folder.resolve()}
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        here = Path(dirpath).relative_to(folder).as_posix()
+        here = "" if here == "." else here
+        chain = chains.pop(here)
+        if ".gitignore" in filenames:
+            rules = _ignore_rules(Path(dirpath, ".gitignore"))
+            chain = [*chain, (here, rules)] if rules is not None else chain
         kept = []
         for d in sorted(dirnames):
-            if d in _SKIP_DIRS or d.startswith("."):
+            rel = f"{here}/{d}" if here else d
+            if d in _SKIP_DIRS or d.startswith(".") or _ignored(rel + "/", chain):
                 continue
             real = Path(dirpath, d).resolve()
             if not within(real, roots):
@@ -139,10 +149,11 @@ def _walk_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list
             elif real not in visited:  # a loop, or a second link to a folder already walked
                 visited.add(real)
                 kept.append(d)
+                chains[rel] = chain
         dirnames[:] = kept
         for name in filenames:
-            rel = Path(dirpath, name).relative_to(folder).as_posix()
-            if ignore is None or not ignore.match_file(rel):
+            rel = f"{here}/{name}" if here else name
+            if not _ignored(rel, chain):
                 found.append(rel)
     return sorted(found), outside
 
@@ -158,9 +169,6 @@ def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[st
         return path.parent, [path.name], 0
     if not path.is_dir():
         raise InputError(f"path: {str(path)!r} is neither a file nor a folder")
-    files = _git_files(path)
-    if files is not None:
-        return path, files, 0
     found, outside = _walk_files(path, roots)
     return path, found, outside
 

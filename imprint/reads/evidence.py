@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._shown import shown
+
 __all__ = [
     "MIN_EXCERPT",
     "Block",
@@ -33,8 +35,6 @@ __all__ = [
 
 MIN_EXCERPT = 300
 _SPACE = re.compile(r"\s+")
-# C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class Block(BaseModel):
@@ -64,10 +64,14 @@ def one_line(text: str) -> str:
 
 
 def escape_field(text: object) -> str:
-    """A header field that cannot break its line: every control character (newline, tab,
-    escape, ...) shown as a backslash escape, so stored text such as a file name cannot start
-    a forged evidence block. Idempotent: escaped text holds no control characters."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+    """A name or header that shows what it holds: every character that is not printable
+    (controls such as newline, tab and escape; format characters such as the bidi overrides
+    and isolates, zero-width spaces and joiners, the byte-order mark; line and paragraph
+    separators; lone surrogates) shown as a backslash escape (`\\u202e`). So stored text
+    such as a file name can neither start a forged evidence block, nor reorder what a reader
+    sees, nor send a terminal an escape sequence. Idempotent: escaped text is printable.
+    Only what is shown changes: stored source names stay as they are."""
+    return shown(text)
 
 
 def clip(text: str, width: int) -> str:
@@ -134,10 +138,11 @@ def layout_blocks(
     one), the hidden blocks are listed too."""
     head = "\n".join(prelude)
     contents = [one_line(b.content) for b in blocks]
-    metas = [f"[{i + 1}] {b.meta}" for i, b in enumerate(blocks)]
+    # Escaped here too, whoever built the block: a header holds names (file names, titles).
+    metas = [f"[{i + 1}] {escape_field(b.meta)}" for i, b in enumerate(blocks)]
     n = len(blocks)
     if n and all(b.index for b in blocks):
-        index = [f"[{i + 1}] {b.index}" for i, b in enumerate(blocks)]
+        index = [f"[{i + 1}] {escape_field(b.index)}" for i, b in enumerate(blocks)]
         # Every hidden block listed, with as many full blocks as that leaves room for.
         for shown in range(n, 0, -1):
             footer = _footer(n - shown + extra_hidden, max_chars, hint)

@@ -9,7 +9,14 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import ListSources, Projects, SourceChunks, Topics, WithTopic
+from imprint.actors.read_messages import (
+    ListSources,
+    Projects,
+    ProjectSources,
+    SourceChunks,
+    Topics,
+    WithTopic,
+)
 from imprint.errors import InputError
 from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.evidence import clamp, clip, one_line
@@ -39,22 +46,60 @@ class GraphRows(BaseModel):
 
     head: str  # the scope's own line
     nodes: tuple[GraphNode, ...]
+    more: str = ""  # what was left out, in one line ("1975 more projects, ...")
 
 
 def _wait(deadline: Deadline, pending: Pending[T]) -> T:
     return deadline.wait(pending, "graph_scope")
 
 
+def _root(reads: Reads, ws: WorkspaceName, depth: int, deadline: Deadline) -> GraphRows:
+    """The largest projects (by name) and the top topics; with depth 2, each shown project's
+    first sources from one grouped read, whatever the number of projects. The projects
+    left out are counted in one line."""
+    projects = _wait(deadline, reads.projects(Projects(workspace=ws)))
+    topics = _wait(deadline, reads.topics(Topics(workspace=ws, project="", limit=10)))
+    shown = sorted(sorted(projects, key=lambda pn: (-pn[1], pn[0]))[:MAX_CHILDREN])
+    below: dict[str, list[tuple[str, int]]] = {}
+    if depth > 1 and shown:
+        query = ProjectSources(
+            workspace=ws, projects=tuple(p for p, _ in shown), limit=MAX_GRANDCHILDREN
+        )
+        below = _wait(deadline, reads.project_sources(query))
+    nodes = [
+        GraphNode(
+            node=f"project:{p}",
+            label=f"{n} records",
+            children=tuple(
+                GraphNode(node=f"source:{source}", label=f"{chunks} chunks")
+                for source, chunks in below.get(p, [])
+            ),
+        )
+        for p, n in shown
+    ]
+    for topic, n in topics:
+        grand: list[GraphNode] = []
+        if depth > 1:
+            _, kids = _children(reads, ws, f"topic:{topic}", deadline)
+            grand = [GraphNode(node=k, label=lab) for k, lab in kids[:MAX_GRANDCHILDREN]]
+        nodes.append(GraphNode(node=f"topic:{topic}", label=f"{n} records", children=tuple(grand)))
+    hidden = len(projects) - len(shown)
+    more = ""
+    if hidden:
+        records = sum(n for _, n in projects) - sum(n for _, n in shown)
+        noun = "project" if hidden == 1 else "projects"
+        more = (
+            f"({hidden} more {noun} with {records} records not listed, the largest "
+            f"{len(shown)} are; scope project:NAME opens any)"
+        )
+    head = f"root of workspace {ws} ({len(projects)} projects)"
+    return GraphRows(head=head, nodes=tuple(nodes), more=more)
+
+
 def _children(
     reads: Reads, ws: WorkspaceName, scope: str, deadline: Deadline
 ) -> tuple[str, list[tuple[str, str]]]:
     """A scope's own line and its children as (node id, label)."""
-    if scope == "root":
-        projects = _wait(deadline, reads.projects(Projects(workspace=ws)))
-        topics = _wait(deadline, reads.topics(Topics(workspace=ws, project="", limit=10)))
-        kids = [(f"project:{p}", f"{n} records") for p, n in projects]
-        kids += [(f"topic:{t}", f"{n} records") for t, n in topics]
-        return f"root of workspace {ws}", kids
     kind, _, name = scope.partition(":")
     if not name:
         raise InputError(f"scope: {scope!r} names nothing after '{kind}:'")
@@ -99,11 +144,14 @@ def _children(
 
 
 def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str = "") -> GraphRows:
-    """A scope's line and its children; with depth 2, up to 10 grandchildren of each."""
+    """A scope's line and its children (at most 25 projects at the root, the largest); with
+    depth 2, up to 10 grandchildren of each."""
     scope = (scope or "root").strip()
     depth = clamp(depth, 1, 2)
     ws = reads.open(workspace)
     with reads.deadline() as deadline:
+        if scope == "root":
+            return _root(reads, ws, depth, deadline)
         head, kids = _children(reads, ws, scope, deadline)
         nodes: list[GraphNode] = []
         for node, label in kids:

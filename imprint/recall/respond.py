@@ -9,6 +9,7 @@ baseline search is gathered while it plans, so the evidence is ready when planni
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from pathlib import Path
@@ -183,11 +184,14 @@ def recall_text(
         timeout_sec = cfg.recall.step_timeout_sec
     recall_id = recall_id or uuid.uuid4().hex[:12]
     # recall.start / recall.done frame the trace: the dashboard and `imprint trace --svg`
-    # read the question, the step tools, the step deadline and the total from them.
+    # read the step tools, the step deadline and the total from them. The question is user
+    # data, so only its length and a short hash are logged (two recalls of one question can
+    # still be matched).
     log.info(
         "recall.start",
         recall_id=recall_id,
-        question=one_line(question)[:160],
+        question_chars=len(question),
+        question_sha=hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12],
         steps=len(steps) if steps else 0,
         tools=[step.tool for step in steps or []],
         timeout_sec=timeout_sec,

@@ -537,6 +537,26 @@ class SqliteStore:
         )
         return [(r[0], int(r[1])) for r in rows]
 
+    def project_sources(
+        self, projects: Sequence[str], limit: int
+    ) -> dict[str, list[tuple[str, int]]]:
+        """The first `limit` sources (by name) of each project named, with chunk counts:
+        one grouped query, whatever the number of projects."""
+        if not projects:
+            return {}
+        marks = ",".join("?" * len(projects))
+        rows = self.conn.execute(
+            "SELECT project, source, n FROM (SELECT project, source, COUNT(*) AS n, "
+            "ROW_NUMBER() OVER (PARTITION BY project ORDER BY source) AS place "
+            f"FROM records WHERE project IN ({marks}) GROUP BY project, source) "
+            "WHERE place <= ? ORDER BY project, source",
+            [*projects, limit],
+        )
+        found: dict[str, list[tuple[str, int]]] = {p: [] for p in projects}
+        for project, source, n in rows:
+            found[project].append((source, int(n)))
+        return found
+
     def topics(self, project: str, limit: int) -> list[tuple[str, int]]:
         where = " WHERE project = ?" if project else ""
         counts: dict[str, int] = {}

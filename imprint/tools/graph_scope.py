@@ -24,6 +24,8 @@ def format_graph(rows: GraphRows) -> str:
     for node in rows.nodes:
         lines.append(escape_field(f"- {node.node}  ({node.label})"))
         lines.extend(escape_field(f"  - {n.node}  ({n.label})") for n in node.children)
+    if rows.more:
+        lines.append(rows.more)
     text = "\n".join(lines)
     if len(text) > MAX_OUTPUT:
         text = text[: MAX_OUTPUT - 60].rsplit("\n", 1)[0] + "\n(cut at 9000 chars; use depth=1)"

@@ -61,11 +61,49 @@ def resolve_host(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+# IPv6 prefixes that carry an IPv4 address a gateway then reaches: the NAT64 well-known
+# prefix (RFC 6052; the IPv4 address in the last 32 bits) and IPv4-compatible addresses
+# (deprecated; the same place). The local-use NAT64 prefix (RFC 8215) is refused whole: its
+# layout is the operator's, and it is never global. 6to4 and Teredo: `ipaddress` finds the
+# IPv4 address (Teredo's client, de-obfuscated).
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _carried_ipv4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address a NAT64, 6to4, Teredo or IPv4-compatible address leads to."""
+    low = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _NAT64:
+        return "a NAT64 address", low
+    if ip.sixtofour is not None:
+        return "a 6to4 address", ip.sixtofour
+    if ip.teredo is not None:
+        return "a Teredo address", ip.teredo[1]
+    if ip in _COMPATIBLE and int(ip) > 1:  # :: and ::1 are judged as themselves
+        return "an IPv4-compatible address", low
+    return None
+
+
 def address_problem(host: str, address: str) -> str | None:
-    """Why `address` (one that `host` resolved to) is not a public one, or None."""
+    """Why `address` (one that `host` resolved to) is not a public one, or None. An IPv6
+    address that carries an IPv4 one (mapped, NAT64, 6to4, Teredo, IPv4-compatible) is
+    judged by that IPv4 address too: a gateway would connect to it."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in _NAT64_LOCAL:
+            return "private: the local-use NAT64 prefix 64:ff9b:1::/48"
+        elif (carried := _carried_ipv4(ip)) is not None:
+            form, inner = carried
+            problem = _problem(inner)
+            if problem is not None:
+                return f"{problem} IPv4 {inner} inside {form}"
+    return _problem(ip)
+
+
+def _problem(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     for kind, hit in (
         ("unspecified", ip.is_unspecified),
         ("loopback", ip.is_loopback),

@@ -1,0 +1,99 @@
+"""What the install and test scripts fetch is pinned and hash-checked (issue 26, finding 12).
+
+`install.sh` upgraded pip to whatever was newest and installed version ranges with no lock
+or hashes; `test.sh` installed npm packages with their install scripts enabled.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+
+
+def _locked(lock: Path) -> dict[str, tuple[str, int]]:
+    """Each requirement of a lock file: its version and how many sha256 hashes it lists.
+    Every requirement line must be an exact pin."""
+    found: dict[str, tuple[str, int]] = {}
+    current = ""
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if line[0].isspace():
+            if stripped.startswith("--hash=sha256:") and current:
+                version, hashes = found[current]
+                found[current] = (version, hashes + 1)
+            continue
+        match = _PIN.match(stripped)
+        assert match, f"{lock.name}: not an exact pin: {stripped!r}"
+        current = canonicalize_name(match.group(1))
+        found[current] = (match.group(2), 0)
+    return found
+
+
+def test_install_sh_installs_only_hash_pinned_locks_and_never_upgrades_pip_unpinned() -> None:
+    """install.sh has no `--upgrade`; every pip install is hash-checked from a lock file
+    whose every requirement is `name==version` with sha256 hashes, except the package's
+    own editable install, which fetches nothing (--no-deps --no-build-isolation)."""
+    text = (SCRIPTS / "install.sh").read_text(encoding="utf-8")
+    commands = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    commands = [c for c in commands if ("pip" in c and "install" in c) or '"${pip[@]}"' in c]
+    assert "--upgrade" not in text
+    assert "pip=(.venv/bin/python -m pip install -q --require-hashes)" in text
+    editable = [c for c in commands if " -e ." in c]
+    assert editable == [".venv/bin/python -m pip install -q --no-deps --no-build-isolation -e ."], (
+        commands
+    )
+    locks = []
+    for command in commands:
+        if command in editable or command.startswith("pip=("):
+            continue
+        assert command.startswith('"${pip[@]}"'), command
+        (lock,) = re.findall(r"-r (\S+)", command)
+        locks.append(lock)
+    assert locks == ["scripts/pip.lock", "scripts/requirements.lock", "scripts/models.lock"]
+    for lock in locks:
+        pins = _locked(ROOT / lock)
+        assert pins, lock
+        unhashed = sorted(name for name, (_, hashes) in pins.items() if hashes == 0)
+        assert unhashed == [], f"{lock}: no hash for {unhashed}"
+    assert "pip" in _locked(SCRIPTS / "pip.lock")
+
+
+def test_the_lock_pins_every_dependency_and_test_tool_within_pyproject() -> None:
+    """scripts/requirements.lock holds every dependency and test tool pyproject.toml names,
+    at a version its specifier allows, and setuptools for the editable build: a dependency
+    changed without re-running scripts/lock.sh fails here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    pins = _locked(SCRIPTS / "requirements.lock")
+    for spec in map(Requirement, wanted):
+        name = canonicalize_name(spec.name)
+        assert name in pins, f"{spec} is not in scripts/requirements.lock (run scripts/lock.sh)"
+        assert spec.specifier.contains(pins[name][0], prereleases=True), (spec, pins[name])
+    assert "setuptools" in pins
+
+
+def test_test_sh_installs_the_inspector_from_its_lock_without_install_scripts() -> None:
+    """test.sh installs the Node tools with `npm ci --ignore-scripts` from the committed
+    lock; the lock pins the Inspector exactly, with an integrity hash for every package."""
+    text = (SCRIPTS / "test.sh").read_text(encoding="utf-8")
+    npm = [line.strip() for line in text.splitlines() if line.strip().startswith("npm ")]
+    assert npm and all(c.startswith("npm ci ") and "--ignore-scripts" in c for c in npm), npm
+    manifest = json.loads((SCRIPTS / "node" / "package.json").read_text(encoding="utf-8"))
+    assert manifest["dependencies"] == {"@modelcontextprotocol/inspector": "0.15.0"}
+    lock = json.loads((SCRIPTS / "node" / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"][""]["dependencies"] == manifest["dependencies"]
+    packages = {k: v for k, v in lock["packages"].items() if k and not v.get("link")}
+    assert packages["node_modules/@modelcontextprotocol/inspector"]["version"] == "0.15.0"
+    missing = sorted(k for k, v in packages.items() if not v.get("integrity", "").startswith("sha"))
+    assert missing == [], missing
