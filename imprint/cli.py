@@ -399,6 +399,10 @@ def serve(
         port = port or config.server.http_port
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # Inside Chroma's calls (which keep the interpreter lock) SIGTERM ends the process.
+        from imprint._watchdog import enable
+
+        enable()
         url = f"http://127.0.0.1:{port}/mcp"
         for line in client_config_lines(url, token, root / "http_token"):
             err.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -214,15 +214,17 @@ def running_daemon(data_dir: Path) -> dict[str, Any] | None:
 def _socket_paths(data_dir: Path, info: dict[str, Any] | None) -> list[Path]:
     """Where the data dir's owner may listen: where its run file says, then where this
     environment would put it. The named folder is checked as our own is (a real folder,
-    ours, 0700), else refused."""
+    ours, 0700), else refused; one that is gone (a tmp cleaner) is skipped: the daemon
+    makes it again."""
     paths = []
     named = info.get("socket") if info is not None else None
     if isinstance(named, str) and named:
         path = Path(named)
         if not path.is_absolute() or len(os.fsencode(path)) >= _SUN_PATH_MAX:
             raise StoreError(f"daemon: {data_dir / 'run' / 'daemon.json'} names no usable socket")
-        _check_private(path.parent, "socket folder")
-        paths.append(path)
+        if os.path.lexists(path.parent):
+            _check_private(path.parent, "socket folder")
+            paths.append(path)
     own = socket_path(data_dir)
     if own not in paths:
         paths.append(own)
@@ -665,6 +667,7 @@ class Daemon:
         """Every SOCKET_CHECK_SEC (an lstat and an fstat): bind the socket again when its
         file vanished or was replaced, and rotate a spawned daemon's stderr log."""
         stderr_log = self.data_dir / "run" / "daemon.stderr.log"
+        failing = False
         while not self._stopping.wait(SOCKET_CHECK_SEC):
             _rotate_log(stderr_log, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP, fd=2)
             if self._socket_intact():
@@ -674,10 +677,16 @@ class Daemon:
                     return
                 old = self._listener
                 try:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(self.path.parent, 0o700)  # a cleaner took the folder too
+                    _check_private(self.path.parent, "socket folder")
                     self._listen()
-                except OSError as exc:
-                    log.error("daemon.rebind_failed", socket=str(self.path), error=str(exc))
+                except (OSError, StoreError) as exc:
+                    if not failing:  # once per outage, not every SOCKET_CHECK_SEC
+                        log.error("daemon.rebind_failed", socket=str(self.path), error=str(exc))
+                    failing = True
                     continue
+            failing = False
             log.warning("daemon.rebound", socket=str(self.path))
             if old is not None:
                 # The accept loop waits on the old socket: wake it, it takes the new one.

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.writer import MIB, Writer
+from imprint.actors.writer import Writer
 from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, get_logger
@@ -139,6 +139,9 @@ def test_the_json_log_rotates_at_max_bytes_keeping_n_files(tmp_path: Path) -> No
 
 
 # --- a nearly full disk (issue 26, finding 3) ------------------------------------------------
+
+
+MIB = 1_048_576
 
 
 class _CountingEmbedder:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 import imprint.daemon as daemon_mod
-from imprint.daemon import running_daemon, stop_daemon
 
 
 def _run_file(data_dir: Path, **info: object) -> None:
@@ -35,22 +34,24 @@ def test_a_run_file_naming_a_dead_foreign_or_reused_pid_is_not_believed(tmp_path
     gone = subprocess.Popen(["true"])
     gone.wait()
     _run_file(data_dir, pid=gone.pid, socket="")
-    assert running_daemon(data_dir) is None
+    assert daemon_mod.running_daemon(data_dir) is None
     others = [
         subprocess.Popen(["sleep", "60"]),
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "imprint"]),
     ]
     try:
         _run_file(data_dir, pid=others[0].pid, socket="")
-        assert running_daemon(data_dir) is None
+        assert daemon_mod.running_daemon(data_dir) is None
         _run_file(data_dir, pid=others[1].pid, socket="", proc_start="1")
-        assert running_daemon(data_dir) is None
-        assert stop_daemon(data_dir, wait_sec=1).startswith("no imprint daemon is running")
+        assert daemon_mod.running_daemon(data_dir) is None
+        assert daemon_mod.stop_daemon(data_dir, wait_sec=1).startswith(
+            "no imprint daemon is running"
+        )
         assert all(p.poll() is None for p in others)  # neither was signalled
         start = daemon_mod._proc_start(others[1].pid)
         assert start is not None
         _run_file(data_dir, pid=others[1].pid, socket="", proc_start=start)
-        info = running_daemon(data_dir)
+        info = daemon_mod.running_daemon(data_dir)
         assert info is not None and info["pid"] == others[1].pid
     finally:
         for proc in others:
@@ -69,7 +70,7 @@ def test_the_daemon_stderr_log_rotates_at_its_cap_keeping_two(
     """A spawn finding daemon.stderr.log over its cap moves it to .1 (.1 to .2; never a
     .3) and starts a new 0600 one; a running daemon's own stderr (a descriptor on the file)
     is moved the same way and writes on into the new file."""
-    monkeypatch.setattr(daemon_mod, "STDERR_LOG_MAX_BYTES", 1000)
+    monkeypatch.setattr(daemon_mod, "STDERR_LOG_MAX_BYTES", 1000, raising=False)
     monkeypatch.setattr(daemon_mod.subprocess, "Popen", _FakePopen)
     data_dir = tmp_path / "data"
     log = data_dir / "run" / "daemon.stderr.log"

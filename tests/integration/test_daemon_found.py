@@ -111,22 +111,24 @@ def _wait_socket(path: Path, not_inode: int, seconds: float = 30) -> int:
 
 
 def test_a_removed_socket_is_bound_again_and_stop_needs_none(
-    data_dir: Path, tmp_path: Path
+    data_dir: Path, tmp_path: Path, runtime_dirs: list[Path]
 ) -> None:
-    """A tmp cleaner removes the daemon's socket: the daemon binds it again and a new stdio
-    client is served by the same daemon; removed once more, `imprint stop` still stops the
-    daemon (before: "no imprint daemon is running" while it ran), and the next client
-    starts a new one."""
-    params = _params(data_dir, tmp_path)
+    """A tmp cleaner removes the daemon's socket, then its whole socket folder: the daemon
+    binds it again each time and a new stdio client is served by the same daemon; removed
+    once more, `imprint stop` still stops the daemon (before: "no imprint daemon is running"
+    while it ran), and the next client starts a new one."""
+    params = _params(data_dir, tmp_path, XDG_RUNTIME_DIR=str(runtime_dirs[0]))
     stored = _call(params, "store", {"content": "the dunlin probes the sand"}).split()[1]
     pid = daemon_pid(data_dir)
     assert pid is not None
     sock = Path(json.loads((data_dir / "run" / "daemon.json").read_text())["socket"])
-    inode = sock.lstat().st_ino
-    sock.unlink()
-    _wait_socket(sock, inode)
-    assert stored in _call(params, "search", {"query": "dunlin"})
-    assert daemon_pid(data_dir) == pid
+    assert sock.parent == runtime_dirs[0] / "imprint"
+    for remove in (sock.unlink, lambda: shutil.rmtree(sock.parent)):
+        inode = sock.lstat().st_ino
+        remove()
+        _wait_socket(sock, inode)
+        assert stored in _call(params, "search", {"query": "dunlin"})
+        assert daemon_pid(data_dir) == pid
     sock.unlink()
     stop = _stop(data_dir)
     assert stop.returncode == 0 and stop.stdout.startswith("stopped"), stop.stdout + stop.stderr
