@@ -180,6 +180,21 @@ def _proc_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None  # field 22 of proc(5), after pid and comm
 
 
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: exited, its parent (the client that spawned it) not yet told."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
+
+
 def _is_our_daemon(pid: int, proc_start: object) -> bool:
     """Whether `pid` is this user's imprint process, the one a run file described."""
     if pid <= 0 or pid == os.getpid():
@@ -1116,9 +1131,7 @@ def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
         return f"no imprint daemon is running for {data_dir}"
     deadline = time.monotonic() + wait_sec
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if _exited(pid):
             return f"stopped the imprint daemon (process {pid}) for {data_dir}"
         time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
     raise StoreError(

@@ -108,6 +108,7 @@ def _clean(status: subprocess.CompletedProcess[str]) -> bool:
         and "indexes: consistent" in out
         and "journal pending 0" in out
         and "every record agrees" in out
+        and "set aside" not in out
     )
 
 
