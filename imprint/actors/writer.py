@@ -153,8 +153,8 @@ class Writer:
         replay): it is set aside in the quarantine table, logged, and counted by `status`,
         so one bad write cannot block every later call to the workspace. A full disk sets
         nothing aside: with too little room (or ENOSPC on the way) the entries wait for the
-        next write, logged. `strict` (a write finishing them first): that, or any failure
-        to set an entry aside, is a one-line StoreError."""
+        next write, logged; with `strict` (a write finishing them first) that is a one-line
+        StoreError instead. Failing to set an entry aside is one in either case."""
         started = time.monotonic()
         self._checked = None
         pending = self.store.sqlite.journal_pending()
