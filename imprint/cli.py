@@ -423,6 +423,10 @@ def serve(
         port = port or config.server.http_port
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # Inside Chroma's calls (which keep the interpreter lock) SIGTERM ends the process.
+        from imprint._watchdog import enable
+
+        enable()
         url = f"http://127.0.0.1:{port}/mcp"
         # The token only when the clients cannot have it yet: every start's stderr may end
         # up in a service manager's journal.

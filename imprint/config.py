@@ -49,6 +49,13 @@ class StoreConfig(_Group):
         default="",
         description="Chroma server URL (http://127.0.0.1:8000); empty = embedded store",
     )
+    min_free_mb: int = Field(
+        default=64,
+        ge=0,
+        le=1_048_576,
+        description="writes are refused while the store's disk has less free (MB; plus a "
+        "quarter of the vector index's size); 0 = no check",
+    )
 
     @field_validator("chroma_url")
     @classmethod

@@ -18,6 +18,14 @@ not a symlink, owned by the user, mode 0700), and each end asks the kernel who t
 (SO_PEERCRED): the daemon serves only its own user, the bridge talks only to a daemon of its
 own user. Before its hello a connection is bounded: one line of at most HELLO_MAX_BYTES within
 hello_timeout_sec, at most max_connections open, and it does not keep the daemon alive.
+
+Finding it: where the socket lives depends on the environment of whoever started the daemon,
+so the daemon also writes `{data_dir}/run/daemon.json` (0600, atomically: its pid, its
+socket, when it started), and clients look there first, whatever their own
+XDG_RUNTIME_DIR or TMPDIR. A pid is believed only when it is this user's imprint process
+that started when the file says. The daemon checks every SOCKET_CHECK_SEC that its socket
+file is still its own and binds it again if it vanished (a tmp cleaner); `imprint stop`
+needs no socket at all.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ __all__ = [
     "daemon_alive",
     "peer_uid",
     "run_daemon",
+    "running_daemon",
     "socket_dir",
     "socket_path",
     "stop_daemon",
@@ -75,6 +84,10 @@ class _Log:
 
 log = _Log()
 CONNECT_WAIT_SEC = 90.0
+SOCKET_CHECK_SEC = 2.0
+STOP_GRACE_SEC = 30.0  # after SIGTERM the daemon exits within this, stuck or not
+STDERR_LOG_MAX_BYTES = 4 * 1_048_576
+STDERR_LOG_KEEP = 2
 HELLO_TIMEOUT_SEC = 10.0
 HELLO_MAX_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64
@@ -161,6 +174,113 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 def _run_dir(data_dir: Path) -> Path:
     return private_dir(data_dir / "run")
+
+
+def _proc_start(pid: int) -> str | None:
+    """When the process started, in clock ticks since boot (Linux); None elsewhere. With the
+    pid it names one process for good: a pid reused later has another start."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat_line.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None  # field 22 of proc(5), after pid and comm
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie: exited, its parent (the client that spawned it) not yet told."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def _is_our_daemon(pid: int, proc_start: object) -> bool:
+    """Whether `pid` is this user's imprint process, the one a run file described."""
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        return True  # no /proc (macOS): it lives, and may be signalled by us
+    try:
+        if proc.stat().st_uid != os.getuid():
+            return False
+        cmdline = (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"imprint" in cmdline and (proc_start is None or _proc_start(pid) == proc_start)
+
+
+def running_daemon(data_dir: Path) -> dict[str, Any] | None:
+    """The run file of the process that owns the data dir, when that process still runs."""
+    try:
+        info = json.loads((data_dir / "run" / "daemon.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
+        return None
+    return info if _is_our_daemon(info["pid"], info.get("proc_start")) else None
+
+
+def _socket_paths(data_dir: Path, info: dict[str, Any] | None) -> list[Path]:
+    """Where the data dir's owner may listen: where its run file says, then where this
+    environment would put it. The named folder is checked as our own is (a real folder,
+    ours, 0700), else refused; one that is gone (a tmp cleaner) is skipped: the daemon
+    makes it again."""
+    paths = []
+    named = info.get("socket") if info is not None else None
+    if isinstance(named, str) and named:
+        path = Path(named)
+        if not path.is_absolute() or len(os.fsencode(path)) >= _SUN_PATH_MAX:
+            raise StoreError(f"daemon: {data_dir / 'run' / 'daemon.json'} names no usable socket")
+        if os.path.lexists(path.parent):
+            _check_private(path.parent, "socket folder")
+            paths.append(path)
+    own = socket_path(data_dir)
+    if own not in paths:
+        paths.append(own)
+    return paths
+
+
+def _rotate_log(path: Path, max_bytes: int, keep: int, fd: int | None = None) -> bool:
+    """Rotate `path` when it is over `max_bytes`: .1 becomes .2 and so on, `keep` old files.
+    With `fd` (a descriptor writing to that file: the daemon's stderr) the size is read
+    there, and a fresh file takes its place on `fd`. Whether it rotated."""
+    try:
+        if fd is not None:
+            held, named = os.fstat(fd), os.stat(path)
+            if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+                return False  # fd writes elsewhere (a daemon no client spawned, say)
+            size = held.st_size
+        else:
+            size = path.stat().st_size
+    except OSError:
+        return False
+    if size <= max_bytes:
+        return False
+    for n in range(keep, 0, -1):
+        older = path.with_name(f"{path.name}.{n}")
+        newer = path if n == 1 else path.with_name(f"{path.name}.{n - 1}")
+        with contextlib.suppress(OSError):
+            os.replace(newer, older)
+    if fd is not None:
+        fresh = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.dup2(fresh, fd)
+        finally:
+            os.close(fresh)
+    return True
 
 
 class _Deadlines:
@@ -419,6 +539,8 @@ class Daemon:
         self._server_imported = threading.Event()
         self._embedder: Embedder | None = None  # preloaded for the runtime
         self._listener: socket.socket | None = None
+        self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
+        self._listen_lock = threading.Lock()
         self.kind = "daemon"
         self.started_at = time.time()
         self.sessions = 0  # MCP sessions now connected
@@ -435,7 +557,13 @@ class Daemon:
             self._lock.acquire(timeout=0)
         except Timeout:
             return False
-        info = {"pid": os.getpid(), "socket": str(self.path)}
+        info = {
+            "pid": os.getpid(),
+            "socket": str(self.path),
+            "started_at": self.started_at,
+            "proc_start": _proc_start(os.getpid()),
+            "kind": self.kind,
+        }
         atomic_write_text(_run_dir(self.data_dir) / "daemon.json", json.dumps(info))
         return True
 
@@ -450,6 +578,9 @@ class Daemon:
         before anyone asks, so a client's first search pays for neither.
         """
         self._listen()
+        threading.Thread(
+            target=self._watch_socket, name="imprint-socket-watch", daemon=True
+        ).start()
         if self.warm_embedder:
             self._embedder_thread = threading.Thread(
                 target=self._load_embedder, name="imprint-embedder", daemon=True
@@ -545,17 +676,61 @@ class Daemon:
             os.umask(old)
         os.chmod(self.path, 0o600)
         listener.listen(64)
+        info = os.lstat(self.path)
+        self._bound = (info.st_dev, info.st_ino)
         self._listener = listener
         log.info("daemon.listening", socket=str(self.path), pid=os.getpid())
+
+    def _socket_intact(self) -> bool:
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self._bound
+
+    def _watch_socket(self) -> None:
+        """Every SOCKET_CHECK_SEC (an lstat and an fstat): bind the socket again when its
+        file vanished or was replaced, and rotate a spawned daemon's stderr log."""
+        stderr_log = self.data_dir / "run" / "daemon.stderr.log"
+        failing = False
+        while not self._stopping.wait(SOCKET_CHECK_SEC):
+            _rotate_log(stderr_log, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP, fd=2)
+            if self._socket_intact():
+                continue
+            with self._listen_lock:
+                if self._stopping.is_set():
+                    return
+                old = self._listener
+                try:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(self.path.parent, 0o700)  # a cleaner took the folder too
+                    _check_private(self.path.parent, "socket folder")
+                    self._listen()
+                except (OSError, StoreError) as exc:
+                    if not failing:  # once per outage, not every SOCKET_CHECK_SEC
+                        log.error("daemon.rebind_failed", socket=str(self.path), error=str(exc))
+                    failing = True
+                    continue
+            failing = False
+            log.warning("daemon.rebound", socket=str(self.path))
+            if old is not None:
+                # The accept loop waits on the old socket: wake it, it takes the new one.
+                with contextlib.suppress(OSError):
+                    old.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError):
+                    old.close()
 
     def serve_forever(self) -> None:
         assert self._listener is not None
         threading.Thread(target=self._watch_idle, name="imprint-idle", daemon=True).start()
         backoff = ACCEPT_BACKOFF_SEC
         while not self._stopping.is_set():
+            listener = self._listener
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError as exc:
+                if listener is not self._listener and not self._stopping.is_set():
+                    continue  # bound again (its file had vanished): accept on the new one
                 if exc.errno not in TRANSIENT_ACCEPT_ERRORS or self._stopping.is_set():
                     break  # the listener was closed: shutting down
                 # Out of descriptors or buffers (a flood of connections somewhere in this
@@ -777,11 +952,13 @@ class Daemon:
     def shutdown(self) -> None:
         self._stopping.set()
         self._hello_watch.close()
-        if self._listener is not None:
+        with self._listen_lock:
+            listener = self._listener
+        if listener is not None:
             with contextlib.suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)
+                listener.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
-                self._listener.close()
+                listener.close()
 
     def close(self) -> None:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
@@ -798,7 +975,8 @@ class Daemon:
             if self.runtime is not None:
                 self.runtime.stop()
         finally:
-            self.path.unlink(missing_ok=True)
+            if self._socket_intact():
+                self.path.unlink(missing_ok=True)
             with contextlib.suppress(OSError):
                 (_run_dir(self.data_dir) / "daemon.json").unlink()
             self._lock.release()
@@ -809,8 +987,16 @@ def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -
     if not daemon.acquire():
         log.info("daemon.already_running")
         return 0
-    # SIGTERM (a service manager, a test teardown) closes the daemon in order.
-    signal.signal(signal.SIGTERM, lambda *_: daemon.shutdown())
+    from imprint._watchdog import enable, exit_after
+
+    def on_sigterm(*_: object) -> None:
+        # A service manager, `imprint stop`, a test teardown: close in order, and whatever
+        # that waits on, be gone within the grace (every acknowledged write is journaled).
+        exit_after(STOP_GRACE_SEC)
+        daemon.shutdown()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    enable()  # inside Chroma's calls (which keep the interpreter lock), SIGTERM ends us
     try:
         daemon.start()
         daemon.serve_forever()
@@ -850,7 +1036,9 @@ def _try_connect(path: Path) -> socket.socket | None:
 
 def _spawn_daemon(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
     """The started daemon and where its stderr begins in the (appended) log file."""
-    log_file = private_file(_run_dir(data_dir) / "daemon.stderr.log")
+    log_file = _run_dir(data_dir) / "daemon.stderr.log"
+    _rotate_log(log_file, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP)
+    private_file(log_file)
     with log_file.open("ab") as err:
         start = err.tell()
         # imprint.launch, not imprint.cli: the daemon binds its socket before it imports
@@ -878,37 +1066,51 @@ def _last_error_line(log_file: Path, start: int) -> str:
     return lines[-1] if lines else ""
 
 
+def _try_paths(paths: list[Path]) -> socket.socket | None:
+    for path in paths:
+        sock = _try_connect(path)
+        if sock is not None:
+            return sock
+    return None
+
+
 def connect(data_dir: Path) -> socket.socket:
-    """A connection to the data dir's daemon, starting one if none answers."""
-    path = socket_path(data_dir)
-    sock = _try_connect(path)
+    """A connection to the data dir's daemon, starting one if none runs.
+
+    A daemon that runs but does not answer yet (binding its socket again, or still
+    starting) is waited for, never doubled."""
+    sock = _try_paths(_socket_paths(data_dir, running_daemon(data_dir)))
     if sock is not None:
         return sock
     # One starter at a time: the others wait here, then find the daemon it started.
     from filelock import FileLock
 
+    log_file = _run_dir(data_dir) / "daemon.stderr.log"
     with FileLock(
         _run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC, mode=0o600
     ):
-        sock = _try_connect(path)
-        if sock is not None:
-            return sock
-        proc, log_start = _spawn_daemon(data_dir)
         deadline = time.monotonic() + CONNECT_WAIT_SEC
+        proc: subprocess.Popen[bytes] | None = None
+        log_start = 0
+        spawned = 0
         while time.monotonic() < deadline:
-            sock = _try_connect(path)
+            info = running_daemon(data_dir)
+            sock = _try_paths(_socket_paths(data_dir, info))
             if sock is not None:
                 return sock
-            if proc.poll() is not None and proc.returncode != 0:
+            if proc is not None and proc.poll() is not None and proc.returncode != 0:
                 # It died before listening (a bad config, a missing package): say why now,
                 # not after CONNECT_WAIT_SEC.
-                log_file = _run_dir(data_dir) / "daemon.stderr.log"
                 why = _last_error_line(log_file, log_start) or f"exit status {proc.returncode}"
                 raise StoreError(f"daemon: it exited before listening: {why} (see {log_file})")
+            if info is None and (proc is None or proc.poll() is not None) and spawned < 3:
+                # Nobody owns the data dir (or the one started here left at once, having
+                # found an owner that has gone since): start one.
+                proc, log_start = _spawn_daemon(data_dir)
+                spawned += 1
             time.sleep(0.02)  # waiting for another process to bind; nothing to wait on
     raise StoreError(
-        f"daemon: none answered on {path} within {CONNECT_WAIT_SEC:g} s; "
-        f"see {_run_dir(data_dir) / 'daemon.stderr.log'}"
+        f"daemon: none answered for {data_dir} within {CONNECT_WAIT_SEC:g} s; see {log_file}"
     )
 
 
@@ -926,8 +1128,11 @@ def _pump(src: Any, dst: Any, on_eof: Any) -> None:
 
 
 def daemon_alive(data_dir: Path) -> bool:
-    """Whether a daemon answers for this data dir (nothing is started)."""
-    sock = _try_connect(socket_path(data_dir))
+    """Whether a process owns this data dir as its daemon (nothing is started): its run file
+    names a live imprint process of ours, or something of ours answers on the socket."""
+    if running_daemon(data_dir) is not None:
+        return True
+    sock = _try_paths(_socket_paths(data_dir, None))
     if sock is None:
         return False
     sock.close()
@@ -936,23 +1141,22 @@ def daemon_alive(data_dir: Path) -> bool:
 
 def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
     """SIGTERM the process that owns the data dir (the daemon, or `serve --http`) and wait
-    until it has exited, its stores closed; a one-line report."""
-    info = _run_dir(data_dir) / "daemon.json"
-    if not daemon_alive(data_dir):
+    until it has exited, its stores closed; a one-line report. Its socket is not needed:
+    the pid comes from its run file, once that is known to be our daemon."""
+    info_file = data_dir / "run" / "daemon.json"
+    info = running_daemon(data_dir)
+    if info is None:
+        if daemon_alive(data_dir):
+            raise StoreError(f"stop: a daemon answers but {info_file} names no running pid")
         return f"no imprint daemon is running for {data_dir}"
-    try:
-        pid = int(json.loads(info.read_text(encoding="utf-8"))["pid"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise StoreError(f"stop: a daemon answers but {info} names no pid") from exc
+    pid = int(info["pid"])
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return f"no imprint daemon is running for {data_dir}"
     deadline = time.monotonic() + wait_sec
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if _exited(pid):
             return f"stopped the imprint daemon (process {pid}) for {data_dir}"
         time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
     raise StoreError(

@@ -54,6 +54,10 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/test_query_embedder.py",
         "test_query_cache_size_comes_from_config",
     ),
+    "store.min_free_mb": (
+        "tests/test_limits.py",
+        "test_min_free_mb_refuses_a_write_before_it_is_embedded_or_reaches_chroma",
+    ),
     "ingest.allow_private_urls": (
         "tests/test_ingest_url.py",
         "test_loopback_url_is_fetched_when_allowed",

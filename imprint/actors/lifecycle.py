@@ -191,7 +191,7 @@ class Runtime:
                 namespace=self.namespace(),
             )
             try:
-                logic = Writer(store, self.embedder())
+                logic = Writer(store, self.embedder(), min_free_mb=self.config.store.min_free_mb)
                 logic.recover()
                 ref = WriterActor.start(logic)
             except BaseException:

@@ -9,10 +9,13 @@ delete are idempotent and the SQLite step is one transaction, so both indexes en
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,8 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
-from imprint._faults import delay, failpoint
+from imprint._faults import delay, failpoint, hold
+from imprint._watchdog import sigterm_kills
 from imprint.actors._trace import new_request_id, traced
 from imprint.actors.write_messages import (
     Check,
@@ -40,7 +44,7 @@ from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import RecallId
 
-__all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy"]
+__all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy", "free_bytes"]
 
 log = get_logger("imprint.writer")
 
@@ -60,6 +64,42 @@ def _disk_full(exc: Exception) -> bool:
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+MIB = 1_048_576
+DEFAULT_MIN_FREE_MB = 64
+# What a write may add to the disk, as a multiple of its own text and vectors: the journal,
+# Chroma's log and its segments, the records and their FTS entries, each through a WAL.
+WRITE_GROWTH = 8
+RECORD_OVERHEAD_BYTES = 2048  # a vector (384 floats) and its metadata, per record
+
+
+def free_bytes(folder: Path) -> int:
+    """Bytes an unprivileged process may still write on the filesystem holding `folder`."""
+    info = os.statvfs(folder)
+    return info.f_bavail * info.f_frsize
+
+
+def _folder_bytes(folder: Path) -> int:
+    """The size of the files under `folder` (Chroma's: a database and a few segment files)."""
+    total = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                total += _folder_bytes(Path(entry.path))
+            else:
+                total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total
+
+
+def _mb(size: int) -> str:
+    return f"{size / MIB:.1f} MB"
 
 
 class WriteAck(BaseModel):
@@ -85,56 +125,100 @@ class Writer:
 
     actor_name = "Writer"
 
-    def __init__(self, store: WorkspaceStore, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        store: WorkspaceStore,
+        embedder: Embedder,
+        *,
+        min_free_mb: int = DEFAULT_MIN_FREE_MB,
+        free_bytes: Callable[[Path], int] = free_bytes,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.actor_name = f"Writer[{store.name}]"
+        self.min_free_mb = min_free_mb
+        self._free_bytes = free_bytes
         self._needs_recovery = False
+        # A failed write's vectors, by journal seq, so that finishing it does not embed again.
+        self._embedded: dict[int, np.ndarray] = {}
+        self._vectors_stale = False  # a Chroma write failed and reconnecting failed too
         self._reindex: Reindexing | None = None
         # The plain check's last answer, and the state of the store it was taken in.
         self._checked: tuple[tuple[int, int, int], dict[str, Any]] | None = None
 
-    def recover(self) -> int:
+    def recover(self, *, strict: bool = False) -> int:
         """Finish every write a crash or a failure interrupted; returns how many were replayed.
 
         An entry that fails again here has now failed twice (its first attempt, and this
         replay): it is set aside in the quarantine table, logged, and counted by `status`,
-        so one bad write cannot block every later call to the workspace."""
+        so one bad write cannot block every later call to the workspace. A full disk sets
+        nothing aside: with too little room (or ENOSPC on the way) the entries wait for the
+        next write, logged; with `strict` (a write finishing them first) that is a one-line
+        StoreError instead. Failing to set an entry aside is one in either case."""
         started = time.monotonic()
         self._checked = None
         pending = self.store.sqlite.journal_pending()
+        if not pending:
+            self._needs_recovery = False
+            return 0
         replayed = 0
         for seq, batch in pending:
             if isinstance(batch, str):
                 self._quarantine(seq, batch, 0, 0)
                 continue
+            refused = self._no_room(batch, "write")
+            if refused is None:
+                log.warning(
+                    "writer.recover",
+                    workspace=self.store.name,
+                    seq=seq,
+                    upserts=len(batch.upserts),
+                    deletes=len(batch.delete_ids),
+                )
+                try:
+                    self._apply(batch, seq, None)
+                except Exception as exc:
+                    if not (_disk_full(exc) or self._no_room(batch, "write")):
+                        error = f"{type(exc).__name__}: {exc}"[:500]
+                        self._quarantine(seq, error, len(batch.upserts), len(batch.delete_ids))
+                        continue
+                    refused = (
+                        f"write: the disk is full ({_one_line(exc)}) while an earlier write was "
+                        "finished from the journal; nothing new was stored; free some space "
+                        "and write again"
+                    )
+                else:
+                    replayed += 1
+                    continue
+            self._needs_recovery = True
             log.warning(
-                "writer.recover",
-                workspace=self.store.name,
-                seq=seq,
-                upserts=len(batch.upserts),
-                deletes=len(batch.delete_ids),
+                "writer.recover_deferred", workspace=self.store.name, seq=seq, reason=refused
             )
-            try:
-                self._apply(batch, seq, None)
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"[:500]
-                self._quarantine(seq, error, len(batch.upserts), len(batch.delete_ids))
-                continue
-            replayed += 1
+            if strict:
+                raise StoreError(refused)
+            return replayed
         self._needs_recovery = False
-        if pending:
-            log.warning(
-                "writer.recovered",
-                workspace=self.store.name,
-                writes=replayed,
-                quarantined=len(pending) - replayed,
-                elapsed_ms=round((time.monotonic() - started) * 1000, 1),
-            )
+        log.warning(
+            "writer.recovered",
+            workspace=self.store.name,
+            writes=replayed,
+            quarantined=len(pending) - replayed,
+            elapsed_ms=round((time.monotonic() - started) * 1000, 1),
+        )
         return replayed
 
     def _quarantine(self, seq: int, error: str, upserts: int, deletes: int) -> None:
-        self.store.sqlite.journal_quarantine(seq, error)
+        try:
+            self.store.sqlite.journal_quarantine(seq, error)
+        except Exception as exc:
+            self._needs_recovery = True
+            full = "the disk is full: " if _disk_full(exc) else ""
+            raise StoreError(
+                f"write: an earlier write that failed twice could not be set aside "
+                f"({full}{_one_line(exc)}); nothing new was stored; free some space and "
+                "write again"
+            ) from exc
+        self._embedded.pop(seq, None)
         log.error(
             "writer.quarantined",
             workspace=self.store.name,
@@ -144,12 +228,40 @@ class Writer:
             error=error,
         )
 
+    def _no_room(self, batch: WriteBatch | None, what: str) -> str | None:
+        """Why the disk is too full to write `batch` safely, or None. Checked before any
+        embedding and before Chroma is touched: Chroma's embedded client that meets ENOSPC
+        mid-write was seen to hang at its next call, holding the interpreter lock."""
+        if self.min_free_mb <= 0:
+            return None
+        folder = self.store.folder
+        try:
+            free = self._free_bytes(folder)
+        except OSError:
+            return None  # cannot tell: write, and report ENOSPC if it comes
+        # An HNSW index grows by a fifth when it fills up: a quarter of Chroma's files.
+        need = self.min_free_mb * MIB + _folder_bytes(folder / "chroma") // 4
+        if batch is not None:
+            text = sum(len(r.content.encode()) + RECORD_OVERHEAD_BYTES for r in batch.upserts)
+            need += WRITE_GROWTH * text
+        if free >= need:
+            return None
+        return (
+            f"{what}: only {_mb(free)} free on the disk holding {folder}; writes keep "
+            f"{_mb(need)} free (store.min_free_mb = {self.min_free_mb}, plus room for the "
+            "index to grow); nothing was stored; free some space and write again"
+        )
+
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
         self._checked = None
+        refused = self._no_room(batch, "write")
+        if refused is not None:
+            log.warning("writer.refused", workspace=self.store.name, reason=refused)
+            raise StoreError(refused)
         if self._needs_recovery:
             # A failed write left its entry in the journal: finish or set it aside first,
             # so it is never replayed later on top of newer writes.
-            self.recover()
+            self.recover(strict=True)
         batch = self._with_stale_ids(batch)
         try:
             seq = self.store.sqlite.journal_begin(batch)
@@ -164,13 +276,17 @@ class Writer:
             self._apply(batch, seq, embeddings)
         except BaseException as exc:
             self._needs_recovery = True
-            if isinstance(exc, Exception) and _disk_full(exc):
-                raise StoreError(
-                    f"write: the disk is full ({_one_line(exc)}); this write was not "
-                    "acknowledged: the next write finishes it from the journal, or sets it "
-                    "aside if it fails again; free some space"
-                ) from exc
-            raise
+            if not isinstance(exc, Exception):
+                raise
+            # Chroma says "Failed to apply logs to the metadata segment" where the disk
+            # was full: how full it is now tells more than its words.
+            full = _disk_full(exc) or self._no_room(None, "write") is not None
+            what = "the disk is full" if full else "the store failed"
+            raise StoreError(
+                f"write: {what} ({_one_line(exc)}); this write was not acknowledged: the "
+                "next write finishes it from the journal, or sets it aside if it fails "
+                "again" + ("; free some space" if full else "")
+            ) from exc
         return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
 
     def _with_stale_ids(self, batch: WriteBatch) -> WriteBatch:
@@ -184,13 +300,44 @@ class Writer:
 
     def _apply(self, batch: WriteBatch, seq: int, embeddings: np.ndarray | None) -> None:
         if embeddings is None or len(embeddings) != len(batch.upserts):
+            embeddings = self._embedded.get(seq)
+        if embeddings is None or len(embeddings) != len(batch.upserts):
             embeddings = self.embedder.embed([r.indexed_text for r in batch.upserts])
-        vectors = self.store.vectors
+        self._embedded[seq] = embeddings  # until the entry is retired or set aside
+        if self._vectors_stale:
+            self._reconnect(strict=True)
         delay("writer.apply")
-        vectors.delete(list(batch.delete_ids))
-        vectors.upsert(list(batch.upserts), embeddings)
+        try:
+            # Chroma's Rust calls keep the interpreter lock: SIGTERM must not need it here.
+            with sigterm_kills():
+                hold("writer.vectors")
+                self.store.vectors.delete(list(batch.delete_ids))
+                self.store.vectors.upsert(list(batch.upserts), embeddings)
+        except Exception:
+            self._reconnect(strict=False)
+            raise
         failpoint("writer.after_vectors")
         self.store.sqlite.apply(batch, seq)
+        self._embedded.pop(seq, None)
+
+    def _reconnect(self, *, strict: bool) -> None:
+        """A new Chroma client for the workspace: after a failed write the embedded one was
+        seen to hang at its next call (a read as much as a write) for good, even once the
+        disk had room again; a new client of the same folder works."""
+        try:
+            with sigterm_kills():
+                self.store.vectors = self.store.vectors.reconnected()
+        except Exception as exc:
+            self._vectors_stale = True
+            log.error("writer.reconnect_failed", workspace=self.store.name, error=_one_line(exc))
+            if strict:
+                raise StoreError(
+                    f"write: the vector store could not be opened again ({_one_line(exc)}); "
+                    "nothing new was stored"
+                ) from exc
+            return
+        self._vectors_stale = False
+        log.warning("writer.reconnected", workspace=self.store.name)
 
     def reindex_step(self, limit: int = REINDEX_BATCH) -> bool:
         """One step of re-indexing a workspace whose index is older than `TEXT_FORMAT`:
@@ -319,7 +466,10 @@ class Writer:
     def repair(self) -> dict[str, list[str]]:
         """Finish the journal, then rebuild what the deep check finds; found and done."""
         self._checked = None
-        replayed = self.recover()
+        refused = self._no_room(None, "repair")
+        if refused is not None:
+            raise StoreError(refused)
+        replayed = self.recover(strict=True)
         report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
         vectors, done = repair(self.store.sqlite, self.store.vectors, self.embedder, report)
         self.store.vectors = vectors

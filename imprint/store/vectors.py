@@ -189,6 +189,20 @@ class VectorIndex:
         """The same workspace's collection opened again (after a repair recreated it)."""
         return VectorIndex(*self._opened_with)
 
+    def reconnected(self) -> VectorIndex:
+        """The same collection through a new client of the same folder; the old client is
+        closed. After a write failed (ENOSPC), Chroma's embedded client was seen to block for
+        good at its next call, holding the interpreter lock; a new client works. A server's
+        client is kept (each call is its own HTTP request)."""
+        client, workspace, embedder, namespace = self._opened_with
+        settings = client.get_settings()
+        if not settings.is_persistent or not settings.persist_directory:
+            return self.reopened()
+        with contextlib.suppress(Exception):  # what it held goes with it; a new one follows
+            client.close()
+        fresh = open_client(Path(settings.persist_directory), "")
+        return VectorIndex(fresh, workspace, embedder, namespace)
+
     def max_batch(self) -> int:
         """The most ids Chroma takes in one call (5461 embedded); asked once, then kept.
 
