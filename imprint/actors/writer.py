@@ -34,7 +34,7 @@ from imprint.actors.write_messages import (
     SourceState,
     Write,
 )
-from imprint.errors import StoreError
+from imprint.errors import StoreError, failure_line
 from imprint.logs import get_logger
 from imprint.store.context import TEXT_FORMAT, chunk_contexts
 from imprint.store.embedder import DIMENSIONS, Embedder
@@ -281,11 +281,15 @@ class Writer:
             # Chroma says "Failed to apply logs to the metadata segment" where the disk
             # was full: how full it is now tells more than its words.
             full = _disk_full(exc) or self._no_room(None, "write") is not None
+            cause = None if full else failure_line(exc)
+            if type(exc) is sqlite3.DatabaseError and cause is not None:
+                # The file itself is damaged: its journal cannot finish anything.
+                raise StoreError(f"write: {cause}") from exc
             what = "the disk is full" if full else "the store failed"
             raise StoreError(
-                f"write: {what} ({_one_line(exc)}); this write was not acknowledged: the "
-                "next write finishes it from the journal, or sets it aside if it fails "
-                "again" + ("; free some space" if full else "")
+                f"write: {what} ({cause or _one_line(exc)}); this write was not "
+                "acknowledged: the next write finishes it from the journal, or sets it "
+                "aside if it fails again" + ("; free some space" if full else "")
             ) from exc
         return WriteAck(upserted=len(batch.upserts), deleted=len(batch.delete_ids))
 
