@@ -160,6 +160,17 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def rt(data_dir: Path, embedder: Embedder) -> Iterator[Runtime]:
+    """An embedded-store runtime with the default configuration (store mode
+    not parametrised: for tests where it does not matter)."""
+    runtime = Runtime(data_dir, Config(), embedder=embedder).start()
+    try:
+        yield runtime
+    finally:
+        runtime.stop()
+
+
+@pytest.fixture
 def runtime(data_dir: Path, config: Config, embedder: Embedder) -> Iterator[Runtime]:
     rt = Runtime(data_dir, config, embedder=embedder).start()
     try:

@@ -30,24 +30,11 @@ from imprint.daemon import Daemon, socket_path
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, log_path
 from tests.second_user import OtherUser
+from tests.wire import initialize_request, read_until_closed
 
 pytestmark = pytest.mark.timeout(120)
 
-INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "victim", "version": "1"},
-            },
-        }
-    )
-    + "\n"
-)
+INITIALIZE = json.dumps(initialize_request("victim")) + "\n"
 
 
 @pytest.fixture
@@ -308,16 +295,6 @@ def _hello() -> bytes:
     return (json.dumps({"cwd": "/", "pid": os.getpid(), "roots": []}) + "\n").encode()
 
 
-def _read_until_closed(sock: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data
-
-
 def test_daemon_answers_its_own_user_then_speaks_mcp(serve: StartDaemon) -> None:
     """The daemon's own user gets {"ok": true} after the hello, then MCP as before."""
     d, _ = serve()
@@ -335,7 +312,7 @@ def test_daemon_refuses_a_peer_of_another_uid_fake_lookup(serve: StartDaemon) ->
     with _client(d.path) as sock:
         with contextlib.suppress(OSError):  # it may close while we send
             sock.sendall(_hello() + INITIALIZE.encode())
-        assert _read_until_closed(sock) == b""
+        assert read_until_closed(sock) == b""
 
 
 def test_daemon_refuses_a_real_second_user(
@@ -395,7 +372,7 @@ def test_bridge_refuses_a_listener_of_another_uid_fake_lookup(
     conn, _ = listener.accept()
     with conn, listener:
         conn.settimeout(30)
-        assert _read_until_closed(conn) == b""
+        assert read_until_closed(conn) == b""
 
 
 def test_a_connection_that_never_says_hello_does_not_block_idle_exit(serve: StartDaemon) -> None:
@@ -411,7 +388,7 @@ def test_a_silent_or_trickling_hello_is_cut_at_the_hello_timeout(serve: StartDae
     it (the deadline is for the whole line, not per read)."""
     d, _ = serve(hello_timeout_sec=0.3)
     with _client(d.path) as silent:
-        assert _read_until_closed(silent) == b""
+        assert read_until_closed(silent) == b""
     closed = False
     with _client(d.path) as trickle:
         trickle.settimeout(0.05)
@@ -436,7 +413,7 @@ def test_an_oversized_hello_is_refused_without_buffering_it(serve: StartDaemon) 
     with _client(d.path) as big:
         with contextlib.suppress(OSError):  # closed while we were still sending: fine
             big.sendall(b"a" * (daemon_mod.HELLO_MAX_BYTES + 1024))
-        assert _read_until_closed(big) == b""
+        assert read_until_closed(big) == b""
     with _client(d.path) as ok, ok.makefile("rb") as reader:
         ok.sendall(_hello())
         assert json.loads(reader.readline()) == {"ok": True}
@@ -479,7 +456,7 @@ def test_a_malformed_hello_never_reaches_the_logs(
         d, _ = serve(hello_timeout_sec=600)
         with _client(d.path) as sock:
             sock.sendall(b'{"cwd": "/", "password": "hunter2-in-hello"\n')
-            assert _read_until_closed(sock) == b""
+            assert read_until_closed(sock) == b""
     finally:
         configure_logging(None, to_file=False)
     logged = log_path(tmp_path / "data").read_text(encoding="utf-8")

@@ -27,20 +27,12 @@ from imprint.config import Config
 from imprint.daemon import Daemon
 from imprint.errors import StoreError
 from imprint.launch import plain_serve_allow
+from tests.wire import initialize_request
 
 pytestmark = pytest.mark.timeout(120)
 
 REPO = Path(__file__).resolve().parents[1]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "handshake-test", "version": "1"},
-    },
-}
+INITIALIZE = initialize_request("handshake-test")
 # What the bridge must not import: the store, the embedder, the model, and the libraries of
 # the command line, the config schema, logging and MCP (it copies bytes; the daemon speaks MCP).
 HEAVY = (

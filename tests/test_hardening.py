@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +33,6 @@ from imprint.store.sqlite import MAX_QUERY_CHARS, MAX_QUERY_TERMS, SourceEntry, 
 from imprint.store.vectors import VectorIndex
 
 HANG_LIMIT_SEC = 30.0
-
-
-@pytest.fixture
-def rt(data_dir: Path, embedder: Embedder) -> Iterator[Runtime]:
-    """An embedded-store runtime with the default configuration."""
-    runtime = Runtime(data_dir, Config(), embedder=embedder).start()
-    try:
-        yield runtime
-    finally:
-        runtime.stop()
 
 
 def call(runtime: Runtime, cwd: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:

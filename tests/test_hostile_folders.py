@@ -14,16 +14,13 @@ import re
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.evidence import escape_field
-from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hardening import call, lexical
@@ -33,16 +30,6 @@ IMPRINT = Path(sys.executable).with_name("imprint")
 # isolates, zero-width characters. It sorts last, so a progress line ends on it.
 HOSTILE = "z\x1b[2J\x1b]0;pwned\x07\u202ecod\u2066x\u2069\u200b\ufeff\u200f.md"
 RAW = ("\x1b", "\x07", "\u202e", "\u2066", "\u2069", "\u200b", "\ufeff", "\u200f")
-
-
-@pytest.fixture
-def rt(data_dir: Path, embedder: Embedder) -> Iterator[Runtime]:
-    """An embedded-store runtime with the default configuration."""
-    runtime = Runtime(data_dir, Config(), embedder=embedder).start()
-    try:
-        yield runtime
-    finally:
-        runtime.stop()
 
 
 def _git(tree: Path, *args: str) -> None:

@@ -21,6 +21,7 @@ import uvicorn
 
 from imprint import _loopback
 from imprint._loopback import LoopbackConfig, tcp_peer_uid
+from tests.wire import read_until_closed
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -89,18 +90,6 @@ def answer(sock: socket.socket) -> bytes:
     return data
 
 
-def closed_by_server(sock: socket.socket) -> bytes:
-    """Everything the server sent until it closed; a socket timeout (20 s) means it never
-    closed and fails the test."""
-    data = b""
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data
-
-
 def test_the_kernel_table_names_this_user_at_the_other_end() -> None:
     """A real loopback connection's peer is found in /proc/net/tcp with this process's uid;
     a connection that does not exist is not found."""
@@ -162,7 +151,7 @@ def test_a_peer_of_another_uid_is_cut_before_its_request_is_read(
     with serving(app) as port, connect(port) as sock:
         with contextlib.suppress(OSError):  # it may be cut while we send
             sock.sendall(REQUEST)
-        assert closed_by_server(sock) == b""
+        assert read_until_closed(sock) == b""
     assert app.calls == 0
     assert _loopback.refused_count() == before + 1
 
@@ -182,8 +171,8 @@ def test_a_half_sent_or_silent_request_is_closed_at_the_read_timeout() -> None:
     app = App()
     with serving(app, read_timeout_sec=0.3) as port, connect(port) as half, connect(port) as silent:
         half.sendall(HALF_SENT)
-        assert closed_by_server(half) == b""
-        assert closed_by_server(silent) == b""
+        assert read_until_closed(half) == b""
+        assert read_until_closed(silent) == b""
     assert app.calls == 0
 
 
@@ -195,7 +184,7 @@ def test_a_half_sent_second_request_on_a_kept_alive_connection_is_closed() -> No
         sock.sendall(REQUEST)
         assert answer(sock).startswith(b"HTTP/1.1 200")
         sock.sendall(HALF_SENT)
-        assert closed_by_server(sock) == b""
+        assert read_until_closed(sock) == b""
     assert app.calls == 1
 
 
@@ -205,7 +194,7 @@ def test_a_half_sent_body_is_closed_at_the_read_timeout() -> None:
     head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n"
     with serving(app, read_timeout_sec=0.3) as port, connect(port) as sock:
         sock.sendall(head + b"x" * 10)
-        closed_by_server(sock)
+        read_until_closed(sock)
 
 
 def test_a_request_whose_answer_takes_longer_than_the_timeout_is_answered() -> None:
@@ -217,7 +206,7 @@ def test_a_request_whose_answer_takes_longer_than_the_timeout_is_answered() -> N
         # Another connection, opened later, cut at its timeout: this one's has passed too.
         with connect(port) as witness:
             witness.sendall(HALF_SENT)
-            assert closed_by_server(witness) == b""
+            assert read_until_closed(witness) == b""
         app.release.set()
         assert answer(slow).startswith(b"HTTP/1.1 200")
         slow.sendall(REQUEST)

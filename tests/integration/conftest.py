@@ -6,11 +6,25 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+def imprint_stop(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`imprint stop` in another process with this environment, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "stop"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def daemon_pid(data_dir: Path) -> int | None:

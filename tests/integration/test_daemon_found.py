@@ -17,7 +17,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.integration.conftest import daemon_pid, wait_gone
+from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.integration.test_serve import _env, _text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -55,13 +55,7 @@ def _call(params: StdioServerParameters, tool: str, args: dict[str, object]) -> 
 
 
 def _stop(data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "imprint.cli", "stop"],
-        env={**_env(data_dir), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return imprint_stop({**_env(data_dir), **env})
 
 
 def test_a_client_with_another_runtime_dir_uses_the_running_daemon(
@@ -85,13 +79,7 @@ def test_a_client_with_another_runtime_dir_uses_the_running_daemon(
     assert daemon_pid(data_dir) == pid
     assert not list(second.rglob("*.sock"))  # no second daemon was started there
     env = {k: v for k, v in _env(data_dir).items() if k != "XDG_RUNTIME_DIR"}
-    stop = subprocess.run(
-        [sys.executable, "-m", "imprint.cli", "stop"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    stop = imprint_stop(env)
     assert stop.returncode == 0 and stop.stdout.startswith("stopped"), stop.stdout + stop.stderr
     assert wait_gone(pid, 5)
 

@@ -24,8 +24,9 @@ import anyio
 import pytest
 from mcp.client import Client
 
-from tests.integration.conftest import daemon_pid, wait_gone
+from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.integration.test_serve import _env, _stdio, _text
+from tests.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -222,12 +223,7 @@ def test_sigterm_ends_the_daemon_while_a_chroma_call_holds_the_interpreter_lock(
                 return _text(await client.call_tool("store", {"content": "kept: the tern"}))
 
     kept = anyio.run(first).split()[1]
-    assert (
-        subprocess.run(
-            [sys.executable, "-m", "imprint.cli", "stop"], env=env, timeout=120
-        ).returncode
-        == 0
-    )
+    assert imprint_stop(env).returncode == 0
     held = {**env, "IMPRINT_HOLD": "writer.vectors:600"}
     bridge = subprocess.Popen(
         [sys.executable, "-m", "imprint.cli", "serve"],
@@ -240,16 +236,7 @@ def test_sigterm_ends_the_daemon_while_a_chroma_call_holds_the_interpreter_lock(
     try:
         assert bridge.stdin is not None
         lines = [
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "0"},
-                },
-            },
+            initialize_request(),
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {
                 "jsonrpc": "2.0",
@@ -267,13 +254,7 @@ def test_sigterm_ends_the_daemon_while_a_chroma_call_holds_the_interpreter_lock(
             time.sleep(0.05)  # polling another process's log; nothing to wait on
         pid = daemon_pid(data_dir)
         assert pid is not None
-        stop = subprocess.run(
-            [sys.executable, "-m", "imprint.cli", "stop"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        stop = imprint_stop(env)
         assert stop.returncode == 0 and stop.stdout.startswith("stopped"), stop.stderr
         assert wait_gone(pid, 5)
     finally:

@@ -28,6 +28,7 @@ import pytest
 
 from tests.integration.conftest import daemon_pid
 from tests.second_user import OtherUser
+from tests.wire import initialize_request, read_until_closed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -144,16 +145,6 @@ def signed_in(url: str) -> Iterator[tuple[httpx.Client, str, int]]:
         yield client, name, port
 
 
-def _closed_by_server(sock: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data
-
-
 def test_another_user_with_the_owners_cookie_gets_nothing_from_the_dashboard(
     other_user: OtherUser, data_dir: Path, tmp_path: Path
 ) -> None:
@@ -212,18 +203,7 @@ def http_server(data_dir: Path, cwd: Path) -> Iterator[int]:
         proc.communicate(timeout=60)
 
 
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-)
+INIT = json.dumps(initialize_request("t"))
 
 
 def test_another_user_with_the_bearer_token_gets_nothing_from_serve_http(
@@ -247,7 +227,7 @@ def test_another_user_with_the_bearer_token_gets_nothing_from_serve_http(
             assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         with socket.create_connection(("127.0.0.1", port), timeout=60) as half:
             half.sendall(request.encode()[:60])
-            assert _closed_by_server(half) == b""  # a socket timeout (60 s) fails here
+            assert read_until_closed(half) == b""  # a socket timeout (60 s) fails here
     # At server.http_read_timeout_sec as configured (the environment's), not the default.
     log = (data_dir / "logs" / "imprint.jsonl").read_text(encoding="utf-8")
     events = [json.loads(line) for line in log.splitlines()]
@@ -280,5 +260,5 @@ def test_half_sent_requests_of_another_user_neither_stop_the_daemon_nor_lock_out
             assert report["answered"] == 0 and report["open"] == 0, report
             with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
                 sock.sendall(half.encode())
-                assert _closed_by_server(sock) == b""  # a socket timeout (60 s) fails here
+                assert read_until_closed(sock) == b""  # a socket timeout (60 s) fails here
             assert owner.get(f"http://127.0.0.1:{port}/").status_code == 200

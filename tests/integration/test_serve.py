@@ -21,7 +21,8 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from imprint.daemon import _exited
-from tests.integration.conftest import daemon_pid, wait_gone
+from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
+from tests.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -286,16 +287,7 @@ def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
     assert token not in (data_dir / "logs" / "imprint.jsonl").read_text()
 
 
-INIT_BODY = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT_BODY = initialize_request("t")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -460,14 +452,7 @@ def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) ->
     assert pid is not None  # idle, but alive for server.idle_exit_sec
 
     def stop() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "imprint.cli", "stop"],
-            env=_env(data_dir),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return imprint_stop(_env(data_dir))
 
     first = stop()
     assert first.returncode == 0, first.stderr
