@@ -24,13 +24,20 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import pydantic_core
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     PARSE_ERROR,
     ErrorData,
+    GetPromptResult,
+    InputRequiredResult,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -211,6 +218,31 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+async def _spec_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Session middleware: every failed request answers with the JSON-RPC code the spec
+    gives it and one line saying why. The SDK answers an unknown method with a bare "Method
+    not found", parameters it cannot read with "Invalid request parameters" (no argument
+    named), and any other exception with code 0, which no client reads as an error kind."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        if exc.error.code == METHOD_NOT_FOUND and exc.error.message == "Method not found":
+            line = (
+                f"Method not found: {_shown(ctx.method)} is not offered by imprint (it "
+                "answers initialize, ping, tools/list, tools/call and empty prompts and "
+                "resources lists)"
+            )
+            raise MCPError(code=METHOD_NOT_FOUND, message=bounded(line), data=ctx.method) from exc
+        raise
+    except ValidationError as exc:
+        line = f"{ctx.method}: {_one_line(exc)}"
+        raise MCPError(code=INVALID_PARAMS, message=bounded(line)) from exc
+    except Exception as exc:
+        line = failure_line(exc) or f"{ctx.method}: unexpected {type(exc).__name__}: {exc}"
+        log.error("request.failed", method=ctx.method, error=type(exc).__name__, exc_info=exc)
+        raise MCPError(code=INTERNAL_ERROR, message=bounded(line)) from exc
+
+
 class ImprintServer(MCPServer):
     """MCPServer whose argument-validation errors are one line naming the argument, and
     whose tool schemas carry no generated titles.
@@ -221,6 +253,11 @@ class ImprintServer(MCPServer):
 
     _register: Callable[[], None] | None = None
     _register_lock: threading.Lock | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Inside the SDK's tracing middleware, so its spans record the codes sent.
+        self._lowlevel_server.middleware.append(_spec_errors)
 
     def defer_tools(self, register: Callable[[], None]) -> None:
         self._register = register
@@ -260,8 +297,22 @@ class ImprintServer(MCPServer):
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": untitled(t.input_schema)}) for t in tools]
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        if self._prompt_manager.get_prompt(name) is None:
+            # The spec's code for an unknown prompt, as for an unknown resource (the SDK
+            # answers it with a ValueError, which goes out as code 0).
+            line = f"name: unknown prompt {_shown(name)}; prompts/list names the prompts (none)"
+            raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
+        return await super().get_prompt(name, arguments, context)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         await self._tools_ready()
+        if self._tool_manager.get_tool(name) is None:
+            # A protocol error, not a tool result: the spec's -32602 for an unknown tool.
+            line = f"name: unknown tool {_shown(name)}; tools/list names the {len(tool_modules())}"
+            raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
