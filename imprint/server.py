@@ -46,7 +46,7 @@ from mcp_types import (
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
@@ -591,32 +591,81 @@ def http_token(data_dir: Path, *, rotate: bool = False) -> BearerToken:
     return BearerToken(token, fresh=True)
 
 
+# Where an OAuth client looks for an authorization server (RFC 9728, RFC 8414, OpenID
+# discovery) and registers itself (RFC 7591). Imprint has none: these answer 404 at once, with
+# the token hint, so a client reports it instead of waiting for a flow that cannot happen.
+OAUTH_PATHS = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+)
+
+
+def auth_hint(token_file: Path | str) -> str:
+    return (
+        "imprint needs the header 'Authorization: Bearer <token>' (no OAuth): the token is "
+        f"the content of {token_file}; `imprint serve --http --rotate-token` prints each "
+        "client's config line"
+    )
+
+
+def _is_oauth_path(path: str) -> bool:
+    # RFC 9728 and 8414 put the resource's or issuer's path after the well-known name.
+    return any(path == p or path.startswith(f"{p}/") for p in OAUTH_PATHS)
+
+
 class BearerAuth:
     """ASGI middleware: HTTP requests without the data dir's bearer token get 401 and reach
-    nothing (the body is not even read)."""
+    nothing (the body is not even read).
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    Every refusal is what OAuth-aware clients parse: a JSON body `{"error",
+    "error_description"}` (RFC 6749 5.2) and `WWW-Authenticate: Bearer realm="imprint"`.
+    A wrong bearer token adds `error="invalid_token"` and the hint to the header; a request
+    with no Authorization header (or another scheme) gets the bare challenge, as RFC 6750
+    3.1 asks of a request that carried no authentication (the client did not know it was
+    needed: the challenge tells it, an error code would claim it tried). OAuth discovery
+    and registration paths answer 404 with the hint, token or not: nothing secret is there
+    to guard."""
+
+    def __init__(self, app: ASGIApp, token: str, token_file: Path | str = "{data_dir}/http_token"):
         self.app = app
         self._token = token.encode()
+        self._hint = auth_hint(token_file)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+            if _is_oauth_path(scope.get("path", "")):
+                body = {"error": "not_found", "error_description": self._hint}
+                await JSONResponse(body, status_code=404)(scope, receive, send)
+                return
+            header = Headers(scope=scope).get("authorization")
+            scheme, _, given = (header or "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(
                 given.strip().encode(), self._token
             ):
-                response = PlainTextResponse(
-                    "Unauthorized: send 'Authorization: Bearer <token>'; "
-                    "the token is kept in {data_dir}/http_token\n",
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="imprint"'},
+                challenge = 'Bearer realm="imprint"'
+                if scheme.lower() == "bearer":
+                    # A header is one latin-1 line: a quoted-string, whatever the path holds.
+                    line = (
+                        " ".join(self._hint.split()).encode("latin-1", "replace").decode("latin-1")
+                    )
+                    quoted = line.replace("\\", "\\\\").replace('"', '\\"')
+                    challenge += f', error="invalid_token", error_description="{quoted}"'
+                body = {"error": "invalid_token", "error_description": self._hint}
+                response = JSONResponse(
+                    body, status_code=401, headers={"WWW-Authenticate": challenge}
                 )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
+def http_app(
+    server: MCPServer, port: int, token: str, token_file: Path | str = "{data_dir}/http_token"
+) -> ASGIApp:
     """The streamable HTTP app behind the bearer check; Host and Origin at this exact port."""
     loopback = ("127.0.0.1", "localhost", "[::1]")
     security = TransportSecuritySettings(
@@ -625,7 +674,7 @@ def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
         allowed_origins=[f"http://{host}:{port}" for host in loopback],
     )
     app = server.streamable_http_app(transport_security=security, host="127.0.0.1")
-    return BearerAuth(app, token)
+    return BearerAuth(app, token, token_file)
 
 
 def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:
