@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import json
 import os
 import re
 import secrets
@@ -120,7 +121,7 @@ INSTRUCTIONS = (
     "their projects; store decisions, findings and fixes worth keeping. Results are "
     "numbered blocks with ids and sources you can expand with get_memory or file_chunks. "
     "Every tool's workspace argument may stay empty: the active workspace. An argument "
-    "left null takes its configured default."
+    "left out takes its configured default."
 )
 
 
@@ -177,18 +178,20 @@ _SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
 
 
 def untitled(schema: Any) -> Any:
-    """A JSON schema without its `title` keywords. Pydantic titles every argument with its
-    own name re-cased ("max_chars" -> "Max Chars") and every tool's arguments
-    "<tool>Arguments": about a fifth of tools/list, which every client loads at every
-    session start, telling the calling model nothing. Property *names* are kept, so an
-    argument called `title` survives."""
+    """A JSON schema without its `title` keywords, written portably. Pydantic titles every
+    argument with its own name re-cased ("max_chars" -> "Max Chars") and every tool's
+    arguments "<tool>Arguments": about a fifth of tools/list, which every client loads at
+    every session start, telling the calling model nothing. Property *names* are kept, so an
+    argument called `title` survives. Each property is then `portable`."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: portable(untitled(sub)) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: untitled(sub) for name, sub in value.items()}
         elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
             out[key] = [untitled(sub) for sub in value]
@@ -196,26 +199,39 @@ def untitled(schema: Any) -> Any:
             out[key] = untitled(value)
         else:
             out[key] = value
-    return _nullable(out)
+    return out
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [{type: T, ...}, {type: null}]` (pydantic's `T | None`) as the equivalent
-    `type: [T, "null"]`: the same instances are valid, in a third of the characters."""
-    options = schema.get("anyOf")
-    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
-        return schema
-    other = options[0] if options[1] == {"type": "null"} else options[1]
-    if not isinstance(other, dict) or not isinstance(other.get("type"), str):
-        return schema
-    if set(other) - {"type", "enum", "items"}:
-        return schema
-    merged = {k: v for k, v in schema.items() if k != "anyOf"}
-    merged.update(other)
-    merged["type"] = [other["type"], "null"]
-    if "enum" in other:
-        merged["enum"] = [*other["enum"], None]
-    return merged
+_NULL = {"type": "null"}
+
+
+def portable(prop: dict[str, Any]) -> dict[str, Any]:
+    """One argument's schema as every client reads it. An optional argument is simply
+    optional: pydantic's `T | None = None` (`anyOf: [T, {type: null}]`) is listed as `T`
+    with no default, since Gemini CLI rewrites type arrays and puts `null` into enums, and
+    the Inspector's portability check refuses them. The tools still accept an explicit
+    null (the listed schema is only what clients see). A default that says something
+    (not null, not "") is also named in the description, since Codex drops `default`
+    before the model sees it; an empty one is dropped: leaving the argument out is the
+    same."""
+    options = prop.get("anyOf")
+    if isinstance(options, list) and _NULL in options:
+        rest = [o for o in options if o != _NULL]
+        prop = {k: v for k, v in prop.items() if k != "anyOf"}
+        if len(rest) == 1 and isinstance(rest[0], dict) and not set(rest[0]) & set(prop):
+            prop.update(rest[0])
+        else:
+            prop["anyOf"] = rest
+    if "default" not in prop:
+        return prop
+    default = prop["default"]
+    if default is None or default == "":
+        return {k: v for k, v in prop.items() if k != "default"}
+    description = prop.get("description", "")
+    if "default" not in description:
+        shown = default if isinstance(default, str) else json.dumps(default)
+        prop = {**prop, "description": f"{description}; default {shown}".lstrip("; ")}
+    return prop
 
 
 async def _spec_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
