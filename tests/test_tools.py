@@ -198,6 +198,25 @@ def test_list_sources_and_graph_scope_round_trip(session: Session) -> None:
     assert session.error("graph_scope", scope="project:nope").startswith("scope: no project")
 
 
+def test_stored_memories_are_not_listed_as_a_nameless_source(session: Session) -> None:
+    """list_sources, recall's list_sources step and graph_scope list ingested sources only:
+    a stored memory is no source with an empty name (before: `proj |  | 1 chunks | memory`,
+    which recall printed as `[2] file: | proj | 1 chunks | source / memory - -`)."""
+    ingest(session)
+    session.ok("store", content="we chose espresso beans from the north", project="proj")
+    session.ok("store", content="only memories live here", project="jottings")
+    listing = session.ok("list_sources", project="proj")
+    assert listing.startswith("5 sources:") and "memory" not in listing, listing
+    assert "jottings" not in session.ok("list_sources")
+    plan = [{"tool": "list_sources", "args": {"project": "proj"}}]
+    recalled = session.ok("recall", question="which sources?", plan=plan, condense=False)
+    assert "file: |" not in recalled and "memory" not in recalled, recalled
+    for depth in (1, 2):
+        assert "source:  " not in session.ok("graph_scope", scope="root", depth=depth)
+    assert "source:" not in session.ok("graph_scope", scope="project:jottings")
+    assert "source: " not in session.ok("graph_scope", scope="project:proj")
+
+
 def test_kg_edit_and_query_with_history(session: Session) -> None:
     """Facts are added, queried with ids, ended, and still visible with include_ended."""
     added = session.ok(
