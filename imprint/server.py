@@ -621,9 +621,11 @@ OAUTH_PATHS = (
 
 
 def auth_hint(token_file: Path | str) -> str:
+    # Not "Authorization: Bearer <token>": Claude Code redacts what follows "Authorization:"
+    # or "Bearer" in the error it shows, which would hide the hint.
     return (
-        "imprint needs the header 'Authorization: Bearer <token>' (no OAuth): the token is "
-        f"the content of {token_file}; `imprint serve --http --rotate-token` prints each "
+        "imprint needs its bearer token (no OAuth): send the Authorization header with the "
+        f"token kept in {token_file}; `imprint serve --http --rotate-token` prints each "
         "client's config line"
     )
 
