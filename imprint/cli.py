@@ -439,7 +439,7 @@ def serve(
             err.print(line, markup=False, highlight=False, soft_wrap=True)
         uvicorn.Server(
             LoopbackConfig(
-                http_app(server, port, token.value),
+                http_app(server, port, token.value, http_token_path(root)),
                 name="serve --http",
                 read_timeout_sec=config.server.http_read_timeout_sec,
                 max_connections=config.server.http_max_connections,

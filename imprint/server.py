@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import json
 import os
 import re
 import secrets
@@ -24,13 +25,20 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 import pydantic_core
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     PARSE_ERROR,
     ErrorData,
+    GetPromptResult,
+    InputRequiredResult,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -39,7 +47,7 @@ from mcp_types import (
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
@@ -113,7 +121,7 @@ INSTRUCTIONS = (
     "their projects; store decisions, findings and fixes worth keeping. Results are "
     "numbered blocks with ids and sources you can expand with get_memory or file_chunks. "
     "Every tool's workspace argument may stay empty: the active workspace. An argument "
-    "left null takes its configured default."
+    "left out takes its configured default."
 )
 
 
@@ -170,18 +178,20 @@ _SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
 
 
 def untitled(schema: Any) -> Any:
-    """A JSON schema without its `title` keywords. Pydantic titles every argument with its
-    own name re-cased ("max_chars" -> "Max Chars") and every tool's arguments
-    "<tool>Arguments": about a fifth of tools/list, which every client loads at every
-    session start, telling the calling model nothing. Property *names* are kept, so an
-    argument called `title` survives."""
+    """A JSON schema without its `title` keywords, written portably. Pydantic titles every
+    argument with its own name re-cased ("max_chars" -> "Max Chars") and every tool's
+    arguments "<tool>Arguments": about a fifth of tools/list, which every client loads at
+    every session start, telling the calling model nothing. Property *names* are kept, so an
+    argument called `title` survives. Each property is then `portable`."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: portable(untitled(sub)) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: untitled(sub) for name, sub in value.items()}
         elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
             out[key] = [untitled(sub) for sub in value]
@@ -189,26 +199,64 @@ def untitled(schema: Any) -> Any:
             out[key] = untitled(value)
         else:
             out[key] = value
-    return _nullable(out)
+    return out
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [{type: T, ...}, {type: null}]` (pydantic's `T | None`) as the equivalent
-    `type: [T, "null"]`: the same instances are valid, in a third of the characters."""
-    options = schema.get("anyOf")
-    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
-        return schema
-    other = options[0] if options[1] == {"type": "null"} else options[1]
-    if not isinstance(other, dict) or not isinstance(other.get("type"), str):
-        return schema
-    if set(other) - {"type", "enum", "items"}:
-        return schema
-    merged = {k: v for k, v in schema.items() if k != "anyOf"}
-    merged.update(other)
-    merged["type"] = [other["type"], "null"]
-    if "enum" in other:
-        merged["enum"] = [*other["enum"], None]
-    return merged
+_NULL = {"type": "null"}
+
+
+def portable(prop: dict[str, Any]) -> dict[str, Any]:
+    """One argument's schema as every client reads it. An optional argument is simply
+    optional: pydantic's `T | None = None` (`anyOf: [T, {type: null}]`) is listed as `T`
+    with no default, since Gemini CLI rewrites type arrays and puts `null` into enums, and
+    the Inspector's portability check refuses them. The tools still accept an explicit
+    null (the listed schema is only what clients see). A default that says something
+    (not null, not "") is also named in the description, since Codex drops `default`
+    before the model sees it; an empty one is dropped: leaving the argument out is the
+    same."""
+    options = prop.get("anyOf")
+    if isinstance(options, list) and _NULL in options:
+        rest = [o for o in options if o != _NULL]
+        prop = {k: v for k, v in prop.items() if k != "anyOf"}
+        if len(rest) == 1 and isinstance(rest[0], dict) and not set(rest[0]) & set(prop):
+            prop.update(rest[0])
+        else:
+            prop["anyOf"] = rest
+    if "default" not in prop:
+        return prop
+    default = prop["default"]
+    if default is None or default == "":
+        return {k: v for k, v in prop.items() if k != "default"}
+    description = prop.get("description", "")
+    if "default" not in description:
+        shown = default if isinstance(default, str) else json.dumps(default)
+        prop = {**prop, "description": f"{description}; default {shown}".lstrip("; ")}
+    return prop
+
+
+async def _spec_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Session middleware: every failed request answers with the JSON-RPC code the spec
+    gives it and one line saying why. The SDK answers an unknown method with a bare "Method
+    not found", parameters it cannot read with "Invalid request parameters" (no argument
+    named), and any other exception with code 0, which no client reads as an error kind."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        if exc.error.code == METHOD_NOT_FOUND and exc.error.message == "Method not found":
+            line = (
+                f"Method not found: {_shown(ctx.method)} is not offered by imprint (it "
+                "answers initialize, ping, tools/list, tools/call and empty prompts and "
+                "resources lists)"
+            )
+            raise MCPError(code=METHOD_NOT_FOUND, message=bounded(line), data=ctx.method) from exc
+        raise
+    except ValidationError as exc:
+        line = f"{ctx.method}: {_one_line(exc)}"
+        raise MCPError(code=INVALID_PARAMS, message=bounded(line)) from exc
+    except Exception as exc:
+        line = failure_line(exc) or f"{ctx.method}: unexpected {type(exc).__name__}: {exc}"
+        log.error("request.failed", method=ctx.method, error=type(exc).__name__, exc_info=exc)
+        raise MCPError(code=INTERNAL_ERROR, message=bounded(line)) from exc
 
 
 class ImprintServer(MCPServer):
@@ -221,6 +269,11 @@ class ImprintServer(MCPServer):
 
     _register: Callable[[], None] | None = None
     _register_lock: threading.Lock | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Inside the SDK's tracing middleware, so its spans record the codes sent.
+        self._lowlevel_server.middleware.append(_spec_errors)
 
     def defer_tools(self, register: Callable[[], None]) -> None:
         self._register = register
@@ -260,8 +313,22 @@ class ImprintServer(MCPServer):
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": untitled(t.input_schema)}) for t in tools]
 
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> GetPromptResult | InputRequiredResult:
+        if self._prompt_manager.get_prompt(name) is None:
+            # The spec's code for an unknown prompt, as for an unknown resource (the SDK
+            # answers it with a ValueError, which goes out as code 0).
+            line = f"name: unknown prompt {_shown(name)}; prompts/list names the prompts (none)"
+            raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
+        return await super().get_prompt(name, arguments, context)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         await self._tools_ready()
+        if self._tool_manager.get_tool(name) is None:
+            # A protocol error, not a tool result: the spec's -32602 for an unknown tool.
+            line = f"name: unknown tool {_shown(name)}; tools/list names the {len(tool_modules())}"
+            raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -540,32 +607,83 @@ def http_token(data_dir: Path, *, rotate: bool = False) -> BearerToken:
     return BearerToken(token, fresh=True)
 
 
+# Where an OAuth client looks for an authorization server (RFC 9728, RFC 8414, OpenID
+# discovery) and registers itself (RFC 7591). Imprint has none: these answer 404 at once, with
+# the token hint, so a client reports it instead of waiting for a flow that cannot happen.
+OAUTH_PATHS = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+)
+
+
+def auth_hint(token_file: Path | str) -> str:
+    # Not "Authorization: Bearer <token>": Claude Code redacts what follows "Authorization:"
+    # or "Bearer" in the error it shows, which would hide the hint.
+    return (
+        "imprint needs its bearer token (no OAuth): send the Authorization header with the "
+        f"token kept in {token_file}; `imprint serve --http --rotate-token` prints each "
+        "client's config line"
+    )
+
+
+def _is_oauth_path(path: str) -> bool:
+    # RFC 9728 and 8414 put the resource's or issuer's path after the well-known name.
+    return any(path == p or path.startswith(f"{p}/") for p in OAUTH_PATHS)
+
+
 class BearerAuth:
     """ASGI middleware: HTTP requests without the data dir's bearer token get 401 and reach
-    nothing (the body is not even read)."""
+    nothing (the body is not even read).
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    Every refusal is what OAuth-aware clients parse: a JSON body `{"error",
+    "error_description"}` (RFC 6749 5.2) and `WWW-Authenticate: Bearer realm="imprint"`.
+    A wrong bearer token adds `error="invalid_token"` and the hint to the header; a request
+    with no Authorization header (or another scheme) gets the bare challenge, as RFC 6750
+    3.1 asks of a request that carried no authentication (the client did not know it was
+    needed: the challenge tells it, an error code would claim it tried). OAuth discovery
+    and registration paths answer 404 with the hint, token or not: nothing secret is there
+    to guard."""
+
+    def __init__(self, app: ASGIApp, token: str, token_file: Path | str = "{data_dir}/http_token"):
         self.app = app
         self._token = token.encode()
+        self._hint = auth_hint(token_file)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+            if _is_oauth_path(scope.get("path", "")):
+                body = {"error": "not_found", "error_description": self._hint}
+                await JSONResponse(body, status_code=404)(scope, receive, send)
+                return
+            header = Headers(scope=scope).get("authorization")
+            scheme, _, given = (header or "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(
                 given.strip().encode(), self._token
             ):
-                response = PlainTextResponse(
-                    "Unauthorized: send 'Authorization: Bearer <token>'; "
-                    "the token is kept in {data_dir}/http_token\n",
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Bearer realm="imprint"'},
+                challenge = 'Bearer realm="imprint"'
+                if scheme.lower() == "bearer":
+                    # A header is one latin-1 line: a quoted-string, whatever the path holds.
+                    line = (
+                        " ".join(self._hint.split()).encode("latin-1", "replace").decode("latin-1")
+                    )
+                    quoted = line.replace("\\", "\\\\").replace('"', '\\"')
+                    challenge += f', error="invalid_token", error_description="{quoted}"'
+                body = {"error": "invalid_token", "error_description": self._hint}
+                response = JSONResponse(
+                    body, status_code=401, headers={"WWW-Authenticate": challenge}
                 )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
+def http_app(
+    server: MCPServer, port: int, token: str, token_file: Path | str = "{data_dir}/http_token"
+) -> ASGIApp:
     """The streamable HTTP app behind the bearer check; Host and Origin at this exact port."""
     loopback = ("127.0.0.1", "localhost", "[::1]")
     security = TransportSecuritySettings(
@@ -574,7 +692,7 @@ def http_app(server: MCPServer, port: int, token: str) -> ASGIApp:
         allowed_origins=[f"http://{host}:{port}" for host in loopback],
     )
     app = server.streamable_http_app(transport_security=security, host="127.0.0.1")
-    return BearerAuth(app, token)
+    return BearerAuth(app, token, token_file)
 
 
 def client_config_lines(url: str, token: str, token_file: Path) -> list[str]:

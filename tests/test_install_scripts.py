@@ -97,3 +97,14 @@ def test_test_sh_installs_the_inspector_from_its_lock_without_install_scripts() 
     assert packages["node_modules/@modelcontextprotocol/inspector"]["version"] == "0.15.0"
     missing = sorted(k for k, v in packages.items() if not v.get("integrity", "").startswith("sha"))
     assert missing == [], missing
+
+
+def test_the_license_is_an_spdx_expression() -> None:
+    """pyproject's `project.license` is an SPDX string (the table form is deprecated by
+    setuptools, unsupported after 2027-02-18), and the installed metadata carries it as
+    License-Expression."""
+    from importlib.metadata import metadata
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "Apache-2.0"
+    assert metadata("imprint")["License-Expression"] == "Apache-2.0"

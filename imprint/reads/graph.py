@@ -108,7 +108,8 @@ def _children(
             deadline,
             reads.list_sources(ListSources(workspace=ws, project=name, limit=MAX_CHILDREN)),
         )
-        if total == 0:
+        if total == 0 and name not in dict(_wait(deadline, reads.projects(Projects(workspace=ws)))):
+            # A project of stored memories only has no sources, and is still a project.
             raise InputError(f"scope: no project {name!r}; graph_scope('root') lists them")
         topics = _wait(deadline, reads.topics(Topics(workspace=ws, project=name, limit=10)))
         kids = [(f"source:{r['source']}", f"{r['chunks']} chunks") for r in rows]

@@ -513,7 +513,8 @@ class SqliteStore:
         self, project: str, lang: str, layer: str, limit: int
     ) -> tuple[list[dict[str, Any]], int]:
         where, params = _where(Filters(project=project, lang=lang, layer=layer))
-        clause = f" WHERE {where}" if where else ""
+        # Stored memories have no source: they are records, not something ingested.
+        clause = " WHERE " + " AND ".join(c for c in (where, "r.source_type != 'memory'") if c)
         grouped = (
             "SELECT r.project, r.source, r.source_type, MAX(r.lang), MAX(r.layer), COUNT(*), "
             f"MAX(r.source_mtime) FROM records r{clause} GROUP BY r.project, r.source"
@@ -548,7 +549,8 @@ class SqliteStore:
         rows = self.conn.execute(
             "SELECT project, source, n FROM (SELECT project, source, COUNT(*) AS n, "
             "ROW_NUMBER() OVER (PARTITION BY project ORDER BY source) AS place "
-            f"FROM records WHERE project IN ({marks}) GROUP BY project, source) "
+            f"FROM records WHERE project IN ({marks}) AND source_type != 'memory' "
+            "GROUP BY project, source) "
             "WHERE place <= ? ORDER BY project, source",
             [*projects, limit],
         )

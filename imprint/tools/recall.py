@@ -21,7 +21,9 @@ def register(server: MCPServer, app: App) -> None:
             list[dict[str, Any]] | str | None,
             Field(description="<= 8 steps {tool, args}; omit: plain search"),
         ] = None,
-        max_chars: Annotated[int | None, Field(description="1200-12000")] = None,
+        max_chars: Annotated[
+            int | None, Field(description="1200-12000; default 4000 (search.max_chars)")
+        ] = None,
         condense: Annotated[bool, Field(description="let a local model condense, if on")] = True,
         workspace: str = "",
     ) -> str:

@@ -31,12 +31,14 @@ def register(server: MCPServer, app: App) -> None:
         type: Annotated[str, Field(description="only this type: decision, note, ...")] = "",
         lang: Annotated[str, Field(description="only this language: python, ...")] = "",
         layer: Annotated[str, Field(description="only docs, source, test or config")] = "",
-        limit: Annotated[int | None, Field(description="1-50")] = None,
-        mode: Mode | None = None,
+        limit: Annotated[int | None, Field(description="1-50; default 10 (search.limit)")] = None,
+        mode: Annotated[Mode | None, Field(description="default hybrid (search.mode)")] = None,
         detail: Annotated[
             Literal["compact", "full"], Field(description="full: whole records")
         ] = "compact",
-        max_chars: Annotated[int | None, Field(description="1200-12000")] = None,
+        max_chars: Annotated[
+            int | None, Field(description="1200-12000; default 4000 (search.max_chars)")
+        ] = None,
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.

@@ -356,7 +356,8 @@ def test_http_requests_without_the_token_get_401_and_change_nothing(
     data_dir: Path, tmp_path: Path
 ) -> None:
     """The attack: any local user posts to 127.0.0.1:PORT and acts as the owner (store,
-    ingest_path, search). Without the bearer token: 401, nothing stored. Origins of another
+    ingest_path, search). Without the bearer token: 401 (a JSON hint naming the token file),
+    nothing stored; OAuth discovery 404 with the same hint. Origins of another
     port get 403; foreign Host 421; oversized bodies 413 (with the token)."""
     with _http_server(data_dir, tmp_path) as (_proc, port):
         url = f"http://127.0.0.1:{port}/mcp"
@@ -375,7 +376,13 @@ def test_http_requests_without_the_token_get_401_and_change_nothing(
                 answer = httpx.post(url, json=body, headers=headers, timeout=30)
                 assert answer.status_code == 401, (auth, body["method"], answer.text)
                 assert answer.headers["www-authenticate"].startswith("Bearer")
+                # The hint a client can show names this data dir's token file.
+                assert str(data_dir / "http_token") in answer.json()["error_description"]
         assert httpx.get(url, timeout=30).status_code == 401
+        discovery = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        answer = httpx.get(discovery, timeout=30)
+        assert answer.status_code == 404
+        assert str(data_dir / "http_token") in answer.json()["error_description"]
 
         good = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
         same_port = httpx.post(
