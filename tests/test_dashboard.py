@@ -263,7 +263,7 @@ def test_sources_source_record_and_delete_behind_confirmation(dash: Dash) -> Non
     """Sources list, a source's summary and chunks, a record's tags; delete needs a POST."""
     dash.sign_in()
     html = dash.client.get("/sources", params={"project": "proj"}).text
-    assert "6 sources match" in html and "docs/espresso.md" in html
+    assert "5 sources match" in html and "docs/espresso.md" in html
     facts = re.search(r'<table class="facts">.*?</table>', html, re.S)[0]
     assert "<td>imprint</td><td>uses</td><td>sqlite</td>" in facts
     src = dash.client.get("/source", params={"source": "docs/espresso.md", "project": "proj"})
