@@ -13,6 +13,7 @@ from imprint.actors.writer import WriterActor
 from imprint.config import Config
 from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
 from imprint.reads.status import status_row
@@ -21,6 +22,7 @@ from imprint.store.records import Record, make_id
 from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
 from imprint.store.vectors import VectorIndex
 from tests.conftest import drop_one_fts_entry
+from tests.trace_support import in_flight_at_once, reader_messages, stall
 
 
 def _sources(rows: object) -> list[str]:
@@ -256,19 +258,8 @@ def test_writes_are_acknowledged_only_when_both_indexes_hold_them(
         reader.close()
 
 
-def test_two_searches_meet_at_a_barrier(
-    runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two searches in the reader pool run at the same time: both reach a 2-party barrier."""
-    ingest_path(runtime, small_tree, project="proj")
-    barrier = threading.Barrier(2, timeout=20)
-    original = SqliteStore.match
-
-    def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        barrier.wait()  # raises BrokenBarrierError if the other search never arrives
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SqliteStore, "match", meeting)
+def _search_together(runtime: Runtime, queries: tuple[str, ...]) -> dict[str, object]:
+    """Lexical searches of `queries`, each in its own thread, all started at once."""
     reads = ActorReads(runtime)
     results: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -279,65 +270,60 @@ def test_two_searches_meet_at_a_barrier(
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(q,)) for q in ("espresso", "tomatoes")]
+    threads = [threading.Thread(target=run, args=(q,)) for q in queries]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=60)
     assert not errors, errors
+    return results
+
+
+def test_two_searches_run_at_the_same_time_in_the_reader_pool(
+    runtime: Runtime, small_tree: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two searches in the reader pool run at the same time: with every lexical query
+    stalled in its reader, the trace shows both stalled at once."""
+    configure_logging(data_dir, level="error")
+    ingest_path(runtime, small_tree, project="proj")
+    stall(monkeypatch, "lexical_query", 1.5)
+    results = _search_together(runtime, ("espresso", "tomatoes"))
+    assert in_flight_at_once(data_dir, "lexical_query") == 2
     assert _sources(results["espresso"])[0] == "docs/espresso.md"
     assert _sources(results["tomatoes"])[0] == "docs/gardening.md"
 
 
 def test_vector_and_lexical_halves_of_one_search_run_concurrently(
-    runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, small_tree: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A hybrid search sends both reads before waiting: they meet at a barrier."""
+    """A hybrid search sends both reads before waiting: with every read stalled in its
+    reader, the trace shows the vector and the lexical read of that one search stalled at
+    once."""
+    configure_logging(data_dir, level="error")
     ingest_path(runtime, small_tree, project="proj")
-    barrier = threading.Barrier(2, timeout=20)
-    for cls, name in ((SqliteStore, "match"), (VectorIndex, "query")):
-        original = getattr(cls, name)
-
-        def meeting(self, *args, _original=original, **kwargs):  # type: ignore[no-untyped-def]
-            barrier.wait()
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(cls, name, meeting)
+    stall(monkeypatch, "read", 1.5)
     rows = search_rows(ActorReads(runtime), "espresso")
     assert _sources(rows)[0] == "docs/espresso.md"
+    assert in_flight_at_once(data_dir, "read") == 2
+    kinds = [e["message"] for e in reader_messages(data_dir)[-3:]]
+    assert sorted(kinds[:2]) == ["lexical_query", "vector_query"], kinds
 
 
-def test_a_pool_of_one_cannot_meet_at_the_barrier(
+def test_a_pool_of_one_runs_two_searches_one_after_the_other(
     data_dir: Path, embedder: Embedder, small_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Control for the barrier test: with readers.pool_size=1 the two searches serialize."""
+    """Control for the test above: with readers.pool_size=1 the two searches serialize,
+    so no two stalled lexical queries are ever in the reader at once."""
+    configure_logging(data_dir, level="error")
     config = Config()
     config.readers.pool_size = 1
     rt = Runtime(data_dir, config, embedder=embedder).start()
     try:
         ingest_path(rt, small_tree, project="proj")
-        barrier = threading.Barrier(2, timeout=2)
-        original = SqliteStore.match
-
-        def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-            barrier.wait()
-            return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(SqliteStore, "match", meeting)
-        errors: list[BaseException] = []
-
-        def run(query: str) -> None:
-            try:
-                search_rows(ActorReads(rt), query, mode="lexical")
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=run, args=(q,)) for q in ("espresso", "tomatoes")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        assert any(isinstance(e, threading.BrokenBarrierError) for e in errors), errors
+        stall(monkeypatch, "lexical_query", 0.5)
+        _search_together(rt, ("espresso", "tomatoes"))
+        assert len(reader_messages(data_dir, message="lexical_query")) >= 2
+        assert in_flight_at_once(data_dir, "lexical_query") == 1
     finally:
         rt.stop()
 

@@ -201,6 +201,7 @@ class ReaderActor(pykka.ThreadingActor):
     @traced()
     def _read(self, msg: ReadMessage) -> Any:
         delay("reader.read")
+        delay(f"reader.{msg.kind}")  # one kind of read stalled alone (tests/trace_support.py)
         return self.logic.handle(msg)
 
 

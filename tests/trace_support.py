@@ -1,0 +1,65 @@
+"""The actors' trace read back from the JSON log: what reached the readers, and when.
+
+Tests observe reads here instead of spying on store methods: every handled actor message
+writes one `actor.message` event (actor, message kind, outcome, request id, recall id and
+step), and a read stalled with `IMPRINT_DELAY=reader.<kind>:<seconds>` (imprint/_faults.py)
+writes `fault.delay` when it starts. Reads in flight at the same time show up as a second
+`fault.delay` logged before the first stalled read's `actor.message`: the log is written in
+the order things happen, so reads that ran one after another can never look concurrent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imprint.logs import log_path
+
+__all__ = ["READERS", "events", "in_flight_at_once", "reader_messages", "stall"]
+
+READERS = ("VectorReader", "LexicalReader", "FactReader")
+
+
+def events(data: Path) -> list[dict[str, Any]]:
+    """Every event of the JSON log of `data`, in the order written."""
+    path = log_path(data)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def reader_messages(data: Path, **fields: Any) -> list[dict[str, Any]]:
+    """The readers' `actor.message` events whose fields have these values."""
+    return [
+        e
+        for e in events(data)
+        if e.get("event") == "actor.message"
+        and str(e.get("actor", "")).startswith(READERS)
+        and all(e.get(k) == v for k, v in fields.items())
+    ]
+
+
+def stall(monkeypatch: pytest.MonkeyPatch, kind: str, seconds: float) -> None:
+    """From now on every read of `kind` ("read": every read) waits `seconds` in its reader."""
+    monkeypatch.setenv("IMPRINT_DELAY", f"reader.{kind}:{seconds}")
+
+
+def in_flight_at_once(data: Path, kind: str) -> int:
+    """The most reads stalled by `stall(kind)` that were in their readers at one time."""
+    point = f"reader.{kind}"
+    open_now = most = 0
+    for e in events(data):
+        if e.get("event") == "fault.delay" and e.get("point") == point:
+            open_now += 1
+            most = max(most, open_now)
+        elif (
+            e.get("event") == "actor.message"
+            and str(e.get("actor", "")).startswith(READERS)
+            and kind in ("read", e.get("message"))
+            and open_now
+        ):
+            open_now -= 1
+    return most
