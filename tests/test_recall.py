@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from chromadb.api.models.Collection import Collection
 from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import FetchRecords, ReadMessage
-from imprint.actors.readers import LexicalReading
 from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging
 from imprint.reads import search as search_module
 from imprint.reads.evidence import MIN_EXCERPT
 from imprint.reads.gateway import ActorReads, DirectReads
@@ -30,11 +30,10 @@ from imprint.recall.plan import parse_plan
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.store.sqlite import SqliteStore
-from imprint.store.vectors import VectorIndex
 from imprint.tools._app import App
 from imprint.tools.store import store_memory
 from tests.conftest import TOPICS, write_tree
+from tests.trace_support import in_flight_at_once, reader_messages, stall
 
 
 @pytest.fixture
@@ -45,6 +44,13 @@ def rt(tmp_path: Path, embedder: Embedder) -> Iterator[Runtime]:
         yield runtime
     finally:
         runtime.stop()
+
+
+@pytest.fixture
+def logged(rt: Runtime) -> Path:
+    """The data dir of `rt`, its actors' trace now written to its log."""
+    configure_logging(rt.data_dir, level="error")
+    return rt.data_dir
 
 
 def recall(rt: Runtime, question: str, plan: Any = None, **kw: Any) -> str:
@@ -102,24 +108,15 @@ BAD_PLANS = [
 
 @pytest.mark.parametrize(("plan", "message"), BAD_PLANS)
 def test_invalid_plans_are_rejected_before_anything_runs(
-    rt: Runtime, monkeypatch: pytest.MonkeyPatch, plan: Any, message: str
+    rt: Runtime, logged: Path, plan: Any, message: str
 ) -> None:
-    """Each kind of invalid plan is one clear error, and no read reaches a store."""
-    touched: list[str] = []
-    for cls, name in ((SqliteStore, "match"), (SqliteStore, "fetch"), (VectorIndex, "query")):
-        original = getattr(cls, name)
-
-        def spy(
-            self: Any, *a: Any, _n: str = name, _o: Callable[..., Any] = original, **k: Any
-        ) -> Any:
-            touched.append(_n)
-            return _o(self, *a, **k)
-
-        monkeypatch.setattr(cls, name, spy)
+    """Each kind of invalid plan is one clear error, and no read reaches a reader (the
+    trace holds no reader message from the call)."""
+    before = len(reader_messages(logged))
     with pytest.raises(InputError, match=message) as caught:
         recall(rt, "question", plan)
     assert "\n" not in str(caught.value)
-    assert touched == []
+    assert len(reader_messages(logged)) == before
 
 
 def test_a_plan_sent_as_a_json_string_is_accepted(rt: Runtime) -> None:
@@ -153,16 +150,12 @@ def test_without_a_plan_recall_is_search_byte_for_byte(rt: Runtime) -> None:
     assert recall(rt, "espresso", []) == search_text(reads, "espresso")
 
 
-def test_two_steps_meet_at_a_barrier(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two lexical steps run at the same time: both reach a 2-party barrier."""
-    barrier = threading.Barrier(2, timeout=20)
-    original = SqliteStore.match
-
-    def meeting(self: SqliteStore, *a: Any, **k: Any) -> Any:
-        barrier.wait()
-        return original(self, *a, **k)
-
-    monkeypatch.setattr(SqliteStore, "match", meeting)
+def test_two_steps_run_at_the_same_time(
+    rt: Runtime, logged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two lexical steps run at the same time: with every lexical query stalled in its
+    reader, the trace shows both steps' queries stalled at once."""
+    stall(monkeypatch, "lexical_query", 1.5)
     text = recall(
         rt,
         "two parts",
@@ -174,6 +167,7 @@ def test_two_steps_meet_at_a_barrier(rt: Runtime, monkeypatch: pytest.MonkeyPatc
     lines = text.splitlines()
     assert lines[1].startswith("step 1 search(") and lines[1].endswith(": 1 results")
     assert lines[2].startswith("step 2 search(") and lines[2].endswith(": 1 results")
+    assert in_flight_at_once(logged, "lexical_query") == 2
 
 
 def test_a_four_search_plan_embeds_its_queries_in_one_inference(
@@ -210,40 +204,47 @@ def test_a_four_search_plan_embeds_its_queries_in_one_inference(
 def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each_alone(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The coordinator asks every search step's vector read as ONE batched read: Chroma is
-    queried once for the unfiltered steps of one limit (a filtered step as before), and
-    each step's rows are exactly those of the same search run alone, unprimed."""
+    """The coordinator asks every search step's vector read as ONE batched read (the trace
+    holds one vector_batch of the recall and no vector query of its own): Chroma is queried
+    once for the unfiltered steps of one limit (a filtered step as before), and each
+    step's rows are exactly those of the same search run alone, unprimed."""
     config = Config()
     config.embedding.query_cache_size = 0
     runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
     try:
         ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
-        asked: list[int] = []
-        alone: list[int] = []
-        many, single = VectorIndex.query_many, VectorIndex.query
+        configure_logging(runtime.data_dir, level="error")
+        chroma: list[tuple[int, int, bool]] = []  # per Chroma query: n_results, texts, filtered
+        real_query = Collection.query
 
-        def spy_many(self: VectorIndex, embeddings: Any, asks: Any) -> Any:
-            asked.append(len(asks))
-            return many(self, embeddings, asks)
+        def counted(self: Collection, *a: Any, **k: Any) -> Any:
+            filtered = "metadatas" in k["include"] or k.get("where") is not None
+            chroma.append((k["n_results"], len(k["query_embeddings"]), filtered))
+            return real_query(self, *a, **k)
 
-        def spy_single(self: VectorIndex, *a: Any, **k: Any) -> Any:
-            alone.append(1)
-            return single(self, *a, **k)
-
-        monkeypatch.setattr(VectorIndex, "query_many", spy_many)
-        monkeypatch.setattr(VectorIndex, "query", spy_single)
-        plan = [
-            {"tool": "search", "args": {"query": "espresso shot grind"}},
-            {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
-            {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
-            {"tool": "search", "args": {"query": "garden soil", "project": "proj"}},
-            {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+        with monkeypatch.context() as patched:
+            patched.setattr(Collection, "query", counted)  # chromadb's, not ours
+            plan = [
+                {"tool": "search", "args": {"query": "espresso shot grind"}},
+                {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
+                {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+                {"tool": "search", "args": {"query": "garden soil", "project": "proj"}},
+                {"tool": "search", "args": {"query": "espresso", "mode": "lexical"}},
+            ]
+            steps = parse_plan(plan)
+            ws = ActorReads(runtime).open("")
+            results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="batched")
+        vector_reads = [
+            e["message"]
+            for e in reader_messages(runtime.data_dir, recall_id="batched")
+            if e["actor"].startswith("VectorReader")
         ]
-        steps = parse_plan(plan)
-        ws = ActorReads(runtime).open("")
-        results = run_plan(ActorReads(runtime), ws, steps, 30, recall_id="batched")
-        # One batch of the four steps that read vectors; Chroma alone for the filtered one.
-        assert asked == [4] and len(alone) == 1, (asked, alone)
+        assert vector_reads == ["vector_batch"], vector_reads
+        # The three unfiltered steps in one Chroma call per limit; the filtered one alone.
+        unfiltered = [(n, texts) for n, texts, filtered in chroma if not filtered]
+        assert sum(texts for _, texts in unfiltered) == 3, chroma
+        assert len({n for n, _ in unfiltered}) == len(unfiltered), chroma
+        assert [texts for _, texts, filtered in chroma if filtered] == [1], chroma
         direct = DirectReads(runtime)
         try:
             for step, result in zip(steps, results, strict=True):
@@ -256,20 +257,10 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
         runtime.stop()
 
 
-def test_a_recalls_search_steps_read_their_records_in_one_fetch(
-    rt: Runtime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A recall's search steps are answered together: ONE record fetch, of every step's
-    candidates, and each step's rows are exactly those of the same search alone."""
-    fetched: list[tuple[str, ...]] = []
-    real = LexicalReading.handle
-
-    def spy(self: LexicalReading, msg: ReadMessage) -> Any:
-        if isinstance(msg, FetchRecords) and msg.recall_id == "together":
-            fetched.append(msg.ids)
-        return real(self, msg)
-
-    monkeypatch.setattr(LexicalReading, "handle", spy)
+def test_a_recalls_search_steps_read_their_records_in_one_fetch(rt: Runtime, logged: Path) -> None:
+    """A recall's search steps are answered together: ONE record fetch in the recall's
+    trace, so every step's candidates came from it, and each step's rows are exactly
+    those of the same search alone."""
     plan = [
         {"tool": "search", "args": {"query": "espresso shot grind"}},
         {"tool": "search", "args": {"query": "actor mailbox", "mode": "semantic"}},
@@ -280,47 +271,36 @@ def test_a_recalls_search_steps_read_their_records_in_one_fetch(
     steps = parse_plan(plan)
     ws = ActorReads(rt).open("")
     results = run_plan(ActorReads(rt), ws, steps, 30, recall_id="together")
-    assert len(fetched) == 1, fetched
+    fetches = reader_messages(logged, recall_id="together", message="fetch_records")
+    assert len(fetches) == 1, fetches
     direct = DirectReads(rt)
     try:
-        wanted: dict[str, None] = {}
         for step, result in zip(steps, results, strict=True):
             assert result.outcome == "ok", result
             if step.tool == "search":
                 alone = search_rows(direct, **step.args, workspace=ws)
-                assert result.rows == alone, step
-                wanted.update(dict.fromkeys(h.record.id for h in alone.hits))
-        assert set(wanted) <= set(fetched[0]), (wanted, fetched)
+                assert result.rows == alone and alone.hits, step
     finally:
         direct.close()
 
 
 def test_a_search_step_stuck_on_a_read_times_out_alone(
-    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+    rt: Runtime, logged: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Search steps answered together do not wait for one whose read is stuck: the others
-    are fetched and answered (their rows those of the search alone), the stuck one times out
-    at the recall's deadline."""
-    release = threading.Event()
-    real = SqliteStore.match_and_phrase
-
-    def stuck(self: SqliteStore, query: str, *a: Any, **k: Any) -> Any:
-        if query == "stuck grind":
-            release.wait(timeout=30)
-        return real(self, query, *a, **k)
-
-    monkeypatch.setattr(SqliteStore, "match_and_phrase", stuck)
+    are fetched and answered (their rows those of the search alone), the stuck one (the
+    only lexical query, stalled in its reader past the deadline) times out at the recall's
+    deadline."""
     plan = [
-        {"tool": "search", "args": {"query": "espresso shot grind"}},
-        {"tool": "search", "args": {"query": "stuck grind"}},
-        {"tool": "search", "args": {"query": "tomato sauce", "limit": 3}},
+        {"tool": "search", "args": {"query": "espresso shot grind", "mode": "semantic"}},
+        {"tool": "search", "args": {"query": "stuck grind", "mode": "lexical"}},
+        {"tool": "search", "args": {"query": "tomato sauce", "limit": 3, "mode": "semantic"}},
     ]
     steps = parse_plan(plan)
     ws = ActorReads(rt).open("")
-    try:
-        results = run_plan(ActorReads(rt), ws, steps, 2.0, recall_id="stuck")
-    finally:
-        release.set()
+    stall(monkeypatch, "lexical_query", 4.0)
+    results = run_plan(ActorReads(rt), ws, steps, 2.0, recall_id="stuck")
+    monkeypatch.delenv("IMPRINT_DELAY")
     assert [r.outcome for r in results] == ["ok", "timeout", "ok"], results
     assert results[1].detail.startswith("search (lexical): no answer within"), results[1]
     direct = DirectReads(rt)

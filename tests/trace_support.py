@@ -11,6 +11,9 @@ the order things happen, so reads that ran one after another can never look conc
 from __future__ import annotations
 
 import json
+import logging
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,15 @@ import pytest
 
 from imprint.logs import log_path
 
-__all__ = ["READERS", "events", "in_flight_at_once", "reader_messages", "stall"]
+__all__ = [
+    "READERS",
+    "LogWatch",
+    "events",
+    "in_flight_at_once",
+    "log_watch",
+    "reader_messages",
+    "stall",
+]
 
 READERS = ("VectorReader", "LexicalReader", "FactReader")
 
@@ -63,3 +74,45 @@ def in_flight_at_once(data: Path, kind: str) -> int:
         ):
             open_now -= 1
     return most
+
+
+class LogWatch(logging.Handler):
+    """Sees each structlog event as it is logged, so a test can wait for one (a read that
+    is now stalled in its reader) on a condition instead of polling or sleeping."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self._seen: list[dict[str, Any]] = []
+        self._changed = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, dict):
+            with self._changed:
+                self._seen.append(dict(record.msg))
+                self._changed.notify_all()
+
+    def _found(self, event: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+        for e in self._seen:
+            if e.get("event") == event and all(e.get(k) == v for k, v in fields.items()):
+                return e
+        return None
+
+    def wait_for(self, event: str, timeout: float = 30, **fields: Any) -> dict[str, Any]:
+        """The first `event` with these field values, once it has been logged."""
+        with self._changed:
+            found = self._changed.wait_for(lambda: self._found(event, fields), timeout)
+        assert found, f"no {event} {fields} within {timeout} s"
+        return found
+
+
+@pytest.fixture
+def log_watch() -> Iterator[LogWatch]:
+    """A LogWatch on the root logger (structlog's events reach it once logging is
+    configured) for the length of one test."""
+    watch = LogWatch()
+    root = logging.getLogger()
+    root.addHandler(watch)
+    try:
+        yield watch
+    finally:
+        root.removeHandler(watch)
