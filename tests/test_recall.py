@@ -33,7 +33,13 @@ from imprint.store.embedder import Embedder
 from imprint.tools._app import App
 from imprint.tools.store import store_memory
 from tests.conftest import TOPICS, write_tree
-from tests.trace_support import in_flight_at_once, reader_messages, stall
+from tests.trace_support import (
+    LogWatch,
+    events,
+    in_flight_at_once,
+    reader_messages,
+    stall,
+)
 
 
 @pytest.fixture
@@ -367,41 +373,23 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     reads.drop_primed(primed)
 
 
-def _blocking(
-    monkeypatch: pytest.MonkeyPatch, tool: str
-) -> tuple[threading.Event, threading.Event]:
-    """Make one step tool block until released; tells when it has started."""
-    started, release = threading.Event(), threading.Event()
-    original = plan_module.STEP_FUNCTIONS[tool]
-
-    def slow(*a: Any, **k: Any) -> Any:
-        started.set()
-        release.wait(timeout=60)
-        return original(*a, **k)
-
-    monkeypatch.setitem(plan_module.STEP_FUNCTIONS, tool, slow)
-    return started, release
-
-
 def test_a_step_missing_the_deadline_beside_steps_that_do_not(
-    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+    rt: Runtime, logged: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A step past the one deadline reports a timeout; the others return their evidence."""
-    started, release = _blocking(monkeypatch, "kg_query")
-    try:
-        text = recall(
-            rt,
-            "q",
-            [
-                {"tool": "search", "args": {"query": "espresso"}},
-                {"tool": "kg_query", "args": {"subject": "x"}},
-                {"tool": "file_summary", "args": {"source": "notes.txt"}},
-            ],
-            timeout_sec=1.0,
-        )
-    finally:
-        release.set()
-    assert started.is_set()
+    """A step past the one deadline (its fact read stalled in the reader beyond it)
+    reports a timeout; the others return their evidence."""
+    stall(monkeypatch, "fact_query", 3.0)
+    text = recall(
+        rt,
+        "q",
+        [
+            {"tool": "search", "args": {"query": "espresso"}},
+            {"tool": "kg_query", "args": {"subject": "x"}},
+            {"tool": "file_summary", "args": {"source": "notes.txt"}},
+        ],
+        timeout_sec=1.0,
+    )
+    assert any(e.get("point") == "reader.fact_query" for e in events(logged))  # it was stalled
     lines = text.splitlines()
     assert lines[2] == (
         "step 2 kg_query(subject='x'): timeout: no answer within the recall's 1 s deadline"
@@ -411,10 +399,11 @@ def test_a_step_missing_the_deadline_beside_steps_that_do_not(
 
 
 def test_concurrent_recalls_do_not_queue_behind_each_other(
-    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+    rt: Runtime, logged: Path, log_watch: LogWatch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A recall whose step is stuck does not hold up another recall started after it."""
-    started, release = _blocking(monkeypatch, "kg_query")
+    """A recall whose step is stuck (its fact read stalled in the reader) does not hold up
+    another recall started after it."""
+    stall(monkeypatch, "fact_query", 6.0)
     slow_result: list[str] = []
     slow = threading.Thread(
         target=lambda: slow_result.append(
@@ -423,11 +412,10 @@ def test_concurrent_recalls_do_not_queue_behind_each_other(
     )
     slow.start()
     try:
-        assert started.wait(timeout=30)
+        log_watch.wait_for("fault.delay", point="reader.fact_query")
         fast = recall(rt, "fast", [{"tool": "search", "args": {"query": "espresso"}}])
         assert "docs/espresso.md#0" in fast and not slow_result  # the slow one is still waiting
     finally:
-        release.set()
         slow.join(timeout=60)
     assert slow_result and "step 1 kg_query(subject='x'): 0 facts" in slow_result[0]
 
