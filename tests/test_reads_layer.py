@@ -20,9 +20,6 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import (
     Family,
     FetchRecords,
-    LexicalAndPhrase,
-    LexicalQuery,
-    ReadMessage,
 )
 from imprint.config import Config
 from imprint.errors import SkippedLate
@@ -30,13 +27,14 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads, DirectReads
 from imprint.reads.search import search_rows
-from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import StepRunner
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.types import WorkspaceName
 from tests.conftest import TOPICS, write_tree
+from tests.trace_support import events as trace
+from tests.trace_support import reader_messages, stall
 
 
 def _events(data: Path) -> list[dict[str, Any]]:
@@ -101,35 +99,7 @@ def test_pool_prefers_idle_then_the_freshest_busy_actor() -> None:
         pool.stop()
 
 
-class _Gate:
-    """Makes the first lexical query for "slowstep" hang until `gate` is set."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.gate = threading.Event()
-        self.stuck = threading.Event()
-        self._taken = threading.Lock()
-        real = readers.reading_for
-        outer = self
-
-        class Gated:
-            def __init__(self, inner: Any) -> None:
-                self.inner = inner
-
-            def handle(self, msg: ReadMessage) -> Any:
-                lexical = isinstance(msg, LexicalQuery | LexicalAndPhrase)
-                slow = lexical and "slowstep" in msg.text
-                if slow and outer._taken.acquire(blocking=False):
-                    outer.stuck.set()
-                    outer.gate.wait(timeout=60)
-                return self.inner.handle(msg)
-
-            def close(self) -> None:
-                self.inner.close()
-
-        monkeypatch.setattr(readers, "reading_for", lambda *a: Gated(real(*a)))
-
-
-def _gated_runtime(tmp_path: Path, embedder: Embedder, pool_size: int) -> tuple[Runtime, Path]:
+def _pooled_runtime(tmp_path: Path, embedder: Embedder, pool_size: int) -> tuple[Runtime, Path]:
     data = tmp_path / "data"
     configure_logging(data, level="error")
     config = Config()
@@ -139,32 +109,40 @@ def _gated_runtime(tmp_path: Path, embedder: Embedder, pool_size: int) -> tuple[
     return rt, data
 
 
+def _first_recall_id(data: Path) -> str:
+    return next(e["recall_id"] for e in _events(data) if e["message"] == "recall.gather")
+
+
 def test_next_recall_does_not_wait_behind_a_timed_out_step(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A recall whose step hangs on a reader times out; the next recall's reads go to the
-    other readers and return while the first is still stuck (blind round-robin handed the
-    third read to the stuck reader)."""
-    gated = _Gate(monkeypatch)
-    rt, data = _gated_runtime(tmp_path, embedder, pool_size=3)
+    """A recall whose step hangs on a reader (its lexical query stalled there) times out;
+    the next recall's reads go to the other readers and return while the first is still
+    stuck (blind round-robin handed the third read to the stuck reader)."""
+    rt, data = _pooled_runtime(tmp_path, embedder, pool_size=3)
     try:
         reads = ActorReads(rt)
+        stall(monkeypatch, "lexical_query", 5.0)
         slow = [{"tool": "search", "args": {"query": "slowstep espresso", "mode": "lexical"}}]
         first = recall_text(reads, "first", slow, timeout_sec=1.0)
-        assert gated.stuck.is_set() and ": timeout" in first
+        first_id = _first_recall_id(data)
+        assert ": timeout" in first
+        assert [e["point"] for e in trace(data) if e.get("event") == "fault.delay"] == [
+            "reader.lexical_query"
+        ]
+        monkeypatch.delenv("IMPRINT_DELAY")  # the next reads are not stalled
         plan = [
             {"tool": "search", "args": {"query": q, "mode": "lexical"}}
             for q in ("espresso grind", "tomatoes sun", "compost heap")
         ]
         second = recall_text(reads, "second", plan, timeout_sec=30.0)
-        assert not gated.gate.is_set()  # the first recall's read is still stuck
+        # The first recall's read is still stuck: its reader has not answered it yet.
+        assert reader_messages(data, recall_id=first_id) == []
         assert ": timeout" not in second, second
         assert "docs/espresso.md#0" in second and "docs/gardening.md" in second
     finally:
-        gated.gate.set()
         rt.stop()
     events = _events(data)
-    first_id = next(e["recall_id"] for e in events if e["message"] == "recall.gather")
     steps = [e for e in events if e.get("recall_id") == first_id and e["message"] == "recall.step"]
     assert [e["outcome"] for e in steps] == ["timeout"]
 
@@ -172,39 +150,33 @@ def test_next_recall_does_not_wait_behind_a_timed_out_step(
 def test_reads_queued_behind_a_timed_out_step_are_skipped(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With one reader, a timed-out recall's read queued behind its stuck read carries the
-    recall's deadline: when the reader gets to it, it is skipped, not run."""
-    gated = _Gate(monkeypatch)
-    rt, data = _gated_runtime(tmp_path, embedder, pool_size=1)
-    original = plan_module.STEP_FUNCTIONS["file_chunks"]
-
-    def behind(*a: Any, **k: Any) -> Any:  # asks its read once the search's read is stuck
-        assert gated.stuck.wait(timeout=30)
-        return original(*a, **k)
-
-    monkeypatch.setitem(plan_module.STEP_FUNCTIONS, "file_chunks", behind)
+    """With one reader, a timed-out recall's read queued behind its stuck read (every read
+    stalled past the deadline) carries the recall's deadline: when the reader gets to it,
+    it is skipped, not run."""
+    rt, data = _pooled_runtime(tmp_path, embedder, pool_size=1)
     try:
         reads = ActorReads(rt)
+        stall(monkeypatch, "read", 3.0)
         slow = [
             {"tool": "search", "args": {"query": "slowstep espresso"}},
             {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
         ]
         first = recall_text(reads, "first", slow, timeout_sec=1.0)
-        assert gated.stuck.is_set() and ": timeout" in first
-        gated.gate.set()
+        assert ": timeout" in first
+        monkeypatch.delenv("IMPRINT_DELAY")
         after = recall_text(reads, "after", [{"tool": "search", "args": {"query": "espresso"}}])
         assert "docs/espresso.md#0" in after
     finally:
-        gated.gate.set()
         rt.stop()
-    events = _events(data)
-    first_id = next(e["recall_id"] for e in events if e["message"] == "recall.gather")
+    first_id = _first_recall_id(data)
     lexical = [
         (e["message"], e["outcome"])
-        for e in events
-        if e.get("recall_id") == first_id and e["actor"].startswith("LexicalReader")
+        for e in reader_messages(data, recall_id=first_id)
+        if e["actor"].startswith("LexicalReader")
     ]
-    assert lexical == [("lexical_query", "ok"), ("source_chunks", "skipped_late")], lexical
+    # Which of the two reads the reader took first is a race; the other waited behind it.
+    assert sorted(m for m, _ in lexical) == ["lexical_query", "source_chunks"], lexical
+    assert [o for _, o in lexical] == ["ok", "skipped_late"], lexical
 
 
 def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) -> None:
