@@ -4,9 +4,10 @@
 is reached. `IMPRINT_DELAY=reader.read:5:2` makes the first 2 passes through that point
 wait 5 s each (without `:2`, every pass), after logging `fault.delay`, so that a test in
 another process knows that a call is in flight there (a reader passes `reader.read`, then
-`reader.<message kind>`: `reader.lexical_query` stalls that kind of read alone). `IMPRINT_HOLD=writer.vectors:60` makes
-that point block 60 s holding the interpreter lock, as a Chroma call that hangs inside its
-Rust code does (nothing else in the process runs meanwhile, signal handlers included).
+`reader.<message kind>`: `reader.lexical_query` stalls that kind of read alone).
+`IMPRINT_HOLD=writer.vectors:60` makes that point block 60 s holding the interpreter lock,
+as a Chroma call that hangs inside its Rust code does (nothing else in the process runs
+meanwhile, signal handlers included).
 Unset (always, outside tests), a failpoint costs one dict lookup.
 """
 
