@@ -7,7 +7,7 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -176,25 +176,36 @@ def test_two_steps_run_at_the_same_time(
     assert in_flight_at_once(logged, "lexical_query") == 2
 
 
+class _CountingEmbedder:
+    """The session's embedder, handed to the Runtime (its public `embedder=` argument) with
+    each inference's texts written down."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Any, **k: Any) -> Any:
+        self.calls.append(list(texts))
+        return self._inner.embed(texts, **k)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def test_a_four_search_plan_embeds_its_queries_in_one_inference(
-    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, embedder: Embedder
 ) -> None:
     """The coordinator embeds every search step's query in ONE batched inference before the
     steps fan out (query cache off): the model is called once, with the 4 texts; a lexical
     search embeds nothing and adds none."""
     config = Config()
     config.embedding.query_cache_size = 0
-    runtime = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    counting = _CountingEmbedder(embedder)
+    runtime = Runtime(tmp_path / "data", config, embedder=cast(Embedder, counting)).start()
     try:
         ingest_path(runtime, write_tree(tmp_path / "proj", TOPICS), project="proj")
-        calls: list[list[str]] = []
-        original = embedder.embed
-
-        def spy(texts: Any, **k: Any) -> Any:
-            calls.append(list(texts))
-            return original(texts, **k)
-
-        monkeypatch.setattr(embedder, "embed", spy)
+        calls = counting.calls
+        calls.clear()  # the ingest's own inferences
         queries = ["espresso shot", "actor mailbox", "tomato sauce", "  garden soil "]
         plan = [{"tool": "search", "args": {"query": q}} for q in queries]
         plan[1]["args"]["mode"] = "semantic"
