@@ -22,8 +22,7 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import ActorReads
 from imprint.reads.graph import graph_rows
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Record, WriteBatch, make_id
 from tests.test_hardening import call
 
 PROJECTS = 2000

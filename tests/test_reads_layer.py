@@ -14,6 +14,7 @@ import pykka
 import pytest
 from mcp.client import Client
 
+from benchmark._direct import DirectReads
 from imprint.actors import readers
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
@@ -28,7 +29,7 @@ from imprint.config import Config
 from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
-from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import StepRunner
@@ -204,7 +205,7 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
         for e in events
         if e.get("recall_id") == first_id and e["actor"].startswith("LexicalReader")
     ]
-    assert lexical == [("lexical_query", "ok"), ("source_chunks", "skipped_late")], lexical
+    assert lexical == [("lexical_and_phrase", "ok"), ("source_chunks", "skipped_late")], lexical
 
 
 def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) -> None:
@@ -248,7 +249,7 @@ def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) ->
                 assert not result.is_error
 
     anyio.run(go)
-    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_query")]
+    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_and_phrase")]
     ids = [e["request_id"] for e in reads[-4:]]  # 2 searches x (vector, lexical + phrase)
     assert len(set(ids)) == 2 and ids.count(ids[0]) == 2
 

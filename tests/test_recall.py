@@ -13,6 +13,7 @@ import anyio
 import pytest
 from mcp.client import Client
 
+from benchmark._direct import DirectReads
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import FetchRecords, ReadMessage
 from imprint.actors.readers import LexicalReading
@@ -21,7 +22,7 @@ from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads import search as search_module
 from imprint.reads.evidence import MIN_EXCERPT
-from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.gateway import ActorReads
 from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan
@@ -30,7 +31,7 @@ from imprint.recall.plan import parse_plan
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite_read import SqliteReader
 from imprint.store.vectors import VectorIndex
 from imprint.tools._app import App
 from imprint.tools.store import store_memory
@@ -106,7 +107,7 @@ def test_invalid_plans_are_rejected_before_anything_runs(
 ) -> None:
     """Each kind of invalid plan is one clear error, and no read reaches a store."""
     touched: list[str] = []
-    for cls, name in ((SqliteStore, "match"), (SqliteStore, "fetch"), (VectorIndex, "query")):
+    for cls, name in ((SqliteReader, "match"), (SqliteReader, "fetch"), (VectorIndex, "query")):
         original = getattr(cls, name)
 
         def spy(
@@ -156,13 +157,13 @@ def test_without_a_plan_recall_is_search_byte_for_byte(rt: Runtime) -> None:
 def test_two_steps_meet_at_a_barrier(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two lexical steps run at the same time: both reach a 2-party barrier."""
     barrier = threading.Barrier(2, timeout=20)
-    original = SqliteStore.match
+    original = SqliteReader.match
 
-    def meeting(self: SqliteStore, *a: Any, **k: Any) -> Any:
+    def meeting(self: SqliteReader, *a: Any, **k: Any) -> Any:
         barrier.wait()
         return original(self, *a, **k)
 
-    monkeypatch.setattr(SqliteStore, "match", meeting)
+    monkeypatch.setattr(SqliteReader, "match", meeting)
     text = recall(
         rt,
         "two parts",
@@ -302,14 +303,14 @@ def test_a_search_step_stuck_on_a_read_times_out_alone(
     are fetched and answered (their rows those of the search alone), the stuck one times out
     at the recall's deadline."""
     release = threading.Event()
-    real = SqliteStore.match_and_phrase
+    real = SqliteReader.match_and_phrase
 
-    def stuck(self: SqliteStore, query: str, *a: Any, **k: Any) -> Any:
+    def stuck(self: SqliteReader, query: str, *a: Any, **k: Any) -> Any:
         if query == "stuck grind":
             release.wait(timeout=30)
         return real(self, query, *a, **k)
 
-    monkeypatch.setattr(SqliteStore, "match_and_phrase", stuck)
+    monkeypatch.setattr(SqliteReader, "match_and_phrase", stuck)
     plan = [
         {"tool": "search", "args": {"query": "espresso shot grind"}},
         {"tool": "search", "args": {"query": "stuck grind"}},
@@ -382,8 +383,8 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
     # Taken while it lasts: a primed query's hits come from the batch, not a read of its own.
     reads.prime_vectors(primed)
-    batch_hits = reads.vector(primed[0]).get(timeout=30)
-    assert batch_hits and reads.vector(primed[0]).get(timeout=30) == batch_hits
+    batch_hits = reads.ask(primed[0]).get(timeout=30)
+    assert batch_hits and reads.ask(primed[0]).get(timeout=30) == batch_hits
     reads.drop_primed(primed)
 
 

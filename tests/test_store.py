@@ -17,8 +17,8 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
 from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, make_id
-from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
+from imprint.store.records import Filters, Record, WriteBatch, make_id
+from imprint.store.sqlite_read import SqliteReader
 from imprint.store.vectors import VectorIndex
 from tests.conftest import drop_one_fts_entry
 
@@ -51,9 +51,9 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     monkeypatch.setattr(WriterActor, "merge_soon", lambda self: None)
     ingest_path(runtime, small_tree, project="proj")
     listed: list[str] = []
-    sqlite_ids, vector_ids = SqliteStore.ids, VectorIndex.ids
+    sqlite_ids, vector_ids = SqliteReader.ids, VectorIndex.ids
 
-    def spy_sqlite(self: SqliteStore) -> set[str]:
+    def spy_sqlite(self: SqliteReader) -> set[str]:
         listed.append("sqlite")
         return sqlite_ids(self)
 
@@ -61,7 +61,7 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
         listed.append("vectors")
         return vector_ids(self)
 
-    monkeypatch.setattr(SqliteStore, "ids", spy_sqlite)
+    monkeypatch.setattr(SqliteReader, "ids", spy_sqlite)
     monkeypatch.setattr(VectorIndex, "ids", spy_vectors)
     first = status_row(runtime)
     assert first.consistent and len(listed) == 2
@@ -262,13 +262,13 @@ def test_two_searches_meet_at_a_barrier(
     """Two searches in the reader pool run at the same time: both reach a 2-party barrier."""
     ingest_path(runtime, small_tree, project="proj")
     barrier = threading.Barrier(2, timeout=20)
-    original = SqliteStore.match
+    original = SqliteReader.match
 
-    def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    def meeting(self: SqliteReader, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         barrier.wait()  # raises BrokenBarrierError if the other search never arrives
         return original(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(SqliteStore, "match", meeting)
+    monkeypatch.setattr(SqliteReader, "match", meeting)
     reads = ActorReads(runtime)
     results: dict[str, object] = {}
     errors: list[BaseException] = []
@@ -295,7 +295,7 @@ def test_vector_and_lexical_halves_of_one_search_run_concurrently(
     """A hybrid search sends both reads before waiting: they meet at a barrier."""
     ingest_path(runtime, small_tree, project="proj")
     barrier = threading.Barrier(2, timeout=20)
-    for cls, name in ((SqliteStore, "match"), (VectorIndex, "query")):
+    for cls, name in ((SqliteReader, "match"), (VectorIndex, "query")):
         original = getattr(cls, name)
 
         def meeting(self, *args, _original=original, **kwargs):  # type: ignore[no-untyped-def]
@@ -317,13 +317,13 @@ def test_a_pool_of_one_cannot_meet_at_the_barrier(
     try:
         ingest_path(rt, small_tree, project="proj")
         barrier = threading.Barrier(2, timeout=2)
-        original = SqliteStore.match
+        original = SqliteReader.match
 
-        def meeting(self: SqliteStore, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        def meeting(self: SqliteReader, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
             barrier.wait()
             return original(self, *args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(SqliteStore, "match", meeting)
+        monkeypatch.setattr(SqliteReader, "match", meeting)
         errors: list[BaseException] = []
 
         def run(query: str) -> None:
