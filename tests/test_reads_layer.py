@@ -15,7 +15,7 @@ import pytest
 from mcp.client import Client
 
 from benchmark._direct import DirectReads
-from imprint.actors import readers
+from imprint.actors import read_messages, readers
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import (
@@ -31,11 +31,13 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
+from imprint.reads.sources import source_rows
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import StepRunner
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
+from imprint.store.records import SourceRow
 from imprint.types import WorkspaceName
 from tests.conftest import TOPICS, write_tree
 
@@ -233,6 +235,34 @@ def test_direct_and_actor_reads_give_the_same_rows(logged_runtime: Any) -> None:
             a = search_rows(ActorReads(rt), "espresso shot grind", mode=mode)  # type: ignore[arg-type]
             b = search_rows(direct, "espresso shot grind", mode=mode)  # type: ignore[arg-type]
             assert a == b
+    finally:
+        direct.close()
+
+
+def test_every_read_message_kind_is_distinct() -> None:
+    """Each reader message class has a kind of its own (the trace's `message` field), so a
+    trace tells a hybrid search's lexical-and-phrase read from a plain lexical one."""
+    classes = [getattr(read_messages, name) for name in read_messages.__all__]
+    kinds = [
+        c.kind
+        for c in classes
+        if isinstance(c, type) and issubclass(c, ReadMessage) and c is not ReadMessage
+    ]
+    assert len(kinds) == 16 and len(set(kinds)) == len(kinds), sorted(kinds)
+    assert (LexicalQuery.kind, LexicalAndPhrase.kind) == ("lexical_query", "lexical_and_phrase")
+
+
+def test_source_rows_are_typed_rows_with_their_chunk_counts(logged_runtime: Any) -> None:
+    """list_sources rows come back as `SourceRow`s: one per ingested source, with its
+    project, type and chunk count, the same through the actors as in the caller's thread."""
+    rt, _ = logged_runtime
+    rows, total = source_rows(ActorReads(rt), project="proj")
+    assert rows and total == len(rows)
+    assert all(isinstance(r, SourceRow) and r.project == "proj" for r in rows)
+    assert all(r.source_type == "file" and r.chunks >= 1 for r in rows)
+    direct = DirectReads(rt)
+    try:
+        assert source_rows(direct, project="proj") == (rows, total)
     finally:
         direct.close()
 

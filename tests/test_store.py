@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Filters, Record, WriteBatch, make_id
 from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
+from imprint.store.workspace import WorkspaceStore
+from imprint.types import WorkspaceName
 from tests.conftest import drop_one_fts_entry
 
 
@@ -367,3 +371,29 @@ def test_embedded_stores_in_one_process_never_share_vectors(
         names = [c.name for c in client.list_collections()]
         assert names == [f"imprint.{ws}.v1"]
         assert client.get_collection(names[0]).count() == expected
+
+
+def test_a_readers_store_has_no_writes_and_its_connection_refuses_them(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A reader actor's store (`WorkspaceStore.reader()`) answers the reads (a write the
+    writer's store applied included) but offers none of the writer's methods, and its
+    connection is read-only; the writer's store has the reads and the writes."""
+    store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
+    try:
+        rec = Record(id=make_id("kept"), content="a note the reader reads", project="p")
+        store.sqlite.apply(WriteBatch(upserts=(rec,)), None)
+        reader = store.reader()
+        try:
+            assert type(reader) is SqliteReader and isinstance(store.sqlite, SqliteWriter)
+            assert reader.fetch([rec.id])[rec.id] == rec
+            assert reader.match("note reader", 5, Filters())[0][0] == rec.id
+            writes = ("apply", "journal_begin", "journal_quarantine", "set_meta", "merge_index")
+            assert all(hasattr(store.sqlite, name) for name in writes)
+            assert not [name for name in writes if hasattr(reader, name)]
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                reader.conn.execute("INSERT INTO meta VALUES ('k', 'v')")
+        finally:
+            reader.close()
+    finally:
+        store.close()
