@@ -72,10 +72,9 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
 from imprint.recall.coordinator import run_plan
 from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
-from imprint.store import sqlite as sqlite_mod
+from imprint.store import lexical
 from imprint.store.embedder import MODEL_NAME, Embedder
-from imprint.store.records import Record, content_sha, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Record, WriteBatch, content_sha, make_id
 
 SEED = 20261130
 WRITE_BATCH = 500
@@ -318,13 +317,13 @@ def measure_size(
     for mode in ("hybrid", "semantic", "lexical"):
         lat[mode] = kept(mode, timed([search(q, mode) for q in queries]))
         note(f"  {n}: {mode} p50 {lat[mode].p50_ms:.1f} ms p95 {lat[mode].p95_ms:.1f} ms")
-    budget = sqlite_mod.TERM_DOC_BUDGET
-    sqlite_mod.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
+    budget = lexical.TERM_DOC_BUDGET
+    lexical.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
     try:
         lat["lexical_all"] = latency(timed([search(q, "lexical") for q in queries]))
         lat["hybrid_all"] = latency(timed([search(q, "hybrid") for q in queries]))
     finally:
-        sqlite_mod.TERM_DOC_BUDGET = budget
+        lexical.TERM_DOC_BUDGET = budget
     note(f"  {n}: every word: lexical p50 {lat['lexical_all'].p50_ms:.1f} ms")
     lat["filter"] = kept(
         "hybrid_project_filter",

@@ -80,16 +80,16 @@ from benchmark._common import (
     latency,
     note,
 )
+from benchmark._direct import DirectReads
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config, load_config
 from imprint.ingest.pipeline import ingest_path, walk
 from imprint.ingest.tags import supported
 from imprint.logs import configure_logging
-from imprint.reads.gateway import ActorReads, DirectReads, Reads
+from imprint.reads.gateway import ActorReads, Reads
 from imprint.reads.search import search_rows
 from imprint.store.embedder import DIMENSIONS, Embedder
-from imprint.store.records import Record, content_sha, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.types import WorkspaceName
 
 SEED = 20240601

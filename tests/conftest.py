@@ -57,9 +57,9 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 def drop_one_fts_entry(db: Path) -> None:
     """A hand edit through another connection: one record's full-text entry removed (the
     FTS integrity check then fails, and SQLite's data_version moves for the owner)."""
-    from imprint.store.sqlite import SqliteStore
+    from imprint.store.sqlite_write import SqliteWriter
 
-    other = SqliteStore(db)
+    other = SqliteWriter(db)
     try:
         with other.conn:
             other.conn.execute(

@@ -17,7 +17,8 @@ from benchmark.store import parse_sizes
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.server import build_server
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from tests.conftest import write_tree
 
 
@@ -170,7 +171,7 @@ def test_every_read_tool_is_timed_through_an_mcp_session(tmp_path: Path) -> None
     assert all(len(s) == 3 and min(s) > 0 for s in tools["samples_ms"].values())
     assert all(f["p95_ms"] >= f["p50_ms"] > 0 for f in tools["latency"].values())
     # The facts kg_query reads were written through kg_edit: one per project and relation.
-    store = SqliteStore(job.folder / "workspaces" / "default" / "imprint.sqlite3", readonly=True)
+    store = SqliteReader(job.folder / "workspaces" / "default" / "imprint.sqlite3")
     facts = store.counts()["facts"]
     store.close()
     assert facts > 0 and facts % len(_scale_tools.FACT_PREDICATES) == 0
@@ -218,11 +219,11 @@ def test_a_kept_store_of_an_older_text_format_is_measured_as_it_was_built(tmp_pa
     job = scale.SizeJob(tmp_path / "data" / "100", 100, corpus, 100, 8, compare=False)
     scale.run_size(job)
     path = job.folder / "workspaces" / "default" / "imprint.sqlite3"
-    store = SqliteStore(path)
+    store = SqliteWriter(path)
     store.set_meta("text_format", "1")  # as the stores kept before the text format existed
     store.close()
     assert scale.run_size(job).size.reused
-    store = SqliteStore(path, readonly=True)
+    store = SqliteReader(path)
     rewritten = store.conn.execute("SELECT count(*) FROM records WHERE context != ''").fetchone()
     assert (store.text_format(), rewritten[0]) == (1, 0)
     store.close()

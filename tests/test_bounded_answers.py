@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -22,9 +22,10 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import ActorReads
 from imprint.reads.graph import graph_rows
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Record, WriteBatch, make_id
 from tests.test_hardening import call
+
+R = TypeVar("R")
 
 PROJECTS = 2000
 KIB_10 = 10 * 1024
@@ -95,9 +96,9 @@ class CountingReads(ActorReads):
         super().__init__(runtime)
         self.sent: list[str] = []
 
-    def _send(self, msg: ReadMessage) -> Pending[Any]:
+    def ask(self, msg: ReadMessage[R]) -> Pending[R]:
         self.sent.append(type(msg).__name__)
-        return super()._send(msg)
+        return super().ask(msg)
 
 
 def test_graph_scope_root_at_depth_2_is_bounded_and_counts_the_rest(
@@ -108,7 +109,7 @@ def test_graph_scope_root_at_depth_2_is_bounded_and_counts_the_rest(
     sources, and counts the projects left out in one line."""
     reads = CountingReads(crowded)
     rows = graph_rows(reads, "root", depth=2)
-    assert len(reads.sent) <= 13, reads.sent  # projects, topics, one grouped read, 10 topics
+    assert 0 < len(reads.sent) <= 13, reads.sent  # projects, topics, one grouped read, 10 topics
     projects = [n for n in rows.nodes if n.node.startswith("project:")]
     assert len(projects) == 25 and projects[0].node == "project:p0000"
     assert [c.node for c in projects[0].children] == ["source:extra-0.md", "source:notes-0.md"]

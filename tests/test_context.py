@@ -21,7 +21,7 @@ from imprint.reads.search import format_search, search_rows
 from imprint.reads.status import status_row
 from imprint.store.context import TEXT_FORMAT, chunk_contexts, heading_trails, source_label
 from imprint.store.embedder import Embedder
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.workspace import WorkspaceStore
 from imprint.tools.status import format_status
 from imprint.types import WorkspaceName
@@ -223,7 +223,7 @@ def test_reindex_steps_interleave_and_a_crash_loses_nothing(
 
 
 def test_a_new_store_starts_at_the_current_format(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "x.sqlite3")
+    store = SqliteWriter(tmp_path / "x.sqlite3")
     assert store.text_format() == TEXT_FORMAT
     store.close()
 

@@ -28,8 +28,8 @@ from imprint.reads.search import search_rows
 from imprint.reads.status import status_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, make_id
-from imprint.store.sqlite import MAX_QUERY_CHARS, MAX_QUERY_TERMS, SourceEntry, WriteBatch
+from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from imprint.store.records import Record, SourceEntry, WriteBatch, make_id
 from imprint.store.vectors import VectorIndex
 
 HANG_LIMIT_SEC = 30.0

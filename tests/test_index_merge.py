@@ -16,8 +16,9 @@ import structlog
 from imprint.actors.write_messages import MergeIndex, Write
 from imprint.actors.writer import Writer, WriterActor, WriterProxy
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record
-from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
+from imprint.store.records import Filters, Record, WriteBatch
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
 from tests.conftest import drop_one_fts_entry
@@ -48,7 +49,7 @@ def _records(rng: random.Random, start: int, n: int) -> tuple[Record, ...]:
     )
 
 
-def _rankings(store: SqliteStore) -> list[object]:
+def _rankings(store: SqliteWriter) -> list[object]:
     out: list[object] = []
     for query in QUERIES:
         for filters in (Filters(), Filters(project="b")):
@@ -56,7 +57,7 @@ def _rankings(store: SqliteStore) -> list[object]:
     return out
 
 
-def _merge_all(store: SqliteStore) -> int:
+def _merge_all(store: SqliteWriter) -> int:
     steps = 0
     while store.merge_index():
         steps += 1
@@ -69,7 +70,7 @@ def test_merging_keeps_every_ranking_and_leaves_fewer_segments(tmp_path: Path) -
     segments; merging leaves fewer, and every ranking (ids, scores, order of ties) is the
     one before. Then there is nothing left to merge, until the next write."""
     rng = random.Random(7)
-    store = SqliteStore(tmp_path / "s.sqlite3")
+    store = SqliteWriter(tmp_path / "s.sqlite3")
     try:
         for k in range(40):
             store.apply(WriteBatch(upserts=_records(rng, k * 3, 3)), None)
@@ -99,7 +100,7 @@ def test_merge_steps_are_bounded_in_pages(tmp_path: Path) -> None:
     between them."""
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(3000)]  # many words: the index spans dozens of pages
-    store = SqliteStore(tmp_path / "s.sqlite3")
+    store = SqliteWriter(tmp_path / "s.sqlite3")
     try:
         for k in range(60):
             records = tuple(
@@ -224,7 +225,7 @@ def test_a_store_opened_by_the_owning_runtime_is_merged(
 
     data = tmp_path / "data"
     WorkspaceStore(data, WorkspaceName("default"), embedder).close()  # the folder, made
-    sqlite = SqliteStore(data / "workspaces" / "default" / "imprint.sqlite3")
+    sqlite = SqliteWriter(data / "workspaces" / "default" / "imprint.sqlite3")
     rng = random.Random(13)
     for k in range(30):
         sqlite.apply(WriteBatch(upserts=_records(rng, k * 3, 3)), None)
@@ -254,13 +255,13 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
     store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
     logic = Writer(store, embedder)
     listed: list[str] = []
-    ids = SqliteStore.ids
+    ids = SqliteReader.ids
 
-    def spy(self: SqliteStore) -> set[str]:
+    def spy(self: SqliteReader) -> set[str]:
         listed.append("sqlite")
         return ids(self)
 
-    monkeypatch.setattr(SqliteStore, "ids", spy)
+    monkeypatch.setattr(SqliteReader, "ids", spy)
     try:
         rng = random.Random(17)
         for k in range(12):

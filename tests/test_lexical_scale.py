@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from imprint.store import sqlite as sqlite_mod
-from imprint.store.records import Record
-from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
+from imprint.store import lexical
+from imprint.store.records import Filters, Record, WriteBatch
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.types import MemoryId
 
 
-def _store(path: Path, contents: list[str]) -> SqliteStore:
-    store = SqliteStore(path)
+def _store(path: Path, contents: list[str]) -> SqliteWriter:
+    store = SqliteWriter(path)
     records = tuple(
         Record(id=MemoryId(f"r{i:03d}"), content=text, project="p")
         for i, text in enumerate(contents)
@@ -35,7 +36,7 @@ def test_above_the_budget_the_commonest_words_are_left_out(
 ) -> None:
     """With a budget of 3 records: "runs" (2 records, found by its stem) and "zebra" (1) are
     kept, "common" (8) is dropped, so a record holding only "common" is not a candidate."""
-    monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 3)
+    monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", 3)
     store = _store(tmp_path / "s.sqlite", CONTENTS)
     try:
         assert store.rare_words(["common", "runs", "zebra"]) == ["runs", "zebra"]
@@ -51,7 +52,7 @@ def test_one_word_is_kept_even_when_all_are_over_the_budget(
     """Every word too common (counting stops past the budget, so they tie): one of them, the
     longest (function words are short), still makes the query, never an empty one; its
     records come newest first, unscored (BM25 would count every record holding it)."""
-    monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 1)
+    monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", 1)
     store = _store(tmp_path / "s.sqlite", CONTENTS)
     try:
         assert store.rare_words(["running", "common"]) == ["running"]
@@ -62,7 +63,7 @@ def test_one_word_is_kept_even_when_all_are_over_the_budget(
         store.close()
 
 
-def _statements(store: SqliteStore) -> list[str]:
+def _statements(store: SqliteReader) -> list[str]:
     seen: list[str] = []
     store.conn.set_trace_callback(seen.append)
     return seen
@@ -74,7 +75,7 @@ def test_above_the_budget_the_phrase_takes_its_newest_matches_without_bm25(
     """bm25() counts every record holding the phrase (linear in the store: 15 ms of a 25 ms
     phrase query at 1M records), so a large store ranks the phrase's matches newest first,
     unscored, and stops at the limit; the rarer words after them are still BM25-ranked."""
-    monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 3)
+    monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", 3)
     contents = [*(f"the common phrase {i}" for i in range(6)), "a zebra", "zebra common"]
     store = _store(tmp_path / "s.sqlite", contents)
     try:
@@ -120,9 +121,9 @@ def test_a_reader_still_sees_new_writes_after_a_bounded_query(
 ) -> None:
     """Stemming the query words must not open a transaction on the reader's connection
     (that would pin its snapshot): a record written after a query is found by the next."""
-    monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", 3)
+    monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", 3)
     writer = _store(tmp_path / "s.sqlite", CONTENTS)
-    reader = SqliteStore(tmp_path / "s.sqlite", readonly=True)
+    reader = SqliteReader(tmp_path / "s.sqlite")
     try:
         assert reader.match("common quokka", 20, Filters())
         late = Record(id=MemoryId("late"), content="a quokka arrives", project="p")
@@ -146,7 +147,7 @@ def test_one_pass_gives_the_ranking_and_the_phrase_list_of_two(
     (`match_and_phrase`): the same two lists as `match` and `match(phrase_only=True)`, in
     a small store and above the budget, whether the phrase fills the limit or not."""
     if budget is not None:
-        monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", budget)
+        monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", budget)
     contents = [*(f"the common phrase {i}" for i in range(4)), *CONTENTS, "zebra common"]
     store = _store(tmp_path / "s.sqlite", contents)
     try:
@@ -167,7 +168,7 @@ def test_an_unfiltered_ranking_is_the_joined_one_with_ids_looked_up_only_for_the
     every record gets (ties included: six records score alike for "common words"), in a
     small store and above the budget."""
     if budget is not None:
-        monkeypatch.setattr(sqlite_mod, "TERM_DOC_BUDGET", budget)
+        monkeypatch.setattr(lexical, "TERM_DOC_BUDGET", budget)
     store = _store(tmp_path / "s.sqlite", [*CONTENTS, "zebra common", "Common words, common."])
     try:
         statements = _statements(store)

@@ -23,8 +23,8 @@ from imprint.errors import StoreError
 from imprint.logs import configure_logging, get_logger
 from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, content_sha, make_id
-from imprint.store.sqlite import SqliteStore, WriteBatch
+from imprint.store.records import Record, WriteBatch, content_sha, make_id
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
@@ -58,7 +58,7 @@ def _full_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, exc: Exce
     ("owner", "name", "exc", "said"),
     [
         (
-            SqliteStore,
+            SqliteWriter,
             "journal_begin",
             sqlite3.OperationalError("database or disk is full"),
             "nothing was stored",
@@ -70,7 +70,7 @@ def _full_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, exc: Exce
             "this write was not acknowledged",
         ),
         (
-            SqliteStore,
+            SqliteWriter,
             "apply",
             sqlite3.OperationalError("database or disk is full"),
             "this write was not acknowledged",
@@ -264,7 +264,7 @@ def test_a_recovery_that_cannot_set_an_entry_aside_is_one_line_over_mcp(
         assert first.startswith("write: the store failed (boom)")
         _full_once(
             monkeypatch,
-            SqliteStore,
+            SqliteWriter,
             "journal_quarantine",
             sqlite3.OperationalError("database or disk is full"),
         )

@@ -14,23 +14,29 @@ import pykka
 import pytest
 from mcp.client import Client
 
-from imprint.actors import readers
+from benchmark._direct import DirectReads
+from imprint.actors import read_messages, readers
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import (
     Family,
     FetchRecords,
+    LexicalAndPhrase,
+    LexicalQuery,
+    ReadMessage,
 )
 from imprint.config import Config
 from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
-from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
+from imprint.reads.sources import source_rows
 from imprint.recall.coordinator import StepRunner
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
+from imprint.store.records import SourceRow
 from imprint.types import WorkspaceName
 from tests.conftest import TOPICS, write_tree
 from tests.trace_support import events as trace
@@ -175,7 +181,7 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
         if e["actor"].startswith("LexicalReader")
     ]
     # Which of the two reads the reader took first is a race; the other waited behind it.
-    assert sorted(m for m, _ in lexical) == ["lexical_query", "source_chunks"], lexical
+    assert sorted(m for m, _ in lexical) == ["lexical_and_phrase", "source_chunks"], lexical
     assert [o for _, o in lexical] == ["ok", "skipped_late"], lexical
 
 
@@ -208,6 +214,34 @@ def test_direct_and_actor_reads_give_the_same_rows(logged_runtime: Any) -> None:
         direct.close()
 
 
+def test_every_read_message_kind_is_distinct() -> None:
+    """Each reader message class has a kind of its own (the trace's `message` field), so a
+    trace tells a hybrid search's lexical-and-phrase read from a plain lexical one."""
+    classes = [getattr(read_messages, name) for name in read_messages.__all__]
+    kinds = [
+        c.kind
+        for c in classes
+        if isinstance(c, type) and issubclass(c, ReadMessage) and c is not ReadMessage
+    ]
+    assert len(kinds) == 16 and len(set(kinds)) == len(kinds), sorted(kinds)
+    assert (LexicalQuery.kind, LexicalAndPhrase.kind) == ("lexical_query", "lexical_and_phrase")
+
+
+def test_source_rows_are_typed_rows_with_their_chunk_counts(logged_runtime: Any) -> None:
+    """list_sources rows come back as `SourceRow`s: one per ingested source, with its
+    project, type and chunk count, the same through the actors as in the caller's thread."""
+    rt, _ = logged_runtime
+    rows, total = source_rows(ActorReads(rt), project="proj")
+    assert rows and total == len(rows)
+    assert all(isinstance(r, SourceRow) and r.project == "proj" for r in rows)
+    assert all(r.source_type == "file" and r.chunks >= 1 for r in rows)
+    direct = DirectReads(rt)
+    try:
+        assert source_rows(direct, project="proj") == (rows, total)
+    finally:
+        direct.close()
+
+
 def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) -> None:
     """Every reader message a search causes carries that call's request id; two calls, two."""
     rt, data = logged_runtime
@@ -220,7 +254,7 @@ def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) ->
                 assert not result.is_error
 
     anyio.run(go)
-    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_query")]
+    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_and_phrase")]
     ids = [e["request_id"] for e in reads[-4:]]  # 2 searches x (vector, lexical + phrase)
     assert len(set(ids)) == 2 and ids.count(ids[0]) == 2
 

@@ -14,6 +14,7 @@ import pytest
 from chromadb.api.models.Collection import Collection
 from mcp.client import Client
 
+from benchmark._direct import DirectReads
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
@@ -21,7 +22,7 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads import search as search_module
 from imprint.reads.evidence import MIN_EXCERPT
-from imprint.reads.gateway import ActorReads, DirectReads
+from imprint.reads.gateway import ActorReads
 from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan
@@ -379,8 +380,8 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
     # Taken while it lasts: a primed query's hits come from the batch, not a read of its own.
     reads.prime_vectors(primed)
-    batch_hits = reads.vector(primed[0]).get(timeout=30)
-    assert batch_hits and reads.vector(primed[0]).get(timeout=30) == batch_hits
+    batch_hits = reads.ask(primed[0]).get(timeout=30)
+    assert batch_hits and reads.ask(primed[0]).get(timeout=30) == batch_hits
     reads.drop_primed(primed)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -18,9 +19,12 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
 from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, make_id
-from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
+from imprint.store.records import Filters, Record, WriteBatch, make_id
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
+from imprint.store.workspace import WorkspaceStore
+from imprint.types import WorkspaceName
 from tests.conftest import drop_one_fts_entry
 from tests.trace_support import in_flight_at_once, reader_messages, stall
 
@@ -53,9 +57,9 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     monkeypatch.setattr(WriterActor, "merge_soon", lambda self: None)
     ingest_path(runtime, small_tree, project="proj")
     listed: list[str] = []
-    sqlite_ids, vector_ids = SqliteStore.ids, VectorIndex.ids
+    sqlite_ids, vector_ids = SqliteReader.ids, VectorIndex.ids
 
-    def spy_sqlite(self: SqliteStore) -> set[str]:
+    def spy_sqlite(self: SqliteReader) -> set[str]:
         listed.append("sqlite")
         return sqlite_ids(self)
 
@@ -63,7 +67,7 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
         listed.append("vectors")
         return vector_ids(self)
 
-    monkeypatch.setattr(SqliteStore, "ids", spy_sqlite)
+    monkeypatch.setattr(SqliteReader, "ids", spy_sqlite)
     monkeypatch.setattr(VectorIndex, "ids", spy_vectors)
     first = status_row(runtime)
     assert first.consistent and len(listed) == 2
@@ -353,3 +357,29 @@ def test_embedded_stores_in_one_process_never_share_vectors(
         names = [c.name for c in client.list_collections()]
         assert names == [f"imprint.{ws}.v1"]
         assert client.get_collection(names[0]).count() == expected
+
+
+def test_a_readers_store_has_no_writes_and_its_connection_refuses_them(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A reader actor's store (`WorkspaceStore.reader()`) answers the reads (a write the
+    writer's store applied included) but offers none of the writer's methods, and its
+    connection is read-only; the writer's store has the reads and the writes."""
+    store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
+    try:
+        rec = Record(id=make_id("kept"), content="a note the reader reads", project="p")
+        store.sqlite.apply(WriteBatch(upserts=(rec,)), None)
+        reader = store.reader()
+        try:
+            assert type(reader) is SqliteReader and isinstance(store.sqlite, SqliteWriter)
+            assert reader.fetch([rec.id])[rec.id] == rec
+            assert reader.match("note reader", 5, Filters())[0][0] == rec.id
+            writes = ("apply", "journal_begin", "journal_quarantine", "set_meta", "merge_index")
+            assert all(hasattr(store.sqlite, name) for name in writes)
+            assert not [name for name in writes if hasattr(reader, name)]
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                reader.conn.execute("INSERT INTO meta VALUES ('k', 'v')")
+        finally:
+            reader.close()
+    finally:
+        store.close()

@@ -16,8 +16,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.store import vectors as vectors_mod
 from imprint.store.embedder import DIMENSIONS
-from imprint.store.records import Record
-from imprint.store.sqlite import Filters, WriteBatch
+from imprint.store.records import Filters, Record, WriteBatch
 from imprint.store.vectors import OVERFETCH, WIDEST, VectorIndex
 from imprint.types import MemoryId
 

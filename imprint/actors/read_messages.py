@@ -1,16 +1,20 @@
-"""The reader actors' messages: one frozen model per query, each naming its reader family.
+"""The reader actors' messages: one frozen model per query, each naming its reader family and
+the type of its answer (`VectorQuery` is a `ReadMessage[Hits]`).
 
 A message is the whole request: its arguments, its ids and the deadline of the call that
-caused it (see `_trace.Message`). Readers dispatch on the message's type, never on a name.
+caused it (see `_trace.Message`). Readers dispatch on the message's type, never on a name,
+and hand their answer back through `answer`, so the type checker holds each handler to the
+type its message names; the gateway's `ask(msg: ReadMessage[R]) -> Pending[R]` gives it
+back typed, with no cast.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from imprint.actors._trace import Message
-from imprint.store.sqlite import Filters
+from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
@@ -18,6 +22,7 @@ __all__ = [
     "FactQuery",
     "Family",
     "FetchRecords",
+    "Hits",
     "LexicalAndPhrase",
     "LexicalQuery",
     "ListSources",
@@ -32,7 +37,13 @@ __all__ = [
     "VectorBatch",
     "VectorQuery",
     "WithTopic",
+    "answer",
 ]
+
+R = TypeVar("R")
+
+# Record ids, best first, with their scores.
+Hits = list[tuple[MemoryId, float]]
 
 
 class Family(Enum):
@@ -43,12 +54,20 @@ class Family(Enum):
     FACT = "fact"
 
 
-class ReadMessage(Message):
+class ReadMessage(Message, Generic[R]):
+    """A query to the readers of `family`, about one workspace; `R` is its answer's type."""
+
     family: ClassVar[Family]
     workspace: WorkspaceName
 
 
-class VectorQuery(ReadMessage):
+def answer(msg: ReadMessage[R], value: R) -> R:
+    """`value`, as the answer to `msg`: a handler returns through this, so the type checker
+    holds what it answers to the type its message names."""
+    return value
+
+
+class VectorQuery(ReadMessage[Hits]):
     kind = "vector_query"
     family = Family.VECTOR
     text: str
@@ -56,7 +75,7 @@ class VectorQuery(ReadMessage):
     filters: Filters = Filters()
 
 
-class VectorBatch(ReadMessage):
+class VectorBatch(ReadMessage[list[Hits]]):
     """Several vector queries of one workspace answered together (a recall's search steps):
     their texts embedded in one inference, the store asked once per (limit, filters)."""
 
@@ -65,7 +84,7 @@ class VectorBatch(ReadMessage):
     queries: tuple[VectorQuery, ...]
 
 
-class Neighbors(ReadMessage):
+class Neighbors(ReadMessage[Hits]):
     """The k records nearest to one record, itself excluded."""
 
     kind = "neighbors"
@@ -74,7 +93,7 @@ class Neighbors(ReadMessage):
     k: int
 
 
-class LexicalQuery(ReadMessage):
+class LexicalQuery(ReadMessage[Hits]):
     kind = "lexical_query"
     family = Family.LEXICAL
     text: str
@@ -82,24 +101,24 @@ class LexicalQuery(ReadMessage):
     filters: Filters = Filters()
 
 
-class LexicalAndPhrase(ReadMessage):
+class LexicalAndPhrase(ReadMessage[tuple[Hits, Hits]]):
     """A hybrid search's two BM25 lists from one pass: the ranking `LexicalQuery` gives, and
     its exact-phrase matches, which lead that ranking."""
 
-    kind = "lexical_query"
+    kind = "lexical_and_phrase"
     family = Family.LEXICAL
     text: str
     limit: int
     filters: Filters = Filters()
 
 
-class FetchRecords(ReadMessage):
+class FetchRecords(ReadMessage[dict[MemoryId, Record]]):
     kind = "fetch_records"
     family = Family.LEXICAL
     ids: tuple[MemoryId, ...]
 
 
-class SourceChunks(ReadMessage):
+class SourceChunks(ReadMessage[tuple[list[Record], int]]):
     """Chunks start..end (inclusive) of one source, and how many it has in all."""
 
     kind = "source_chunks"
@@ -110,14 +129,14 @@ class SourceChunks(ReadMessage):
     end: int | None = None  # None: to the last chunk
 
 
-class SourceRoot(ReadMessage):
+class SourceRoot(ReadMessage[str]):
     kind = "source_root"
     family = Family.LEXICAL
     project: str
     source: str
 
 
-class SourceEntryQuery(ReadMessage):
+class SourceEntryQuery(ReadMessage[SourceEntry | None]):
     """The source registry's entry (type, mtime, sha, validators) for one source."""
 
     kind = "source_entry"
@@ -126,7 +145,7 @@ class SourceEntryQuery(ReadMessage):
     source: str
 
 
-class ListSources(ReadMessage):
+class ListSources(ReadMessage[tuple[list[SourceRow], int]]):
     kind = "list_sources"
     family = Family.LEXICAL
     project: str = ""
@@ -135,12 +154,12 @@ class ListSources(ReadMessage):
     limit: int = 50
 
 
-class Projects(ReadMessage):
+class Projects(ReadMessage[list[tuple[str, int]]]):
     kind = "projects"
     family = Family.LEXICAL
 
 
-class ProjectSources(ReadMessage):
+class ProjectSources(ReadMessage[dict[str, list[tuple[str, int]]]]):
     """The first `limit` sources of each of `projects`, in one read."""
 
     kind = "project_sources"
@@ -149,21 +168,21 @@ class ProjectSources(ReadMessage):
     limit: int = 10
 
 
-class Topics(ReadMessage):
+class Topics(ReadMessage[list[tuple[str, int]]]):
     kind = "topics"
     family = Family.LEXICAL
     project: str = ""
     limit: int = 10
 
 
-class WithTopic(ReadMessage):
+class WithTopic(ReadMessage[list[Record]]):
     kind = "with_topic"
     family = Family.LEXICAL
     topic: str
     limit: int
 
 
-class FactQuery(ReadMessage):
+class FactQuery(ReadMessage[list[Fact]]):
     kind = "fact_query"
     family = Family.FACT
     subject: str = ""
@@ -172,7 +191,7 @@ class FactQuery(ReadMessage):
     limit: int = 20
 
 
-class FactById(ReadMessage):
+class FactById(ReadMessage[Fact | None]):
     kind = "fact"
     family = Family.FACT
     fact_id: str

@@ -1,8 +1,8 @@
 """Reader actors, pooled per data source: Chroma vectors, FTS5 lexical, SQLite facts.
 
 Each family's logic is a plain class (`VectorReading`, `LexicalReading`, `FactReading`) that
-answers one message type per query; `ReaderActor` runs one of them in its own thread, and
-`DirectReads` (benchmarks) calls the very same objects in the caller's thread. Readers are
+answers one message type per query; `ReaderActor` runs one of them in its own thread (the
+benchmarks' `DirectReads` calls the very same objects in the caller's thread). Readers are
 stateless apart from their own read-only SQLite connections, so a pool of them lets several
 reads of one source run at the same time. A pool hands each message to its least-loaded
 actor (`_pool.ActorPool`).
@@ -11,7 +11,7 @@ actor (`_pool.ActorPool`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pykka
@@ -39,10 +39,11 @@ from imprint.actors.read_messages import (
     VectorBatch,
     VectorQuery,
     WithTopic,
+    answer,
 )
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite_read import SqliteReader
 from imprint.store.workspace import WorkspaceStore
-from imprint.types import MemoryId, WorkspaceName
+from imprint.types import WorkspaceName
 
 __all__ = [
     "FactReading",
@@ -57,7 +58,7 @@ __all__ = [
     "reading_for",
 ]
 
-Hits = list[tuple[MemoryId, float]]
+R = TypeVar("R")
 # Chunk indexes are small; this stands for "to the last chunk" in SQL.
 _LAST = 2**31 - 1
 
@@ -71,7 +72,7 @@ class StoreDirectory(Protocol):
 class Reading(Protocol):
     """One reader family's logic: answers the messages of its family."""
 
-    def handle(self, msg: ReadMessage) -> Any: ...
+    def handle(self, msg: ReadMessage[Any]) -> Any: ...
     def close(self) -> None: ...
 
 
@@ -80,9 +81,9 @@ class _SqliteReading:
 
     def __init__(self, stores: StoreDirectory) -> None:
         self._stores = stores
-        self._conns: dict[WorkspaceName, SqliteStore] = {}
+        self._conns: dict[WorkspaceName, SqliteReader] = {}
 
-    def conn(self, workspace: WorkspaceName) -> SqliteStore:
+    def conn(self, workspace: WorkspaceName) -> SqliteReader:
         conn = self._conns.get(workspace)
         if conn is None:
             conn = self._stores.opened(workspace).reader()
@@ -103,18 +104,20 @@ class VectorReading:
         self._stores = stores
         self._embed_query = embed_query
 
-    def handle(self, msg: ReadMessage) -> Any:
+    def handle(self, msg: ReadMessage[Any]) -> Any:
         if isinstance(msg, VectorQuery):
             vector = self._embed_query(msg.text)
-            return self._stores.opened(msg.workspace).vectors.query(vector, msg.limit, msg.filters)
+            store = self._stores.opened(msg.workspace).vectors
+            return answer(msg, store.query(vector, msg.limit, msg.filters))
         if isinstance(msg, VectorBatch):
             # Embedded as one batch when the caller primed the texts (ActorReads does).
             store = self._stores.opened(msg.workspace).vectors
             vectors = [self._embed_query(q.text) for q in msg.queries]
-            return store.query_many(vectors, [(q.limit, q.filters) for q in msg.queries])
+            asks = [(q.limit, q.filters) for q in msg.queries]
+            return answer(msg, store.query_many(vectors, asks))
         if isinstance(msg, Neighbors):
             # Empty for an unknown id.
-            return self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k)
+            return answer(msg, self._stores.opened(msg.workspace).vectors.neighbors(msg.id, msg.k))
         raise TypeError(f"vector reader: no handler for {type(msg).__name__}")
 
     def close(self) -> None:
@@ -125,32 +128,32 @@ class LexicalReading:
     def __init__(self, stores: StoreDirectory) -> None:
         self._sql = _SqliteReading(stores)
 
-    def handle(self, msg: ReadMessage) -> Any:
+    def handle(self, msg: ReadMessage[Any]) -> Any:
         conn = self._sql.conn(msg.workspace)
         match msg:
             case LexicalQuery():
-                return conn.match(msg.text, msg.limit, msg.filters)
+                return answer(msg, conn.match(msg.text, msg.limit, msg.filters))
             case LexicalAndPhrase():
-                return conn.match_and_phrase(msg.text, msg.limit, msg.filters)
+                return answer(msg, conn.match_and_phrase(msg.text, msg.limit, msg.filters))
             case FetchRecords():
-                return conn.fetch(msg.ids)
+                return answer(msg, conn.fetch(msg.ids))
             case SourceChunks():
                 end = _LAST if msg.end is None else msg.end
-                return conn.source_chunks(msg.project, msg.source, msg.start, end)
+                return answer(msg, conn.source_chunks(msg.project, msg.source, msg.start, end))
             case SourceRoot():
-                return conn.source_root(msg.project, msg.source)
+                return answer(msg, conn.source_root(msg.project, msg.source))
             case SourceEntryQuery():
-                return conn.source_entry(msg.project, msg.source)
+                return answer(msg, conn.source_entry(msg.project, msg.source))
             case ListSources():
-                return conn.list_sources(msg.project, msg.lang, msg.layer, msg.limit)
+                return answer(msg, conn.list_sources(msg.project, msg.lang, msg.layer, msg.limit))
             case Projects():
-                return conn.projects()
+                return answer(msg, conn.projects())
             case ProjectSources():
-                return conn.project_sources(msg.projects, msg.limit)
+                return answer(msg, conn.project_sources(msg.projects, msg.limit))
             case Topics():
-                return conn.topics(msg.project, msg.limit)
+                return answer(msg, conn.topics(msg.project, msg.limit))
             case WithTopic():
-                return conn.with_topic(msg.topic, msg.limit)
+                return answer(msg, conn.with_topic(msg.topic, msg.limit))
         raise TypeError(f"lexical reader: no handler for {type(msg).__name__}")
 
     def close(self) -> None:
@@ -161,12 +164,12 @@ class FactReading:
     def __init__(self, stores: StoreDirectory) -> None:
         self._sql = _SqliteReading(stores)
 
-    def handle(self, msg: ReadMessage) -> Any:
+    def handle(self, msg: ReadMessage[Any]) -> Any:
         conn = self._sql.conn(msg.workspace)
         if isinstance(msg, FactQuery):
-            return conn.facts(msg.subject, msg.predicate, msg.include_ended, msg.limit)
+            return answer(msg, conn.facts(msg.subject, msg.predicate, msg.include_ended, msg.limit))
         if isinstance(msg, FactById):
-            return conn.fact(msg.fact_id)
+            return answer(msg, conn.fact(msg.fact_id))
         raise TypeError(f"fact reader: no handler for {type(msg).__name__}")
 
     def close(self) -> None:
@@ -174,7 +177,7 @@ class FactReading:
 
 
 def reading_for(family: Family, stores: StoreDirectory, embed_query: EmbedQuery) -> Reading:
-    """A new logic object of one family; the actors and DirectReads both make theirs here."""
+    """A new logic object of one family: each reader actor makes its own here."""
     if family is Family.VECTOR:
         return VectorReading(stores, embed_query)
     if family is Family.LEXICAL:
@@ -192,14 +195,14 @@ class ReaderActor(pykka.ThreadingActor):
     def on_stop(self) -> None:
         self.logic.close()
 
-    def read(self, msg: ReadMessage) -> Any:
+    def read(self, msg: ReadMessage[Any]) -> Any:
         try:
             return self._read(msg)
         finally:
             self._load.done()
 
     @traced()
-    def _read(self, msg: ReadMessage) -> Any:
+    def _read(self, msg: ReadMessage[Any]) -> Any:
         delay("reader.read")
         delay(f"reader.{msg.kind}")  # one kind of read stalled alone (tests/trace_support.py)
         return self.logic.handle(msg)
@@ -234,7 +237,7 @@ class ReaderPool:
     def loads(self) -> list[int]:
         return self._actors.loads()
 
-    def send(self, msg: ReadMessage) -> pykka.Future[Any]:
+    def send(self, msg: ReadMessage[R]) -> pykka.Future[R]:
         return self._actors.send(lambda proxy: proxy.read(msg))
 
     def stop(self) -> list[str]:

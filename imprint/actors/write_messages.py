@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from imprint.actors._trace import Message
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import WriteBatch
 
 __all__ = ["Check", "MergeIndex", "Reindex", "Repair", "SourceState", "Write"]
 
@@ -41,7 +41,7 @@ class Reindex(Message):
 
 
 class MergeIndex(Message):
-    """One step of merging the BM25 index's segments (`SqliteStore.merge_index`); the
+    """One step of merging the BM25 index's segments (`SqliteReader.merge_index`); the
     writer sends itself these after writes, and the next one while a step did work."""
 
     kind = "merge_index"

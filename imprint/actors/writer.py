@@ -39,8 +39,7 @@ from imprint.logs import get_logger
 from imprint.store.context import TEXT_FORMAT, chunk_contexts
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
-from imprint.store.records import Record
-from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.store.records import Record, SourceEntry, WriteBatch
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import RecallId
 

@@ -602,22 +602,22 @@ class Pages:
         ws = args["workspace"]
         body_rows = [
             [
-                e(r["project"] or "-"),
+                e(r.project or "-"),
                 link(
                     "/source",
-                    r["source"],
-                    source=r["source"],
-                    project=r["project"],
+                    r.source,
+                    source=r.source,
+                    project=r.project,
                     workspace=ws,
                 )
-                if r["source"]
+                if r.source
                 # Stored memories have no source: each is opened by its id (from Search).
                 else "(memories, no source)",
-                e(r["chunks"]),
-                e(r["source_type"]),
-                e(r["lang"] or "-"),
-                e(r["layer"] or "-"),
-                e(stamp(r["mtime"])),
+                e(r.chunks),
+                e(r.source_type),
+                e(r.lang or "-"),
+                e(r.layer or "-"),
+                e(stamp(r.mtime)),
             ]
             for r in found
         ]

@@ -36,13 +36,14 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.store.context import chunk_contexts
 from imprint.store.records import (
     Record,
+    SourceEntry,
     SourceType,
+    WriteBatch,
     check_project,
     content_sha,
     make_id,
     project_from_folder,
 )
-from imprint.store.sqlite import SourceEntry, WriteBatch
 from imprint.tagging import model_tags
 
 __all__ = [

@@ -5,6 +5,6 @@ cannot drift apart. Nothing here knows MCP.
 """
 
 from imprint.reads.deadline import Deadline, Pending, call_deadline
-from imprint.reads.gateway import ActorReads, DirectReads, Reads
+from imprint.reads.gateway import ActorReads, Reads
 
-__all__ = ["ActorReads", "Deadline", "DirectReads", "Pending", "Reads", "call_deadline"]
+__all__ = ["ActorReads", "Deadline", "Pending", "Reads", "call_deadline"]

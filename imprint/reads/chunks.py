@@ -45,7 +45,7 @@ def chunk_rows(
     ws = reads.open(workspace)
     query = SourceChunks(workspace=ws, project=project, source=source, start=start, end=end)
     with reads.deadline() as deadline:
-        records, total = deadline.wait(reads.source_chunks(query), "file_chunks")
+        records, total = deadline.wait(reads.ask(query), "file_chunks")
     if total == 0:
         where = f" in project {project!r}" if project else ""
         raise InputError(f"source: no source {source!r}{where}; list_sources shows what exists")

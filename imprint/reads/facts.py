@@ -29,4 +29,4 @@ def fact_rows(
         limit=limit,
     )
     with reads.deadline() as deadline:
-        return deadline.wait(reads.facts(query), "kg_query")
+        return deadline.wait(reads.ask(query), "kg_query")

@@ -57,15 +57,15 @@ def _root(reads: Reads, ws: WorkspaceName, depth: int, deadline: Deadline) -> Gr
     """The largest projects (by name) and the top topics; with depth 2, each shown project's
     first sources from one grouped read, whatever the number of projects. The projects
     left out are counted in one line."""
-    projects = _wait(deadline, reads.projects(Projects(workspace=ws)))
-    topics = _wait(deadline, reads.topics(Topics(workspace=ws, project="", limit=10)))
+    projects = _wait(deadline, reads.ask(Projects(workspace=ws)))
+    topics = _wait(deadline, reads.ask(Topics(workspace=ws, project="", limit=10)))
     shown = sorted(sorted(projects, key=lambda pn: (-pn[1], pn[0]))[:MAX_CHILDREN])
     below: dict[str, list[tuple[str, int]]] = {}
     if depth > 1 and shown:
         query = ProjectSources(
             workspace=ws, projects=tuple(p for p, _ in shown), limit=MAX_GRANDCHILDREN
         )
-        below = _wait(deadline, reads.project_sources(query))
+        below = _wait(deadline, reads.ask(query))
     nodes = [
         GraphNode(
             node=f"project:{p}",
@@ -106,18 +106,20 @@ def _children(
     if kind == "project":
         rows, total = _wait(
             deadline,
-            reads.list_sources(ListSources(workspace=ws, project=name, limit=MAX_CHILDREN)),
+            reads.ask(ListSources(workspace=ws, project=name, limit=MAX_CHILDREN)),
         )
-        if total == 0 and name not in dict(_wait(deadline, reads.projects(Projects(workspace=ws)))):
-            # A project of stored memories only has no sources, and is still a project.
-            raise InputError(f"scope: no project {name!r}; graph_scope('root') lists them")
-        topics = _wait(deadline, reads.topics(Topics(workspace=ws, project=name, limit=10)))
-        kids = [(f"source:{r['source']}", f"{r['chunks']} chunks") for r in rows]
+        if total == 0:
+            projects = _wait(deadline, reads.ask(Projects(workspace=ws)))
+            if name not in dict(projects):
+                # A project of stored memories only has no sources, and is still a project.
+                raise InputError(f"scope: no project {name!r}; graph_scope('root') lists them")
+        topics = _wait(deadline, reads.ask(Topics(workspace=ws, project=name, limit=10)))
+        kids = [(f"source:{r.source}", f"{r.chunks} chunks") for r in rows]
         kids += [(f"topic:{t}", f"{n} records") for t, n in topics]
         return f"project:{name} ({total} sources)", kids
     if kind == "topic":
         records = _wait(
-            deadline, reads.with_topic(WithTopic(workspace=ws, topic=name, limit=MAX_CHILDREN))
+            deadline, reads.ask(WithTopic(workspace=ws, topic=name, limit=MAX_CHILDREN))
         )
         if not records:
             raise InputError(f"scope: no records with topic {name!r}")
@@ -125,7 +127,7 @@ def _children(
         return f"topic:{name}", kids
     if kind == "source":
         query = SourceChunks(workspace=ws, source=name, start=0, end=MAX_CHILDREN - 1)
-        records, total = _wait(deadline, reads.source_chunks(query))
+        records, total = _wait(deadline, reads.ask(query))
         if total == 0:
             raise InputError(f"scope: no source {name!r}; list_sources shows what exists")
         kids = [(f"chunk:{r.id}", clip(one_line(r.content), 80)) for r in records]

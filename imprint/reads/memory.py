@@ -35,16 +35,14 @@ def memory_row(reads: Reads, id: str, workspace: str = "", cwd: Path | None = No
     rid = check_id(id)
     ws = reads.open(workspace)
     with reads.deadline() as deadline:
-        found = deadline.wait(reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "get_memory")
+        found = deadline.wait(reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "get_memory")
         if rid not in found:
             raise InputError(f"id: no record {rid!r} in workspace {ws!r}; use an id from search")
         record = found[rid]
         root = ""
         if record.source_type == "file" and record.source:
             root = deadline.wait(
-                reads.source_root(
-                    SourceRoot(workspace=ws, project=record.project, source=record.source)
-                ),
+                reads.ask(SourceRoot(workspace=ws, project=record.project, source=record.source)),
                 "get_memory",
             )
     here = (cwd or Path.cwd()).resolve()

@@ -18,11 +18,11 @@ def neighbor_rows(reads: Reads, id: str, k: int = 10, workspace: str = "") -> li
     k = clamp(k, 1, 30)
     ws = reads.open(workspace)
     with reads.deadline() as deadline:
-        known = deadline.wait(reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "neighbors")
+        known = deadline.wait(reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "neighbors")
         if rid not in known:
             raise InputError(f"id: no record {rid!r} in workspace {ws!r}; use an id from search")
-        hits = deadline.wait(reads.neighbors(Neighbors(workspace=ws, id=rid, k=k)), "neighbors")
+        hits = deadline.wait(reads.ask(Neighbors(workspace=ws, id=rid, k=k)), "neighbors")
         records = deadline.wait(
-            reads.fetch(FetchRecords(workspace=ws, ids=tuple(h for h, _ in hits))), "neighbors"
+            reads.ask(FetchRecords(workspace=ws, ids=tuple(h for h, _ in hits))), "neighbors"
         )
     return [SearchHit(record=records[h], score=s) for h, s in hits if h in records]

@@ -20,8 +20,8 @@ from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
-from imprint.store.records import RECORD_TYPES, Record
-from imprint.store.sqlite import Filters, check_query
+from imprint.store.lexical import check_query
+from imprint.store.records import RECORD_TYPES, Filters, Record
 from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId, WorkspaceName
 
@@ -292,15 +292,15 @@ def _send(reads: Reads, workspace: WorkspaceName, asked: _Asked) -> _Sent:
     pool = candidates(mode, limit)
     vector = lexical = both = None
     if mode in ("hybrid", "semantic"):
-        vector = reads.vector(_vector_query(workspace, asked))
+        vector = reads.ask(_vector_query(workspace, asked))
     if mode == "hybrid" and len(text.split()) > 1:
         # Exact-phrase matches are a third ranking, so a quoted line from a file wins;
         # they lead the BM25 ranking, so one read gives both lists.
-        both = reads.lexical_and_phrase(
+        both = reads.ask(
             LexicalAndPhrase(workspace=workspace, text=text, limit=pool, filters=filters)
         )
     elif mode in ("hybrid", "lexical"):
-        lexical = reads.lexical(
+        lexical = reads.ask(
             LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
         )
     return _Sent(asked, workspace, vector, lexical, both)
@@ -358,7 +358,7 @@ def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> dict[
     ids = dict.fromkeys(rid for one in ranked for rid, _, _ in one.ranked)
     workspace = ranked[0].sent.workspace
     return deadline.wait(
-        reads.fetch(FetchRecords(workspace=workspace, ids=tuple(ids))), "search (fetch)"
+        reads.ask(FetchRecords(workspace=workspace, ids=tuple(ids))), "search (fetch)"
     )
 
 

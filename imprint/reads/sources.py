@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from imprint.actors.read_messages import ListSources
 from imprint.reads.evidence import clamp
 from imprint.reads.gateway import Reads
+from imprint.store.records import SourceRow
 
 __all__ = ["source_rows"]
 
@@ -18,11 +17,11 @@ def source_rows(
     layer: str = "",
     limit: int = 50,
     workspace: str = "",
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[SourceRow], int]:
     """Sources (up to `limit`, 1-200) with their chunk counts, and how many match in all."""
     limit = clamp(limit, 1, 200)
     ws = reads.open(workspace)
     query = ListSources(workspace=ws, project=project, lang=lang, layer=layer, limit=limit)
     with reads.deadline() as deadline:
-        rows, total = deadline.wait(reads.list_sources(query), "list_sources")
+        rows, total = deadline.wait(reads.ask(query), "list_sources")
     return list(rows), int(total)

@@ -40,7 +40,7 @@ def summary_row(reads: Reads, source: str, project: str = "", workspace: str = "
     ws = reads.open(workspace)
     with reads.deadline() as deadline:
         records, total = deadline.wait(
-            reads.source_chunks(SourceChunks(workspace=ws, project=project, source=source)),
+            reads.ask(SourceChunks(workspace=ws, project=project, source=source)),
             "file_summary",
         )
     if total == 0:

@@ -19,7 +19,7 @@ from imprint.reads.evidence import escape_field
 from imprint.reads.memory import MemoryRow
 from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
-from imprint.store.records import Fact, Record
+from imprint.store.records import Fact, Record, SourceRow
 
 __all__ = ["Item", "StepResult", "file_key", "merge", "to_items"]
 
@@ -121,15 +121,16 @@ def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
         )
         return [item], "summary"
     if tool == "list_sources":
+        listed: list[SourceRow]
         listed, total = rows
         items = [
             Item(
-                key=file_key(r["project"], r["source"]),
+                key=file_key(r.project, r.source),
                 meta=escape_field(
-                    f"file:{r['source']} | {r['project'] or '-'} | {r['chunks']} chunks | source"
+                    f"file:{r.source} | {r.project or '-'} | {r.chunks} chunks | source"
                 ),
-                content=f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}",
-                index=f"file:{r['source']} source",
+                content=f"{r.source_type} {r.lang or '-'} {r.layer or '-'}",
+                index=f"file:{r.source} source",
             )
             for r in listed
         ]

@@ -272,9 +272,7 @@ def named_sources(reads: Reads, workspace: WorkspaceName, question: str) -> list
             continue
         with reads.deadline() as deadline:
             _, total = deadline.wait(
-                reads.source_chunks(
-                    SourceChunks(workspace=workspace, source=candidate, start=0, end=0)
-                ),
+                reads.ask(SourceChunks(workspace=workspace, source=candidate, start=0, end=0)),
                 "recall",
             )
         if total:
@@ -289,7 +287,7 @@ def named_ids(reads: Reads, workspace: WorkspaceName, question: str) -> list[str
         return []
     with reads.deadline() as deadline:
         found = deadline.wait(
-            reads.fetch(FetchRecords(workspace=workspace, ids=candidates)), "recall"
+            reads.ask(FetchRecords(workspace=workspace, ids=candidates)), "recall"
         )
     return [c for c in candidates if c in found]
 

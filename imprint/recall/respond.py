@@ -33,7 +33,7 @@ from imprint.recall.model import (
     plan_steps,
 )
 from imprint.recall.plan import Step, parse_plan
-from imprint.store.sqlite import check_query
+from imprint.store.lexical import check_query
 
 __all__ = ["condensed", "format_recall", "layout_recall", "recall_text"]
 
@@ -290,7 +290,7 @@ def _model_recall(
         # instead of starting it at the deadline, behind a busy model and a busy CPU.
         with reads.deadline() as read_deadline:
             # The planner's one read is sent first: it must not queue behind the evidence's.
-            listing = reads.projects(Projects(workspace=ws))
+            listing = reads.ask(Projects(workspace=ws))
             gathering = start_plan(
                 reads, ws, [_baseline(question)], timeout_sec, recall_id=recall_id, cwd=where
             )

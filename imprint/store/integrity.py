@@ -18,8 +18,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from imprint.store.embedder import Embedder
-from imprint.store.records import content_sha
-from imprint.store.sqlite import Filters, SqliteStore
+from imprint.store.records import Filters, content_sha
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
 
 __all__ = ["IndexReport", "deep_check", "repair"]
@@ -90,7 +91,7 @@ class IndexReport(BaseModel):
         return out
 
 
-def _sqlite_hashes(sqlite: SqliteStore) -> tuple[dict[str, str], list[str]]:
+def _sqlite_hashes(sqlite: SqliteReader) -> tuple[dict[str, str], list[str]]:
     """id -> stored content_sha, and the ids whose text no longer hashes to it."""
     hashes: dict[str, str] = {}
     bad: list[str] = []
@@ -101,7 +102,7 @@ def _sqlite_hashes(sqlite: SqliteStore) -> tuple[dict[str, str], list[str]]:
     return hashes, sorted(bad)
 
 
-def _fts_covers(sqlite: SqliteStore) -> bool:
+def _fts_covers(sqlite: SqliteReader) -> bool:
     """Whether the FTS5 index holds exactly the records table's rows. An external-content
     table counts (and integrity-checks) through its content table, so the comparison is
     with its own per-row table: records_fts_docsize has one row per indexed record."""
@@ -133,7 +134,7 @@ def _probe(vectors: VectorIndex, dim: int) -> None:
     vectors.query(np.ones(dim, dtype=np.float32) / np.sqrt(dim), 1, Filters())
 
 
-def deep_check(sqlite: SqliteStore, vectors: VectorIndex, dim: int) -> IndexReport:
+def deep_check(sqlite: SqliteWriter, vectors: VectorIndex, dim: int) -> IndexReport:
     lexical, bad = _sqlite_hashes(sqlite)
     vector_error = ""
     try:
@@ -159,7 +160,7 @@ def deep_check(sqlite: SqliteStore, vectors: VectorIndex, dim: int) -> IndexRepo
     )
 
 
-def _reembed(sqlite: SqliteStore, vectors: VectorIndex, embedder: Embedder, ids: list[str]) -> int:
+def _reembed(sqlite: SqliteReader, vectors: VectorIndex, embedder: Embedder, ids: list[str]) -> int:
     done = 0
     for start in range(0, len(ids), EMBED_BATCH):
         records = list(sqlite.fetch(ids[start : start + EMBED_BATCH]).values())
@@ -170,7 +171,7 @@ def _reembed(sqlite: SqliteStore, vectors: VectorIndex, embedder: Embedder, ids:
 
 
 def repair(
-    sqlite: SqliteStore, vectors: VectorIndex, embedder: Embedder, report: IndexReport
+    sqlite: SqliteWriter, vectors: VectorIndex, embedder: Embedder, report: IndexReport
 ) -> tuple[VectorIndex, list[str]]:
     """Make the indexes agree again; the (possibly new) vector index and what was done."""
     done: list[str] = []

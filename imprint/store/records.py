@@ -1,4 +1,6 @@
-"""The record every index holds: a memory, a file chunk, or a piece of ingested content."""
+"""The record every index holds (a memory, a file chunk, or a piece of ingested content), and
+the other values the stores take and give: facts, filters, source entries and rows, and the
+write batch."""
 
 from __future__ import annotations
 
@@ -16,8 +18,12 @@ __all__ = [
     "RECORD_TYPES",
     "SOURCE_TYPES",
     "Fact",
+    "Filters",
     "Record",
+    "SourceEntry",
+    "SourceRow",
     "SourceType",
+    "WriteBatch",
     "check_project",
     "check_tag",
     "content_sha",
@@ -141,3 +147,61 @@ class Fact(BaseModel):
     valid_from: float
     ended: float | None = None
     source: str = ""
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    project: str = ""
+    type: str = ""
+    lang: str = ""
+    layer: str = ""
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in self.model_dump().items() if v]
+
+
+class SourceEntry(BaseModel):
+    """The source registry's entry for one source: what it was when last ingested."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    source: str
+    source_type: str
+    mtime: float
+    sha: str
+    chunk_count: int
+    root: str = ""
+    validators: str = ""
+
+
+class SourceRow(BaseModel):
+    """One line of a source listing: a source as its records have it now."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    source: str
+    source_type: str
+    lang: str
+    layer: str
+    chunks: int
+    mtime: float
+
+
+class WriteBatch(BaseModel):
+    """Everything one acknowledged write changes; journaled whole before it is applied.
+
+    Records of a source in `set_sources` or `drop_sources` that are not among `upserts` are
+    deleted: the writer adds their ids to `delete_ids` before journaling.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    upserts: tuple[Record, ...] = ()
+    delete_ids: tuple[MemoryId, ...] = ()
+    set_sources: tuple[SourceEntry, ...] = ()
+    drop_sources: tuple[tuple[str, str], ...] = ()
+    add_facts: tuple[Fact, ...] = ()
+    end_facts: tuple[tuple[str, float], ...] = ()

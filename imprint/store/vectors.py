@@ -27,8 +27,7 @@ from imprint._fs import atomic_write_text, private_dir
 from imprint.errors import StoreBusyError, StoreError
 from imprint.logs import get_logger
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record
-from imprint.store.sqlite import Filters
+from imprint.store.records import Filters, Record
 from imprint.types import MemoryId, WorkspaceName
 
 FALLBACK_MAX_BATCH = 1000

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from imprint.store.embedder import Embedder
-from imprint.store.sqlite import SqliteStore
+from imprint.store.sqlite_read import SqliteReader
+from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import StoreLock, VectorIndex, open_client
 from imprint.types import WorkspaceName
 from imprint.workspaces import workspace_dir
@@ -36,14 +37,14 @@ class WorkspaceStore:
         try:
             client = http_client if chroma_url else open_client(self.folder / "chroma", "")
             self.vectors = VectorIndex(client, name, embedder, namespace if chroma_url else "")
-            self.sqlite = SqliteStore(self.sqlite_path)
+            self.sqlite = SqliteWriter(self.sqlite_path)
         except BaseException:
             self._lock.release()
             raise
 
-    def reader(self) -> SqliteStore:
+    def reader(self) -> SqliteReader:
         """A new read-only connection, for one reader actor."""
-        return SqliteStore(self.sqlite_path, readonly=True)
+        return SqliteReader(self.sqlite_path)
 
     def close(self) -> None:
         try:

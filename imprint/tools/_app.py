@@ -22,7 +22,7 @@ from imprint.actors.writer import WriteAck
 from imprint.errors import ImprintError
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import WriteBatch
 
 __all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool", "tool"]
 

@@ -11,7 +11,7 @@ from imprint.actors.read_messages import FetchRecords, SourceChunks
 from imprint.errors import InputError
 from imprint.reads.deadline import Deadline
 from imprint.reads.memory import check_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import WriteBatch
 from imprint.tools._app import REPLACE, App, run_tool, tool
 
 __all__ = ["delete_records", "register"]
@@ -26,7 +26,7 @@ def delete_records(
     deadline = Deadline(60.0)
     if id:
         rid = check_id(id)
-        found = deadline.wait(app.reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "delete")
+        found = deadline.wait(app.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "delete")
         if rid not in found:
             raise InputError(f"id: no record {rid!r} in workspace {ws!r}")
         record = found[rid]
@@ -41,7 +41,7 @@ def delete_records(
             app.write(ws, WriteBatch(drop_sources=((record.project, record.source),)), create=False)
         return f"deleted {rid}"
     records, total = deadline.wait(
-        app.reads.source_chunks(SourceChunks(workspace=ws, project=project, source=source)),
+        app.reads.ask(SourceChunks(workspace=ws, project=project, source=source)),
         "delete",
     )
     if total == 0:

@@ -12,8 +12,7 @@ from imprint.actors.read_messages import SourceEntryQuery
 from imprint.errors import InputError
 from imprint.ingest.pipeline import build_records
 from imprint.reads.deadline import Deadline
-from imprint.store.records import SourceType, check_project, content_sha
-from imprint.store.sqlite import SourceEntry, WriteBatch
+from imprint.store.records import SourceEntry, SourceType, WriteBatch, check_project, content_sha
 from imprint.tools._app import REPLACE, App, run_tool, tool
 
 __all__ = ["MAX_CONTENT_CHARS", "index_text", "ingest_text", "register"]
@@ -85,7 +84,7 @@ def ingest_text(app: App, name: str, content: str, project: str = "", workspace:
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
     entry = Deadline(30).wait(
-        app.reads.source_entry(SourceEntryQuery(workspace=ws, project=project, source=label)),
+        app.reads.ask(SourceEntryQuery(workspace=ws, project=project, source=label)),
         "ingest_content",
     )
     if entry is not None and entry.source_type != "content":

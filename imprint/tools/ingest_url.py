@@ -306,7 +306,7 @@ def fetch_and_index(app: App, url: str, project: str = "", workspace: str = "") 
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
     entry = Deadline(30).wait(
-        app.reads.source_entry(SourceEntryQuery(workspace=ws, project=project, source=source)),
+        app.reads.ask(SourceEntryQuery(workspace=ws, project=project, source=source)),
         "ingest_url",
     )
     headers = {

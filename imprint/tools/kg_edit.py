@@ -11,8 +11,7 @@ from pydantic import Field
 from imprint.actors.read_messages import FactById, FactQuery
 from imprint.errors import InputError
 from imprint.reads.deadline import Deadline
-from imprint.store.records import Fact, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Fact, WriteBatch, make_id
 from imprint.tools._app import WRITE, App, run_tool, tool
 
 __all__ = ["edit_facts", "register"]
@@ -43,7 +42,7 @@ def edit_facts(
     if action == "add":
         s, p, o = _part(subject, "subject"), _part(predicate, "predicate"), _part(object, "object")
         current = deadline.wait(
-            app.reads.facts(FactQuery(workspace=ws, subject=s, predicate=p, limit=200)), "kg_edit"
+            app.reads.ask(FactQuery(workspace=ws, subject=s, predicate=p, limit=200)), "kg_edit"
         )
         for fact in current:
             if fact.object.lower() == o.lower():
@@ -62,7 +61,7 @@ def edit_facts(
     fid = fact_id.removeprefix("fact:").strip() if isinstance(fact_id, str) else ""
     if not fid:
         raise InputError("fact_id: required to end a fact; kg_query shows fact ids")
-    found = deadline.wait(app.reads.fact(FactById(workspace=ws, fact_id=fid)), "kg_edit")
+    found = deadline.wait(app.reads.ask(FactById(workspace=ws, fact_id=fid)), "kg_edit")
     if found is None:
         raise InputError(f"fact_id: no fact {fid!r} in workspace {ws!r}")
     fact = found

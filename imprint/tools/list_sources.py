@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.evidence import escape_field
 from imprint.reads.sources import source_rows
+from imprint.store.records import SourceRow
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_sources", "register"]
@@ -16,15 +17,15 @@ __all__ = ["format_sources", "register"]
 MAX_OUTPUT = 9000
 
 
-def format_sources(rows: list[dict[str, Any]], total: int) -> str:
+def format_sources(rows: list[SourceRow], total: int) -> str:
     if not rows:
         return "no sources match"
     lines = [f"{total} sources" + (f", first {len(rows)}:" if total > len(rows) else ":")]
     used = len(lines[0])
     for i, r in enumerate(rows):
         line = escape_field(
-            f"{r['project'] or '-'} | {r['source']} | {r['chunks']} chunks | "
-            f"{r['source_type']} {r['lang'] or '-'} {r['layer'] or '-'}"
+            f"{r.project or '-'} | {r.source} | {r.chunks} chunks | "
+            f"{r.source_type} {r.lang or '-'} {r.layer or '-'}"
         )
         if used + len(line) + 1 > MAX_OUTPUT:
             lines.append(f"({len(rows) - i} more not shown; narrow with project, lang or layer)")

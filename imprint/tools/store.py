@@ -14,12 +14,12 @@ from imprint.reads.deadline import Deadline
 from imprint.store.records import (
     RECORD_TYPES,
     Record,
+    WriteBatch,
     check_project,
     check_tag,
     content_sha,
     make_id,
 )
-from imprint.store.sqlite import WriteBatch
 from imprint.tagging import model_tags
 from imprint.tools._app import WRITE, App, run_tool, tool
 from imprint.types import MemoryId
@@ -65,7 +65,7 @@ def store_memory(
     rid = make_id("memory", project, content_sha(text))
     ws = app.runtime.resolve(workspace, create=True)
     app.runtime.workspace(ws)
-    existing = Deadline(30).wait(app.reads.fetch(FetchRecords(workspace=ws, ids=(rid,))), "store")
+    existing = Deadline(30).wait(app.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "store")
     if rid in existing:
         return rid
     given_domains = _words(domains or [], "domains")

@@ -20,8 +20,7 @@ from imprint.config import Config
 from imprint.reads.status import repair_workspace, status_row
 from imprint.store import integrity
 from imprint.store.embedder import Embedder
-from imprint.store.records import Record, content_sha, make_id
-from imprint.store.sqlite import WriteBatch
+from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.vectors import VectorIndex, open_client
 from imprint.types import WorkspaceName
 from tests.test_tools import Session

@@ -1,0 +1,187 @@
+"""The workspace SQLite file's tables, how a record maps to a row, and the migrations that
+bring a store written by an older version to this schema (the writer runs them on open)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from imprint.store.context import TEXT_FORMAT
+from imprint.store.records import Filters, Record
+
+__all__ = [
+    "COLUMNS",
+    "SCHEMA",
+    "SELECT",
+    "filter_clause",
+    "prepare",
+    "record_to_row",
+    "row_to_record",
+]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    project TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    source_type TEXT NOT NULL DEFAULT 'file',
+    chunk_index INTEGER NOT NULL DEFAULT 0,
+    chunk_count INTEGER NOT NULL DEFAULT 1,
+    type TEXT NOT NULL DEFAULT 'note',
+    lang TEXT NOT NULL DEFAULT '',
+    layer TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL DEFAULT '',
+    domains TEXT NOT NULL DEFAULT '[]',
+    topics TEXT NOT NULL DEFAULT '[]',
+    created_at REAL NOT NULL,
+    source_mtime REAL NOT NULL DEFAULT 0,
+    content_sha TEXT NOT NULL DEFAULT '',
+    tagged_by TEXT NOT NULL DEFAULT 'rules',
+    context TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS records_by_source ON records(project, source, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
+    content, context, content='records', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts(rowid, content, context)
+    VALUES (new.rowid, new.content, new.context);
+END;
+CREATE TRIGGER IF NOT EXISTS records_ad AFTER DELETE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, content, context)
+    VALUES ('delete', old.rowid, old.content, old.context);
+END;
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sources (
+    project TEXT NOT NULL,
+    source TEXT NOT NULL,
+    source_type TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    sha TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    root TEXT NOT NULL DEFAULT '',
+    validators TEXT NOT NULL DEFAULT '',
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (project, source)
+);
+CREATE TABLE IF NOT EXISTS facts (
+    id TEXT PRIMARY KEY,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    object TEXT NOT NULL,
+    valid_from REAL NOT NULL,
+    ended REAL,
+    source TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS facts_by_subject ON facts(subject, predicate);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS journal_quarantine (
+    seq INTEGER PRIMARY KEY,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    quarantined_at REAL NOT NULL,
+    error TEXT NOT NULL
+);
+"""
+
+COLUMNS = [
+    "id",
+    "content",
+    "project",
+    "source",
+    "source_type",
+    "chunk_index",
+    "chunk_count",
+    "type",
+    "lang",
+    "layer",
+    "kind",
+    "domains",
+    "topics",
+    "created_at",
+    "source_mtime",
+    "content_sha",
+    "tagged_by",
+    "context",
+]
+SELECT = "SELECT " + ", ".join(f"r.{c}" for c in COLUMNS) + " FROM records r"
+
+
+def row_to_record(row: Sequence[Any]) -> Record:
+    data = dict(zip(COLUMNS, row, strict=True))
+    data["domains"] = tuple(json.loads(data["domains"]))
+    data["topics"] = tuple(json.loads(data["topics"]))
+    return Record.model_validate(data)
+
+
+def record_to_row(rec: Record) -> tuple[Any, ...]:
+    data = rec.model_dump()
+    data["domains"] = json.dumps(list(rec.domains))
+    data["topics"] = json.dumps(list(rec.topics))
+    return tuple(data[c] for c in COLUMNS)
+
+
+def filter_clause(filters: Filters, alias: str = "r") -> tuple[str, list[Any]]:
+    """The filters as SQL conditions on the records table (joined by AND), and their values."""
+    pairs = filters.pairs()
+    sql = " AND ".join(f"{alias}.{k} = ?" for k, _ in pairs)
+    return sql, [v for _, v in pairs]
+
+
+def prepare(conn: sqlite3.Connection) -> None:
+    """Make a read-write connection's file this schema: WAL, full sync, tables, migrations."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    # FULL: an acknowledged write survives power loss, not only a process crash.
+    conn.execute("PRAGMA synchronous=FULL")
+    fresh = not _has_table(conn, "records")
+    rebuild = _migrate(conn)
+    conn.executescript(SCHEMA)
+    if rebuild:
+        conn.execute("INSERT INTO records_fts(records_fts) VALUES ('rebuild')")
+    # Kept in the index's own settings: the merges `merge_index` does start at two.
+    conn.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('usermerge', 2)")
+    if fresh:
+        with conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", ("text_format", str(TEXT_FORMAT))
+            )
+    conn.commit()
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,))
+    return row.fetchone() is not None
+
+
+def _migrate(conn: sqlite3.Connection) -> bool:
+    """Bring a store written by an older version to this schema: records gain `context`, and
+    the FTS index its second column. Returns whether the FTS index was dropped (the caller
+    rebuilds it from the records once SCHEMA has made it again)."""
+    if not _has_table(conn, "records"):
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    if "context" not in columns:
+        conn.execute("ALTER TABLE records ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'records_fts'").fetchone()
+    if fts is not None and "context" in fts[0]:
+        return False
+    # Dropped (or lost by a crash between this and the rebuild): made again and rebuilt.
+    for statement in (
+        "DROP TRIGGER IF EXISTS records_ai",
+        "DROP TRIGGER IF EXISTS records_ad",
+        "DROP TABLE IF EXISTS records_fts",
+    ):
+        conn.execute(statement)
+    return True
