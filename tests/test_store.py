@@ -15,11 +15,11 @@ from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
-from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, make_id
 from imprint.store.sqlite import Filters, SqliteStore, WriteBatch
 from imprint.store.vectors import VectorIndex
+from imprint.writes.repair import status_row
 from tests.conftest import drop_one_fts_entry
 
 
