@@ -31,8 +31,8 @@ from imprint.config import Config
 from imprint.errors import ImprintError
 from imprint.ingest.pipeline import ingest_path
 from imprint.recall.plan import parse_plan
-from imprint.tools._app import App
-from imprint.tools.kg_edit import edit_facts
+from imprint.writes.facts import edit_facts
+from imprint.writes.gateway import Writes
 
 PROJECT = "corpus"
 PACKAGES = (  # whose versions a recall run records
@@ -275,10 +275,10 @@ def prepare_store(
     finally:
         reader.close()
     note(f"store: {records} records in workspace {ws!r}")
-    app = App(runtime, REPO)
+    writes = Writes(runtime, REPO)
     for fact in facts:
         said = edit_facts(
-            app,
+            writes,
             "add",
             fact["subject"],
             fact["predicate"],

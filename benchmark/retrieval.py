@@ -61,8 +61,8 @@ from imprint.config import load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import Mode, format_search, search_rows
-from imprint.reads.status import status_row
 from imprint.store.context import TEXT_FORMAT
+from imprint.writes.repair import status_row
 
 DEFAULT_QUERIES = REPO / "benchmark" / "retrieval.json"
 MODES: tuple[Mode, ...] = ("hybrid", "semantic", "lexical")

@@ -65,7 +65,6 @@ from benchmark.handshake import measure_handshake, prepare_store
 from benchmark.store import compare, parse_sizes
 from imprint._fs import atomic_write_text
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import Check, Write
 from imprint.config import Config, load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
@@ -75,6 +74,7 @@ from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
 from imprint.store import lexical
 from imprint.store.embedder import MODEL_NAME, Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
+from imprint.writes.gateway import Writes
 
 SEED = 20261130
 WRITE_BATCH = 500
@@ -373,25 +373,22 @@ def measure_size(
 
 
 def grow(runtime: Runtime, chunks: Chunks, start: int, end: int) -> tuple[float, dict[str, Any]]:
-    ws = runtime.resolve("", create=True)
-    runtime.workspace(ws)
-    writer = runtime.writer(ws)
+    writes = Writes(runtime)
+    ws = writes.open("")
     started = time.perf_counter()
     last = started
     for lo in range(start, end, WRITE_BATCH):
         records, vecs = chunks.batch(lo, min(lo + WRITE_BATCH, end))
-        writer.write(Write(batch=WriteBatch(upserts=tuple(records))), vecs).get(
-            timeout=WRITE_TIMEOUT_SEC
-        )
+        writes.send(ws, WriteBatch(upserts=tuple(records)), vecs).get(timeout=WRITE_TIMEOUT_SEC)
         if time.perf_counter() - last > 30:
             last = time.perf_counter()
             note(f"  writing: {lo + len(records)}/{end}")
     seconds = time.perf_counter() - started
-    check = writer.check(Check()).get(timeout=WRITE_TIMEOUT_SEC)
+    check = writes.check(ws, seconds=WRITE_TIMEOUT_SEC)
     common.settle_merges(runtime, ws)
-    if check["records"] != end or check["vectors"] != end or not check["fts_ok"]:
+    if check.records != end or check.vectors != end or not check.fts_ok:
         raise SystemExit(f"store of {end}: built wrong: {check}")
-    return seconds, check
+    return seconds, check.model_dump(exclude={"findings"})
 
 
 # -- plots and text ---------------------------------------------------------------------

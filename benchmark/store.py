@@ -65,8 +65,6 @@ from typing import Any
 
 import numpy as np
 
-from imprint.actors.write_messages import Check, Write
-
 if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
@@ -91,6 +89,7 @@ from imprint.reads.search import search_rows
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.types import WorkspaceName
+from imprint.writes.gateway import Writes
 
 SEED = 20240601
 NOISE_SIGMA = 0.01
@@ -370,19 +369,17 @@ def replicated(
 def build_store(
     runtime: Runtime, records: Sequence[Record], vectors: np.ndarray, n: int
 ) -> tuple[float, dict[str, Any]]:
-    ws = open_default(runtime)
-    writer = runtime.writer(ws)
+    writes = Writes(runtime)
+    ws = writes.open("")
     rng = np.random.default_rng(SEED + n)
     started = time.perf_counter()
     for batch, rows in replicated(records, vectors, n, rng):
-        writer.write(Write(batch=WriteBatch(upserts=tuple(batch))), rows).get(
-            timeout=WRITE_TIMEOUT_SEC
-        )
+        writes.send(ws, WriteBatch(upserts=tuple(batch)), rows).get(timeout=WRITE_TIMEOUT_SEC)
     seconds = time.perf_counter() - started
-    check = writer.check(Check()).get(timeout=WRITE_TIMEOUT_SEC)
-    if check["records"] != n or check["vectors"] != n or not check["fts_ok"]:
+    check = writes.check(ws, seconds=WRITE_TIMEOUT_SEC)
+    if check.records != n or check.vectors != n or not check.fts_ok:
         raise SystemExit(f"store of {n}: built wrong: {check}")
-    return seconds, check
+    return seconds, check.model_dump(exclude={"findings"})
 
 
 def bench_sizes(

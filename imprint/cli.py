@@ -281,8 +281,8 @@ def status(
 ) -> None:
     """Counts per project, facts, and whether the two indexes agree."""
     from imprint.actors.lifecycle import running
-    from imprint.reads.status import status_row
-    from imprint.tools.status import format_status
+    from imprint.reads.status import format_status
+    from imprint.writes.repair import status_row
 
     root, config = _setup()
     via = _via_daemon(root, "status", {"workspace": workspace, "check": check})
@@ -304,22 +304,22 @@ def repair(workspace: WorkspaceOpt = "") -> None:
     say what was found and done. Needs the store to itself: run `imprint stop` first."""
     from imprint.actors.lifecycle import running
     from imprint.daemon import daemon_alive
-    from imprint.reads.status import repair_workspace
+    from imprint.writes.repair import repair_workspace
 
     root, config = _setup()
     if daemon_alive(root):
         raise ImprintError(f"repair: a daemon owns {root}; run `imprint stop` first, then repair")
     with running(root, config, reindex=False) as runtime:
         result = repair_workspace(runtime, workspace)
-    for line in result["found"]:
+    for line in result.found:
         typer.echo(f"found: {line}")
-    for line in result["done"]:
+    for line in result.done:
         typer.echo(f"done: {line}")
-    for line in result["left"]:
+    for line in result.left:
         typer.echo(f"left: {line}")
-    if not result["found"]:
+    if not result.found:
         typer.echo("nothing to repair: the indexes agree record by record")
-    if result["left"]:
+    if result.left:
         raise typer.Exit(1)
 
 

@@ -16,9 +16,9 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.recall import plan as plan_module
 from imprint.store.embedder import Embedder
-from imprint.tools._app import App
-from imprint.tools.kg_edit import edit_facts
-from imprint.tools.store import store_memory
+from imprint.writes.facts import edit_facts
+from imprint.writes.gateway import Writes
+from imprint.writes.memories import store_memory
 
 TIMEOUT_PLAN = (
     '[{"tool": "search", "args": {"query": "espresso grind", "limit": 3}},\n'
@@ -35,16 +35,16 @@ def ingested_runtime(data: Path, tree: Path, embedder: Embedder | None) -> Itera
     runtime = Runtime(data, load_config(data), embedder=embedder).start()
     try:
         ingest_path(runtime, tree, project="proj")
-        app = App(runtime, tree)
+        writes = Writes(runtime, tree)
         store_memory(
-            app,
+            writes,
             "We decided to serialize writes through one writer actor.",
             "proj",
             "decision",
             ["architecture"],
             ["writes"],
         )
-        edit_facts(app, "add", "imprint", "uses", "sqlite")
+        edit_facts(writes, "add", "imprint", "uses", "sqlite")
         yield runtime
     finally:
         runtime.stop()

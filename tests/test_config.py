@@ -481,8 +481,8 @@ def test_device_context_shows_whether_a_key_is_set_never_the_key(
     """device_context reports the provider key as set / not set (configured or from the
     provider's environment variable), never its value."""
     from imprint.actors.lifecycle import Runtime
-    from imprint.tools._app import App
-    from imprint.tools.device_context import device_row, format_device
+    from imprint.reads.device import device_row
+    from imprint.tools.device_context import format_device
 
     config = Config()
     config.tagger.provider = "openai"
@@ -491,7 +491,7 @@ def test_device_context_shows_whether_a_key_is_set_never_the_key(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env-0123456789")
     rt = Runtime(tmp_path / "d1", config).start()
     try:
-        text = format_device(device_row(App(rt)))
+        text = format_device(device_row(rt))
     finally:
         rt.stop()
     assert "inference_api_key: set" in text
@@ -500,7 +500,7 @@ def test_device_context_shows_whether_a_key_is_set_never_the_key(
     config.tagger.provider = "anthropic"
     rt = Runtime(tmp_path / "d2", config).start()
     try:
-        text = format_device(device_row(App(rt)))
+        text = format_device(device_row(rt))
     finally:
         rt.stop()
     assert "inference_api_key: set (from ANTHROPIC_API_KEY)" in text

@@ -25,8 +25,8 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_text
 from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
-from imprint.tools._app import App
-from imprint.tools.ingest_path import checked_path
+from imprint.writes.content import checked_path
+from imprint.writes.gateway import Writes
 from tests.conftest import TOPICS, write_tree
 
 ELSEWHERE: dict[str, tuple[str, str]] = {
@@ -187,7 +187,7 @@ def _roots(rt: Runtime, cwd: Path) -> str:
     outside = cwd.parent / "outside"
     outside.mkdir(exist_ok=True)
     try:
-        return str(checked_path(App(rt, cwd), str(outside)))
+        return str(checked_path(Writes(rt, cwd), str(outside)))
     except ImprintError as exc:
         return f"refused: {exc}"
 

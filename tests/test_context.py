@@ -18,13 +18,13 @@ from imprint.ingest.chunking import chunk_text
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import format_search, search_rows
-from imprint.reads.status import status_row
+from imprint.reads.status import format_status
 from imprint.store.context import TEXT_FORMAT, chunk_contexts, heading_trails, source_label
 from imprint.store.embedder import Embedder
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.workspace import WorkspaceStore
-from imprint.tools.status import format_status
 from imprint.types import WorkspaceName
+from imprint.writes.repair import status_row
 from tests.conftest import write_tree
 
 # "Sampling" is said only in the headings and the path; the second section's text never

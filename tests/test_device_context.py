@@ -15,10 +15,9 @@ from imprint.actors.inference import CompleteRequest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import WorkspaceError
+from imprint.reads.device import device_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder, bundled_model_path
-from imprint.tools._app import App
-from imprint.tools.device_context import device_row
 from tests.fakes import FakeProvider
 
 
@@ -33,7 +32,6 @@ def test_device_context_answers_at_once_while_the_model_is_busy(
     rt = Runtime(tmp_path / "data", config, embedder=embedder, provider_factory=lambda: provider)
     rt.start()
     try:
-        app = App(rt)
         assert rt.inference_state()["provider"] == "not started"
         before = time.time()
         request = CompleteRequest(
@@ -46,12 +44,12 @@ def test_device_context_answers_at_once_while_the_model_is_busy(
         state = rt.inference_state()  # before the fix: pykka.Timeout after 5 s
         since = state["busy_since"]
         assert since is not None and before <= since <= time.time()
-        row = device_row(app)
+        row = device_row(rt)
         assert row["model_busy"].startswith("yes: recall.answer since "), row["model_busy"]
         assert row["model_loaded"] is True and row["inference_provider"] == "local"
         gate.set()
         assert future.get(timeout=30).ok
-        assert device_row(app)["model_busy"] == "no"
+        assert device_row(rt)["model_busy"] == "no"
     finally:
         gate.set()
         rt.stop()
@@ -61,7 +59,7 @@ def test_device_context_names_the_real_embedder(tmp_path: Path, embedder: Embedd
     """The embedder's file, precision and dimension, also for an overridden model_path."""
     bundled = Runtime(tmp_path / "d1", Config(), embedder=embedder).start()
     try:
-        row = device_row(App(bundled))
+        row = device_row(bundled)
     finally:
         bundled.stop()
     assert row["embedder_file"] == str(bundled_model_path())
@@ -75,7 +73,7 @@ def test_device_context_names_the_real_embedder(tmp_path: Path, embedder: Embedd
     config.embedding.model_path = str(copy)
     custom = Runtime(tmp_path / "d2", config).start()  # loads its own embedder from the copy
     try:
-        row = device_row(App(custom))
+        row = device_row(custom)
     finally:
         custom.stop()
     assert row["embedder_file"] == str(copy)
@@ -121,6 +119,6 @@ def test_device_context_takes_a_workspace_and_names_a_servers_model(
         assert "inference_local: True" in text
         assert error.startswith("workspace: 'nope' does not exist") and "\n" not in error
         with pytest.raises(WorkspaceError):
-            device_row(App(rt), "nope")
+            device_row(rt, "nope")
     finally:
         rt.stop()

@@ -25,12 +25,12 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
-from imprint.reads.status import status_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from imprint.store.records import Record, SourceEntry, WriteBatch, make_id
 from imprint.store.vectors import VectorIndex
+from imprint.writes.repair import status_row
 
 HANG_LIMIT_SEC = 30.0
 

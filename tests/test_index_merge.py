@@ -267,7 +267,7 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
         for k in range(12):
             logic.write(WriteBatch(upserts=_records(rng, k * 3, 3)))
         first = logic.check()
-        assert len(listed) == 1 and first["fts_ok"] and first["records"] == 36
+        assert len(listed) == 1 and first.fts_ok and first.records == 36
         assert logic.merge_step() is True
         assert logic.check() == first and len(listed) == 1  # kept
         while logic.merge_step():
@@ -276,7 +276,7 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
         drop_one_fts_entry(store.sqlite_path)  # a hand edit through another connection
         logic.merge_step()
         damaged = logic.check()
-        assert len(listed) == 2 and not damaged["fts_ok"]
+        assert len(listed) == 2 and not damaged.fts_ok
     finally:
         store.close()
 

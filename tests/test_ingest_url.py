@@ -22,15 +22,16 @@ from mcp.client import Client
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
+from imprint.ingest import fetch as fetch_module
 from imprint.ingest.html import html_to_text
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows
-from imprint.reads.status import status_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.tools import ingest_url as ingest_url_module
-from imprint.tools._app import App
-from imprint.tools.ingest_url import fetch_and_index
+from imprint.writes import content as content_module
+from imprint.writes.content import fetch_and_index
+from imprint.writes.gateway import Writes
+from imprint.writes.repair import status_row
 
 HANG_LIMIT_SEC = 60.0
 
@@ -191,11 +192,11 @@ def rt(data_dir: Path, embedder: Embedder) -> Iterator[Runtime]:
 
 
 @pytest.fixture
-def app(rt: Runtime, tmp_path: Path) -> App:
-    return App(rt, tmp_path)
+def app(rt: Runtime, tmp_path: Path) -> Writes:
+    return Writes(rt, tmp_path)
 
 
-def call_tool(app: App, args: dict[str, str]) -> tuple[bool, str]:
+def call_tool(app: Writes, args: dict[str, str]) -> tuple[bool, str]:
     """ingest_url through an in-memory MCP client: (is_error, text)."""
 
     async def go() -> tuple[bool, str]:
@@ -207,7 +208,7 @@ def call_tool(app: App, args: dict[str, str]) -> tuple[bool, str]:
     return anyio.run(go)
 
 
-def ingest(app: App, url: str, via: str) -> tuple[bool, str]:
+def ingest(app: Writes, url: str, via: str) -> tuple[bool, str]:
     """(is_error, text) from fetch_and_index directly or from the MCP tool."""
     if via == "mcp":
         return call_tool(app, {"url": url})
@@ -234,7 +235,7 @@ VIA = pytest.mark.parametrize("via", ["direct", "mcp"])
 
 
 @VIA
-def test_html_page_is_indexed_by_url(app: App, rt: Runtime, site: Site, via: str) -> None:
+def test_html_page_is_indexed_by_url(app: Writes, rt: Runtime, site: Site, via: str) -> None:
     """An HTML page is converted to text and indexed under its URL as source_type url."""
     site.pages["/page"] = Page(body=PAGE)
     url = site.url("/page")
@@ -254,7 +255,7 @@ def test_html_page_is_indexed_by_url(app: App, rt: Runtime, site: Site, via: str
     assert site.requests_to("/page")[0]["user-agent"].startswith("imprint/")
 
 
-def test_plain_text_page_is_indexed(app: App, rt: Runtime, site: Site) -> None:
+def test_plain_text_page_is_indexed(app: Writes, rt: Runtime, site: Site) -> None:
     """A text/plain page is indexed as it is."""
     site.pages["/notes.txt"] = Page(
         body=b"Plain notes about the wombatella ferry timetable.\n",
@@ -266,7 +267,7 @@ def test_plain_text_page_is_indexed(app: App, rt: Runtime, site: Site) -> None:
 
 
 @VIA
-def test_redirect_is_followed_and_reported(app: App, rt: Runtime, site: Site, via: str) -> None:
+def test_redirect_is_followed_and_reported(app: Writes, rt: Runtime, site: Site, via: str) -> None:
     """A 302 is followed; the result names the final URL and the record keeps the asked one."""
     site.pages["/page"] = Page(body=PAGE)
     site.pages["/old"] = Page(status=302, headers={"Location": "/page"}, content_type="")
@@ -279,7 +280,7 @@ def test_redirect_is_followed_and_reported(app: App, rt: Runtime, site: Site, vi
     assert len(site.requests_to("/page")) == 1
 
 
-def test_too_many_redirects_is_refused(app: App, rt: Runtime, site: Site) -> None:
+def test_too_many_redirects_is_refused(app: Writes, rt: Runtime, site: Site) -> None:
     """A redirect loop stops at the limit with an error naming url:, and stores nothing."""
     site.pages["/loop"] = Page(status=302, headers={"Location": "/loop"}, content_type="")
     before = stored(rt)
@@ -292,7 +293,7 @@ def test_too_many_redirects_is_refused(app: App, rt: Runtime, site: Site) -> Non
 
 
 @VIA
-def test_http_error_stores_nothing(app: App, rt: Runtime, site: Site, via: str) -> None:
+def test_http_error_stores_nothing(app: Writes, rt: Runtime, site: Site, via: str) -> None:
     """A 404 is an error naming url: and HTTP 404; no record is stored."""
     before = stored(rt)
     is_error, text = ingest(app, site.url("/missing"), via)
@@ -304,10 +305,10 @@ def test_http_error_stores_nothing(app: App, rt: Runtime, site: Site, via: str) 
 
 @VIA
 def test_slow_server_times_out(
-    app: App, rt: Runtime, site: Site, via: str, monkeypatch: pytest.MonkeyPatch
+    app: Writes, rt: Runtime, site: Site, via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A server that never answers within READ_TIMEOUT gives 'did not answer'; nothing stored."""
-    monkeypatch.setattr(ingest_url_module, "READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(fetch_module, "READ_TIMEOUT", 0.5)
     site.pages["/slow"] = Page(body=PAGE, hang=True)
     before = stored(rt)
     is_error, text = ingest(app, site.url("/slow"), via)
@@ -321,7 +322,7 @@ def test_slow_server_times_out(
 @pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "until-close"])
 @VIA
 def test_body_over_cap_is_refused(
-    app: App,
+    app: Writes,
     rt: Runtime,
     site: Site,
     via: str,
@@ -329,7 +330,7 @@ def test_body_over_cap_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A body over MAX_BYTES is refused with or without Content-Length; nothing stored."""
-    monkeypatch.setattr(ingest_url_module, "MAX_BYTES", 10_000)
+    monkeypatch.setattr(fetch_module, "MAX_BYTES", 10_000)
     body = b"<html><body><p>" + b"oversizedquillwort " * 2700 + b"</p></body></html>"
     assert len(body) > 50_000
     site.pages["/big"] = Page(body=body, send_length=send_length)
@@ -346,7 +347,7 @@ def test_body_over_cap_is_refused(
 
 
 @VIA
-def test_non_text_content_is_refused(app: App, rt: Runtime, site: Site, via: str) -> None:
+def test_non_text_content_is_refused(app: Writes, rt: Runtime, site: Site, via: str) -> None:
     """An image/png answer is refused with an error naming url: and the type; nothing stored."""
     site.pages["/logo.png"] = Page(body=b"\x89PNG\r\n\x1a\n" + bytes(64), content_type="image/png")
     before = stored(rt)
@@ -359,7 +360,7 @@ def test_non_text_content_is_refused(app: App, rt: Runtime, site: Site, via: str
 
 @pytest.mark.parametrize("url", ["ftp://x", "not a url", "", "http://", "file:///etc/passwd"])
 @VIA
-def test_bad_url_is_refused(app: App, url: str, via: str) -> None:
+def test_bad_url_is_refused(app: Writes, url: str, via: str) -> None:
     """A URL that is not http(s) with a host is an error naming url:."""
     is_error, text = ingest(app, url, via)
     assert is_error
@@ -368,7 +369,7 @@ def test_bad_url_is_refused(app: App, url: str, via: str) -> None:
 
 
 @VIA
-def test_unreachable_port(app: App, rt: Runtime, via: str) -> None:
+def test_unreachable_port(app: Writes, rt: Runtime, via: str) -> None:
     """A closed port on 127.0.0.1 gives an error naming url: and 'unreachable'."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -389,7 +390,7 @@ def test_unreachable_port(app: App, rt: Runtime, via: str) -> None:
     [("etag", "if-none-match"), ("last_modified", "if-modified-since")],
 )
 def test_unchanged_page_answered_304_is_skipped(
-    app: App, rt: Runtime, site: Site, validator: str, request_header: str
+    app: Writes, rt: Runtime, site: Site, validator: str, request_header: str
 ) -> None:
     """A second fetch sends the stored validator; the server's 304 gives 'unchanged'."""
     value = '"v1-abc"' if validator == "etag" else "Wed, 21 Oct 2015 07:28:00 GMT"
@@ -414,7 +415,7 @@ def test_unchanged_page_answered_304_is_skipped(
     assert found(rt, "zephyrine") == [url]
 
 
-def test_same_bytes_without_validators_is_skipped(app: App, rt: Runtime, site: Site) -> None:
+def test_same_bytes_without_validators_is_skipped(app: Writes, rt: Runtime, site: Site) -> None:
     """A page with no validators and the same content is reported unchanged."""
     site.pages["/page"] = Page(body=PAGE)
     url = site.url("/page")
@@ -426,7 +427,7 @@ def test_same_bytes_without_validators_is_skipped(app: App, rt: Runtime, site: S
     assert stored(rt) == before
 
 
-def test_changed_page_replaces_old_chunks(app: App, rt: Runtime, site: Site) -> None:
+def test_changed_page_replaces_old_chunks(app: Writes, rt: Runtime, site: Site) -> None:
     """A page whose body (and ETag) changed is re-indexed; its old text is gone."""
     site.pages["/page"] = Page(body=PAGE, etag='"v1"')
     url = site.url("/page")
@@ -449,11 +450,11 @@ def test_changed_page_replaces_old_chunks(app: App, rt: Runtime, site: Site) -> 
 
 
 @pytest.fixture
-def strict_app(data_dir: Path, embedder: Embedder, tmp_path: Path) -> Iterator[App]:
+def strict_app(data_dir: Path, embedder: Embedder, tmp_path: Path) -> Iterator[Writes]:
     """A runtime with the default configuration: private addresses refused."""
     runtime = Runtime(data_dir, Config(), embedder=embedder).start()
     try:
-        yield App(runtime, tmp_path)
+        yield Writes(runtime, tmp_path)
     finally:
         runtime.stop()
 
@@ -461,27 +462,27 @@ def strict_app(data_dir: Path, embedder: Embedder, tmp_path: Path) -> Iterator[A
 @pytest.fixture
 def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the resolver says, a socket may only ever be opened to loopback."""
-    real = ingest_url_module.open_tcp
+    real = fetch_module.open_tcp
 
     def guarded(address: str, port: int, timeout: float, options: object) -> object:
         assert address in ("127.0.0.1", "::1"), f"test tried to connect to {address}"
         return real(address, port, timeout, options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ingest_url_module, "open_tcp", guarded)
+    monkeypatch.setattr(fetch_module, "open_tcp", guarded)
 
 
 def fake_dns(monkeypatch: pytest.MonkeyPatch, names: dict[str, list[str]]) -> None:
-    real = ingest_url_module.resolve_host
+    real = fetch_module.resolve_host
 
     def resolve(host: str, port: int) -> list[str]:
         return names[host] if host in names else real(host, port)
 
-    monkeypatch.setattr(ingest_url_module, "resolve_host", resolve)
+    monkeypatch.setattr(fetch_module, "resolve_host", resolve)
 
 
 @VIA
 def test_loopback_url_is_refused_by_default(
-    strict_app: App, site: Site, via: str, loopback_only: None
+    strict_app: Writes, site: Site, via: str, loopback_only: None
 ) -> None:
     """With default settings a URL on 127.0.0.1 is refused before any request is sent."""
     site.pages["/page"] = Page(body=PAGE)
@@ -495,7 +496,7 @@ def test_loopback_url_is_refused_by_default(
     assert stored(strict_app.runtime) == before
 
 
-def test_loopback_url_is_fetched_when_allowed(app: App, rt: Runtime, site: Site) -> None:
+def test_loopback_url_is_fetched_when_allowed(app: Writes, rt: Runtime, site: Site) -> None:
     """ingest.allow_private_urls = true lifts the refusal (the `app` fixture sets it)."""
     assert rt.config.ingest.allow_private_urls
     site.pages["/page"] = Page(body=PAGE)
@@ -504,7 +505,7 @@ def test_loopback_url_is_fetched_when_allowed(app: App, rt: Runtime, site: Site)
 
 
 def test_redirect_to_loopback_is_refused(
-    strict_app: App, site: Site, monkeypatch: pytest.MonkeyPatch, loopback_only: None
+    strict_app: Writes, site: Site, monkeypatch: pytest.MonkeyPatch, loopback_only: None
 ) -> None:
     """A public host redirecting to 127.0.0.1 is refused at the hop; the target is never asked.
 
@@ -512,9 +513,9 @@ def test_redirect_to_loopback_is_refused(
     told, for this host only, that its address is public."""
     port = site.base.rsplit(":", 1)[1]
     fake_dns(monkeypatch, {"allowed.test": ["127.0.0.1"]})
-    real = ingest_url_module.address_problem
+    real = fetch_module.address_problem
     monkeypatch.setattr(
-        ingest_url_module,
+        fetch_module,
         "address_problem",
         lambda host, address: None if host == "allowed.test" else real(host, address),
     )
@@ -544,7 +545,7 @@ def test_redirect_to_loopback_is_refused(
     ids=["10/8", "192.168/16", "metadata", "fe80", "unspecified", "mapped-loopback", "mixed"],
 )
 def test_private_and_link_local_hosts_are_refused(
-    strict_app: App,
+    strict_app: Writes,
     monkeypatch: pytest.MonkeyPatch,
     loopback_only: None,
     addresses: list[str],
@@ -576,7 +577,7 @@ CARRIED = [
 
 @pytest.mark.parametrize(("address", "kind"), CARRIED, ids=[a for a, _ in CARRIED])
 def test_ipv6_forms_carrying_a_private_ipv4_address_are_refused(
-    strict_app: App,
+    strict_app: Writes,
     monkeypatch: pytest.MonkeyPatch,
     loopback_only: None,
     address: str,
@@ -599,7 +600,7 @@ def test_ipv6_forms_carrying_a_private_ipv4_address_are_refused(
 def test_ipv6_forms_carrying_a_public_ipv4_address_are_public(address: str) -> None:
     """NAT64, 6to4 and mapped addresses of a public IPv4 address (93.184.216.34) and a plain
     global IPv6 address are not refused."""
-    assert ingest_url_module.address_problem("site.test", address) is None
+    assert fetch_module.address_problem("site.test", address) is None
 
 
 # --- decompression bombs (issue 18 point 3) -------------------------------------------------
@@ -628,12 +629,12 @@ def peak_bytes_during(fn: Callable[[], object]) -> int:
 
 @pytest.mark.parametrize("layers", [1, 2], ids=["gzip", "gzip-gzip"])
 def test_gzip_bomb_memory_stays_near_the_cap(
-    app: App, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch, layers: int
+    app: Writes, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch, layers: int
 ) -> None:
     """A 64 MiB gzip bomb (one layer or two) is refused while memory stays within the cap
     plus a small constant; stacked encodings are refused by name."""
     cap = 1 << 20
-    monkeypatch.setattr(ingest_url_module, "MAX_BYTES", cap)
+    monkeypatch.setattr(fetch_module, "MAX_BYTES", cap)
     bomb = gzip_of_zeros(64 << 20, layers)
     assert len(bomb) < 200_000
     encoding = ", ".join(["gzip"] * layers)
@@ -660,7 +661,7 @@ def test_gzip_bomb_memory_stays_near_the_cap(
     assert stored(rt) == before
 
 
-def test_gzip_page_is_decoded_and_indexed(app: App, rt: Runtime, site: Site) -> None:
+def test_gzip_page_is_decoded_and_indexed(app: Writes, rt: Runtime, site: Site) -> None:
     """A page sent with one gzip layer is decompressed and indexed as usual."""
     site.pages["/page"] = Page(body=gzip.compress(PAGE), headers={"Content-Encoding": "gzip"})
     assert fetch_and_index(app, site.url("/page")).startswith("ingested ")
@@ -669,7 +670,7 @@ def test_gzip_page_is_decoded_and_indexed(app: App, rt: Runtime, site: Site) -> 
 
 @pytest.mark.parametrize("encoding", ["br", "compress", "gzip, deflate"])
 def test_unknown_or_stacked_encoding_is_refused(
-    app: App, rt: Runtime, site: Site, encoding: str
+    app: Writes, rt: Runtime, site: Site, encoding: str
 ) -> None:
     """An encoding other than one layer of gzip or deflate is refused; nothing stored."""
     site.pages["/page"] = Page(body=PAGE, headers={"Content-Encoding": encoding})
@@ -692,16 +693,16 @@ def test_nested_lists_convert_to_linear_text(tag: str) -> None:
         assert len(text) < 10 * len(html)
 
 
-def test_converted_text_is_capped(app: App, rt: Runtime, site: Site, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_converted_text_is_capped(app: Writes, rt: Runtime, site: Site, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """HTML whose text passes the 2M-character cap (here lowered) is refused; nothing stored."""
-    monkeypatch.setattr(ingest_url_module, "MAX_CONTENT_CHARS", 5_000)
+    monkeypatch.setattr(content_module, "MAX_CONTENT_CHARS", 5_000)
     site.pages["/long"] = Page(body=b"<html><body><p>" + b"wordy text " * 2_000 + b"</p>")
     with pytest.raises(InputError, match=r"^url: .*over 5000 characters"):
         fetch_and_index(app, site.url("/long"))
     assert stored(rt) == 0
 
 
-def test_nested_list_page_is_ingested_bounded(app: App, rt: Runtime, site: Site) -> None:
+def test_nested_list_page_is_ingested_bounded(app: Writes, rt: Runtime, site: Site) -> None:
     """A 10 KB page of nested lists stores a bounded amount of text (was ~1,000 chunks)."""
     site.pages["/lists"] = Page(body=b"<html><body>" + b"<ul><li>nestedword" * 700)
     assert fetch_and_index(app, site.url("/lists")).startswith("ingested ")
@@ -712,7 +713,9 @@ def test_nested_list_page_is_ingested_bounded(app: App, rt: Runtime, site: Site)
 
 
 @VIA
-def test_trickling_server_hits_the_total_limit(app: App, rt: Runtime, site: Site, via: str) -> None:
+def test_trickling_server_hits_the_total_limit(
+    app: Writes, rt: Runtime, site: Site, via: str
+) -> None:
     """A server sending a few bytes every 20 ms (never idle long enough for the read timeout)
     is cut at ingest.url_timeout_sec; nothing is stored."""
     rt.config.ingest.url_timeout_sec = 0.5
@@ -724,11 +727,11 @@ def test_trickling_server_hits_the_total_limit(app: App, rt: Runtime, site: Site
 
 
 def test_fetches_never_hold_the_threads_reads_need(
-    app: App, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch
+    app: Writes, rt: Runtime, site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With the worker-thread limiter shrunk to 2, three hanging fetches leave status free:
     status answers while every fetch is still waiting on the server."""
-    monkeypatch.setattr(ingest_url_module, "READ_TIMEOUT", 3.0)
+    monkeypatch.setattr(fetch_module, "READ_TIMEOUT", 3.0)
     site.pages["/hang"] = Page(body=PAGE, hang=True)
     finished: list[bool] = []
 
@@ -807,7 +810,7 @@ def tls_site(site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     server.socket = server_ctx.wrap_socket(server.socket, server_side=True)
     server.site = Site(base=f"https://127.0.0.1:{server.server_address[1]}")
     monkeypatch.setattr(
-        ingest_url_module, "TLS_VERIFY", ssl.create_default_context(cafile=str(cert_file))
+        fetch_module, "TLS_VERIFY", ssl.create_default_context(cafile=str(cert_file))
     )
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="test-https", daemon=True
@@ -823,7 +826,7 @@ def tls_site(site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def test_https_page_is_fetched_through_the_guarded_connection(
-    app: App, rt: Runtime, tls_site: Site
+    app: Writes, rt: Runtime, tls_site: Site
 ) -> None:
     """An https page on 127.0.0.1 (allowed here) is fetched over TLS and indexed."""
     tls_site.pages["/page"] = Page(body=PAGE)
@@ -832,7 +835,7 @@ def test_https_page_is_fetched_through_the_guarded_connection(
     assert found(rt, "zephyrine") == [url]
 
 
-def test_https_hang_hits_the_total_limit(app: App, rt: Runtime, tls_site: Site) -> None:
+def test_https_hang_hits_the_total_limit(app: Writes, rt: Runtime, tls_site: Site) -> None:
     """A TLS server that never answers is cut at ingest.url_timeout_sec, not later."""
     rt.config.ingest.url_timeout_sec = 0.5
     tls_site.pages["/slow"] = Page(body=PAGE, hang=True)
@@ -842,7 +845,7 @@ def test_https_hang_hits_the_total_limit(app: App, rt: Runtime, tls_site: Site) 
 
 
 def test_slow_name_lookup_hits_the_total_limit(
-    app: App, rt: Runtime, monkeypatch: pytest.MonkeyPatch
+    app: Writes, rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A name lookup that never returns is given up at ingest.url_timeout_sec."""
     rt.config.ingest.url_timeout_sec = 0.5
@@ -852,7 +855,7 @@ def test_slow_name_lookup_hits_the_total_limit(
         release.wait(HANG_LIMIT_SEC)
         return ["127.0.0.1"]
 
-    monkeypatch.setattr(ingest_url_module, "resolve_host", stuck)
+    monkeypatch.setattr(fetch_module, "resolve_host", stuck)
     try:
         with pytest.raises(InputError, match=r"did not finish within 0\.5 s"):
             fetch_and_index(app, "http://slow-dns.test/page")

@@ -21,13 +21,13 @@ from imprint.actors.writer import Writer
 from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, get_logger
-from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
+from imprint.writes.repair import status_row
 from tests.test_tools import Session
 
 

@@ -31,8 +31,8 @@ from imprint.recall.plan import parse_plan
 from imprint.recall.respond import recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
-from imprint.tools._app import App
-from imprint.tools.store import store_memory
+from imprint.writes.gateway import Writes
+from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
 from tests.trace_support import (
     LogWatch,
@@ -373,7 +373,7 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     assert len(primed) == 2
     reads.prime_vectors(primed)  # as a recall does; its first step never asks
     reads.drop_primed(primed)  # the recall is over
-    store_memory(App(rt), "A velvet hammock siesta after lunch.", project="proj")
+    store_memory(Writes(rt), "A velvet hammock siesta after lunch.", project="proj")
     rows = search_rows(reads, "velvet hammock siesta", workspace=ws)  # the primed query
     top = rows.hits[0]
     assert "velvet hammock" in top.record.content
@@ -519,9 +519,9 @@ def test_hard_budgets_count_hidden_results_and_keep_the_minimum_width(
     rt: Runtime, budget: int
 ) -> None:
     """The response never exceeds max_chars; hidden results are counted; excerpts >= 300."""
-    app = App(rt)
+    writes = Writes(rt)
     for i in range(30):
-        store_memory(app, f"Memory {i} about heron migration. " + "The herons fly south. " * 40)
+        store_memory(writes, f"Memory {i} about heron migration. " + "The herons fly south. " * 40)
     text = recall(
         rt,
         "herons",
@@ -563,10 +563,10 @@ def test_every_step_stays_in_the_recall_workspace(tmp_path: Path, embedder: Embe
         runtime.resolve("alpha", create=True)
         runtime.resolve("beta", create=True)
         ingest_path(runtime, write_tree(tmp_path / "p", TOPICS), project="proj", workspace="alpha")
-        app = App(runtime)
-        from imprint.tools.kg_edit import edit_facts
+        writes = Writes(runtime)
+        from imprint.writes.facts import edit_facts
 
-        edit_facts(app, "add", "imprint", "uses", "pykka", workspace="alpha")
+        edit_facts(writes, "add", "imprint", "uses", "pykka", workspace="alpha")
         alpha_id = ids_in(search_text(ActorReads(runtime), "espresso", workspace="alpha"))[0]
         plan = [
             {"tool": "search", "args": {"query": "espresso"}},

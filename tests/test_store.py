@@ -17,7 +17,6 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
-from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Filters, Record, WriteBatch, make_id
 from imprint.store.sqlite_read import SqliteReader
@@ -25,6 +24,7 @@ from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
+from imprint.writes.repair import status_row
 from tests.conftest import drop_one_fts_entry
 from tests.trace_support import in_flight_at_once, reader_messages, stall
 

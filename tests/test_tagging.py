@@ -12,11 +12,11 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.device import device_row
 from imprint.reads.memory import memory_row
 from imprint.store.embedder import Embedder
-from imprint.tools._app import App
-from imprint.tools.device_context import device_row
-from imprint.tools.store import store_memory
+from imprint.writes.gateway import Writes
+from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 
@@ -48,15 +48,15 @@ def test_store_takes_the_models_tags_and_records_it(tmp_path: Path, embedder: Em
     provider = FakeProvider(tokens=[GOOD[:10], GOOD[10:]])
     rt = runtime_with(tmp_path, embedder, provider)
     try:
-        app = App(rt)
-        rid = store_memory(app, "We serialize writes through one actor per workspace.")
-        record = memory_row(app.reads, rid).record
+        writes = Writes(rt)
+        rid = store_memory(writes, "We serialize writes through one actor per workspace.")
+        record = memory_row(writes.reads, rid).record
         assert (record.type, record.tagged_by) == ("decision", "model")
         assert record.domains == ("concurrency",) and record.topics == ("actors", "locks")
         assert provider.calls[0]["schema"]["required"] == ["type", "domains", "topics"]
         # What the caller says wins over the model.
-        rid = store_memory(app, "Tabs, not spaces.", type="preference", topics=["style"])
-        record = memory_row(app.reads, rid).record
+        rid = store_memory(writes, "Tabs, not spaces.", type="preference", topics=["style"])
+        record = memory_row(writes.reads, rid).record
         assert (record.type, record.topics, record.tagged_by) == ("preference", ("style",), "model")
     finally:
         rt.stop()
@@ -71,8 +71,8 @@ def test_bad_model_output_falls_back_to_rules(
     """Output that is not JSON, or breaks the schema, leaves the rule-based tags."""
     rt = runtime_with(tmp_path, embedder, FakeProvider(tokens=tokens))
     try:
-        app = App(rt)
-        record = memory_row(app.reads, store_memory(app, "A note about retries.")).record
+        writes = Writes(rt)
+        record = memory_row(writes.reads, store_memory(writes, "A note about retries.")).record
         assert (record.type, record.tagged_by) == ("note", "rules")
     finally:
         rt.stop()
@@ -84,8 +84,8 @@ def test_a_slow_model_is_given_up_at_tagger_timeout(
     """A model that does not answer within tagger.timeout_sec: the rules tag, the store lands."""
     rt = runtime_with(tmp_path, embedder, FakeProvider(prompt_gate=released), timeout_sec=0.2)
     try:
-        app = App(rt)
-        record = memory_row(app.reads, store_memory(app, "Slow model, quick store.")).record
+        writes = Writes(rt)
+        record = memory_row(writes.reads, store_memory(writes, "Slow model, quick store.")).record
         assert record.tagged_by == "rules"
     finally:
         released.set()
@@ -116,11 +116,11 @@ def test_device_context_reports_provider_locality_and_load_state(
     provider = FakeProvider(tokens=[GOOD])
     rt = runtime_with(tmp_path, embedder, provider)
     try:
-        app = App(rt)
-        before = device_row(app)
+        writes = Writes(rt)
+        before = device_row(rt)
         assert before["inference_local"] is True and before["model_loaded"] is False
-        store_memory(app, "Load the model now.")
-        assert device_row(app)["model_loaded"] is True
+        store_memory(writes, "Load the model now.")
+        assert device_row(rt)["model_loaded"] is True
     finally:
         rt.stop()
     config = Config()
@@ -128,6 +128,6 @@ def test_device_context_reports_provider_locality_and_load_state(
     config.tagger.base_url = "http://192.168.1.9:8000"
     remote = Runtime(tmp_path / "d2", config, embedder=embedder).start()
     try:
-        assert device_row(App(remote))["inference_local"] is False
+        assert device_row(remote)["inference_local"] is False
     finally:
         remote.stop()

@@ -8,15 +8,12 @@ delete are idempotent and the SQLite step is one transaction, so both indexes en
 
 from __future__ import annotations
 
-import errno
-import os
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pykka
@@ -25,6 +22,8 @@ from pykka.typing import proxy_method
 
 from imprint._faults import delay, failpoint, hold
 from imprint._watchdog import sigterm_kills
+from imprint.actors._checks import IndexChecks
+from imprint.actors._room import DEFAULT_MIN_FREE_MB, disk_full, free_bytes, no_room, one_line
 from imprint.actors._trace import new_request_id, traced
 from imprint.actors.write_messages import (
     Check,
@@ -36,6 +35,7 @@ from imprint.actors.write_messages import (
 )
 from imprint.errors import StoreError, failure_line
 from imprint.logs import get_logger
+from imprint.store.check import IndexCheck, RepairReport
 from imprint.store.context import TEXT_FORMAT, chunk_contexts
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
@@ -50,55 +50,6 @@ log = get_logger("imprint.writer")
 # Records a re-index step writes at most (more when one source has more): a step holds the
 # writer for about this many embeddings.
 REINDEX_BATCH = 64
-
-
-def _disk_full(exc: Exception) -> bool:
-    """ENOSPC from Chroma or the OS, or SQLite's SQLITE_FULL ("database or disk is full")."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return True
-    if isinstance(exc, sqlite3.OperationalError):
-        return "full" in str(exc)
-    return "No space left on device" in str(exc)
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:200] or type(exc).__name__
-
-
-MIB = 1_048_576
-DEFAULT_MIN_FREE_MB = 64
-# What a write may add to the disk, as a multiple of its own text and vectors: the journal,
-# Chroma's log and its segments, the records and their FTS entries, each through a WAL.
-WRITE_GROWTH = 8
-RECORD_OVERHEAD_BYTES = 2048  # a vector (384 floats) and its metadata, per record
-
-
-def free_bytes(folder: Path) -> int:
-    """Bytes an unprivileged process may still write on the filesystem holding `folder`."""
-    info = os.statvfs(folder)
-    return info.f_bavail * info.f_frsize
-
-
-def _folder_bytes(folder: Path) -> int:
-    """The size of the files under `folder` (Chroma's: a database and a few segment files)."""
-    total = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
-    for entry in entries:
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                total += _folder_bytes(Path(entry.path))
-            else:
-                total += entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue
-    return total
-
-
-def _mb(size: int) -> str:
-    return f"{size / MIB:.1f} MB"
 
 
 class WriteAck(BaseModel):
@@ -142,8 +93,7 @@ class Writer:
         self._embedded: dict[int, np.ndarray] = {}
         self._vectors_stale = False  # a Chroma write failed and reconnecting failed too
         self._reindex: Reindexing | None = None
-        # The plain check's last answer, and the state of the store it was taken in.
-        self._checked: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+        self._checks = IndexChecks(store)
 
     def recover(self, *, strict: bool = False) -> int:
         """Finish every write a crash or a failure interrupted; returns how many were replayed.
@@ -155,7 +105,7 @@ class Writer:
         next write, logged; with `strict` (a write finishing them first) that is a one-line
         StoreError instead. Failing to set an entry aside is one in either case."""
         started = time.monotonic()
-        self._checked = None
+        self._checks.forget()
         pending = self.store.sqlite.journal_pending()
         if not pending:
             self._needs_recovery = False
@@ -177,12 +127,12 @@ class Writer:
                 try:
                     self._apply(batch, seq, None)
                 except Exception as exc:
-                    if not (_disk_full(exc) or self._no_room(batch, "write")):
+                    if not (disk_full(exc) or self._no_room(batch, "write")):
                         error = f"{type(exc).__name__}: {exc}"[:500]
                         self._quarantine(seq, error, len(batch.upserts), len(batch.delete_ids))
                         continue
                     refused = (
-                        f"write: the disk is full ({_one_line(exc)}) while an earlier write was "
+                        f"write: the disk is full ({one_line(exc)}) while an earlier write was "
                         "finished from the journal; nothing new was stored; free some space "
                         "and write again"
                     )
@@ -211,10 +161,10 @@ class Writer:
             self.store.sqlite.journal_quarantine(seq, error)
         except Exception as exc:
             self._needs_recovery = True
-            full = "the disk is full: " if _disk_full(exc) else ""
+            full = "the disk is full: " if disk_full(exc) else ""
             raise StoreError(
                 f"write: an earlier write that failed twice could not be set aside "
-                f"({full}{_one_line(exc)}); nothing new was stored; free some space and "
+                f"({full}{one_line(exc)}); nothing new was stored; free some space and "
                 "write again"
             ) from exc
         self._embedded.pop(seq, None)
@@ -233,26 +183,14 @@ class Writer:
         mid-write was seen to hang at its next call, holding the interpreter lock."""
         if self.min_free_mb <= 0:
             return None
-        folder = self.store.folder
         try:
-            free = self._free_bytes(folder)
+            free = self._free_bytes(self.store.folder)
         except OSError:
             return None  # cannot tell: write, and report ENOSPC if it comes
-        # An HNSW index grows by a fifth when it fills up: a quarter of Chroma's files.
-        need = self.min_free_mb * MIB + _folder_bytes(folder / "chroma") // 4
-        if batch is not None:
-            text = sum(len(r.content.encode()) + RECORD_OVERHEAD_BYTES for r in batch.upserts)
-            need += WRITE_GROWTH * text
-        if free >= need:
-            return None
-        return (
-            f"{what}: only {_mb(free)} free on the disk holding {folder}; writes keep "
-            f"{_mb(need)} free (store.min_free_mb = {self.min_free_mb}, plus room for the "
-            "index to grow); nothing was stored; free some space and write again"
-        )
+        return no_room(self.store.folder, free, self.min_free_mb, batch, what)
 
     def write(self, batch: WriteBatch, embeddings: np.ndarray | None = None) -> WriteAck:
-        self._checked = None
+        self._checks.forget()
         refused = self._no_room(batch, "write")
         if refused is not None:
             log.warning("writer.refused", workspace=self.store.name, reason=refused)
@@ -265,9 +203,9 @@ class Writer:
         try:
             seq = self.store.sqlite.journal_begin(batch)
         except Exception as exc:
-            if _disk_full(exc):
+            if disk_full(exc):
                 raise StoreError(
-                    f"write: the disk is full ({_one_line(exc)}); nothing was stored; "
+                    f"write: the disk is full ({one_line(exc)}); nothing was stored; "
                     "free some space and write again"
                 ) from exc
             raise
@@ -279,14 +217,14 @@ class Writer:
                 raise
             # Chroma says "Failed to apply logs to the metadata segment" where the disk
             # was full: how full it is now tells more than its words.
-            full = _disk_full(exc) or self._no_room(None, "write") is not None
+            full = disk_full(exc) or self._no_room(None, "write") is not None
             cause = None if full else failure_line(exc)
             if type(exc) is sqlite3.DatabaseError and cause is not None:
                 # The file itself is damaged: its journal cannot finish anything.
                 raise StoreError(f"write: {cause}") from exc
             what = "the disk is full" if full else "the store failed"
             raise StoreError(
-                f"write: {what} ({cause or _one_line(exc)}); this write was not "
+                f"write: {what} ({cause or one_line(exc)}); this write was not "
                 "acknowledged: the next write finishes it from the journal, or sets it "
                 "aside if it fails again" + ("; free some space" if full else "")
             ) from exc
@@ -332,10 +270,10 @@ class Writer:
                 self.store.vectors = self.store.vectors.reconnected()
         except Exception as exc:
             self._vectors_stale = True
-            log.error("writer.reconnect_failed", workspace=self.store.name, error=_one_line(exc))
+            log.error("writer.reconnect_failed", workspace=self.store.name, error=one_line(exc))
             if strict:
                 raise StoreError(
-                    f"write: the vector store could not be opened again ({_one_line(exc)}); "
+                    f"write: the vector store could not be opened again ({one_line(exc)}); "
                     "nothing new was stored"
                 ) from exc
             return
@@ -392,83 +330,28 @@ class Writer:
     def merge_step(self) -> bool:
         """One step of merging the BM25 index's segments; whether more may be left. The
         records are as they were: a kept `check` answer still holds after it."""
-        held = self._checked
-        # SQLite's side only: a vector count that moved still differs from the kept one.
-        current = held is not None and held[0][:2] == self._sqlite_state()
+        return self._checks.across(self._merge)
+
+    def _merge(self) -> bool:
         try:
-            more = self.store.sqlite.merge_index()
+            return self.store.sqlite.merge_index()
         except sqlite3.Error as exc:  # the index still answers, with more segments to read
-            log.warning("writer.merge_failed", workspace=self.store.name, error=_one_line(exc))
-            more = False
-        if held is not None and current:
-            # Only this connection's change count moved. Not `_state()` again: a commit by
-            # another connection just after this step must still be seen by the next check.
-            _, version, vectors = held[0]
-            self._checked = ((self.store.sqlite.conn.total_changes, version, vectors), held[1])
-        return more
+            log.warning("writer.merge_failed", workspace=self.store.name, error=one_line(exc))
+            return False
 
     def reindex_progress(self) -> dict[str, int]:
         """Sources re-indexed of how many, while a re-index runs (else empty)."""
         job = self._reindex
         return {} if job is None else {"done": job.done, "total": job.total}
 
-    def check(self, deep: bool = False) -> dict[str, Any]:
+    def check(self, deep: bool = False) -> IndexCheck:
         """Counts and whether the indexes agree (`status`); with `deep`, the deep check's
-        findings too.
+        findings too (see `imprint.actors._checks`)."""
+        return self._checks.check(self.reindex_progress(), deep)
 
-        The plain check lists every id on both sides and integrity-checks the FTS index:
-        seconds at a million records, in the writer's mailbox. Its answer is kept, and given
-        again while the store is as it was then: no write here since (the writer's own
-        changes), no commit by another connection (SQLite's `data_version`, which a hand
-        edit or another process moves) and the same number of vectors. `deep` always reads
-        everything again."""
-        if deep:
-            report = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
-            self._checked = None
-            return {**self.check(), "findings": report.lines()}
-        held = self._checked
-        if held is not None and held[0] == self._state():
-            found = dict(held[1])
-        else:
-            found = self._compare()
-            # Taken after the comparison: the FTS integrity-check is itself a statement.
-            self._checked = (self._state(), dict(found))
-        return {
-            **found,
-            "text_format": self.store.sqlite.text_format(),
-            "reindex": self.reindex_progress(),
-        }
-
-    def _state(self) -> tuple[int, int, int]:
-        return (*self._sqlite_state(), self.store.vectors.count())
-
-    def _sqlite_state(self) -> tuple[int, int]:
-        """This connection's own change count, and SQLite's count of others' commits."""
-        conn = self.store.sqlite.conn
-        return conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
-
-    def _compare(self) -> dict[str, Any]:
-        sqlite = self.store.sqlite
-        counts = sqlite.counts()
-        lexical_ids = sqlite.ids()
-        vector_ids = self.store.vectors.ids()
-        return {
-            "projects": counts["projects"],
-            "records": counts["records"],
-            "vectors": len(vector_ids),
-            "facts": counts["facts"],
-            "facts_current": counts["facts_current"],
-            "journal_pending": counts["journal_pending"],
-            "project_last_write": counts["project_last_write"],
-            "journal_quarantined": counts["journal_quarantined"],
-            "only_in_vectors": len(vector_ids - lexical_ids),
-            "only_in_lexical": len(lexical_ids - vector_ids),
-            "fts_ok": sqlite.fts_integrity() and counts["fts_rows"] == counts["records"],
-        }
-
-    def repair(self) -> dict[str, list[str]]:
+    def repair(self) -> RepairReport:
         """Finish the journal, then rebuild what the deep check finds; found and done."""
-        self._checked = None
+        self._checks.forget()
         refused = self._no_room(None, "repair")
         if refused is not None:
             raise StoreError(refused)
@@ -480,7 +363,7 @@ class Writer:
             done.insert(0, f"finished {replayed} journaled writes")
         after = deep_check(self.store.sqlite, self.store.vectors, DIMENSIONS)
         log.warning("writer.repaired", workspace=self.store.name, found=report.lines(), done=done)
-        return {"found": report.lines(), "done": done, "left": after.lines()}
+        return RepairReport(found=report.lines(), done=done, left=after.lines())
 
     def source_state(self, project: str, source_type: str) -> dict[str, SourceEntry]:
         """The registry's entry of every source of a project. An entry whose records are not
@@ -560,11 +443,11 @@ class WriterActor(pykka.ThreadingActor):
         return more
 
     @traced("check")
-    def check(self, msg: Check) -> dict[str, Any]:
+    def check(self, msg: Check) -> IndexCheck:
         return self.logic.check(msg.deep)
 
     @traced("repair")
-    def repair(self, msg: Repair) -> dict[str, list[str]]:
+    def repair(self, msg: Repair) -> RepairReport:
         return self.logic.repair()
 
     @traced("source_state")

@@ -76,7 +76,7 @@ class Pages:
         self.runtime = runtime
         self.guard = guard
         self.owner = owner
-        self.app = rows.App(runtime, cwd)
+        self.app = rows.Writes(runtime, cwd)
         self.reads = self.app.reads
 
     # -- helpers -------------------------------------------------------------------------
@@ -111,7 +111,7 @@ class Pages:
         rt = self.runtime
         now = time.time()
         owner = self.owner
-        device = rows.device_row(self.app)
+        device = rows.device_row(rt, cwd=self.app.cwd)
         sections = []
         head = [
             ("owner", f"{e(owner.kind)} (pid {owner.pid})"),

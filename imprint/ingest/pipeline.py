@@ -26,7 +26,6 @@ import pathspec
 from pydantic import BaseModel
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import SourceState, Write
 from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
@@ -45,6 +44,7 @@ from imprint.store.records import (
     project_from_folder,
 )
 from imprint.tagging import model_tags
+from imprint.writes.gateway import Writes
 
 __all__ = [
     "IngestReport",
@@ -340,12 +340,11 @@ def _ingest_path(
     root, files, outside_dirs = walk(path, allowed)
     root = root.resolve()
     project = check_project(project) if project else project_from_folder(root.name)
-    ws = runtime.resolve(workspace, create=True)
-    runtime.workspace(ws)
-    writer = runtime.writer(ws)
+    writes = Writes(runtime)
+    ws = writes.open(workspace, create=True)
     cfg = runtime.config.ingest
     deadline = Deadline(WRITE_TIMEOUT_SEC)
-    known = deadline.wait(writer.source_state(SourceState(project=project)), "ingest")
+    known = deadline.wait(writes.source_state(ws, project), "ingest")
     report = IngestReport(root=str(root), project=project, outside=outside_dirs)
     candidates, outside_links = _candidates(root, files, allowed)
     report.outside += outside_links
@@ -358,7 +357,7 @@ def _ingest_path(
         nonlocal in_flight
         if in_flight is not None:
             Deadline(WRITE_TIMEOUT_SEC).wait(in_flight, "ingest write")
-        in_flight = writer.write(Write(batch=batch), embeddings)
+        in_flight = writes.send(ws, batch, embeddings)
 
     for done, rel in enumerate(candidates, start=1):
         progress(done, len(candidates), rel)

@@ -1,40 +1,24 @@
-"""status rows: counts per project, facts, and whether the vector and lexical indexes agree."""
+"""The status row: counts per project, facts, and whether the vector and lexical indexes
+agree; and its text, the same for the tool and the CLI."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
-from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import Check, Repair
-from imprint.reads.deadline import call_deadline
+from imprint.reads.evidence import clip, escape_field
+from imprint.store.check import IndexCheck
 from imprint.store.context import TEXT_FORMAT
 
-__all__ = ["StatusRow", "repair_workspace", "status_row"]
-
-STATUS_TIMEOUT_SEC = 120.0
-REPAIR_TIMEOUT_SEC = 3600.0  # re-embedding a large workspace takes minutes
+__all__ = ["StatusRow", "format_status"]
 
 
-class StatusRow(BaseModel):
+class StatusRow(IndexCheck):
+    """The writer's check of one workspace, named, with the store it was taken in."""
+
     workspace: str
-    projects: dict[str, dict[str, int]]
-    records: int
-    vectors: int
-    facts: int
-    facts_current: int
-    journal_pending: int
-    journal_quarantined: int = 0
-    only_in_vectors: int
-    only_in_lexical: int
-    fts_ok: bool
     store: str
-    findings: list[str] | None = None  # the deep check's, when it ran
-    # Newest record's created_at per project (epoch seconds); for the dashboard.
-    project_last_write: dict[str, float] = {}
-    # The format the index was built with (`imprint.store.context`), and while an older one
-    # is re-indexed in the background, sources done of how many.
-    text_format: int = TEXT_FORMAT
-    reindex: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, workspace: str, store: str, check: IndexCheck) -> StatusRow:
+        return cls(workspace=workspace, store=store, **dict(check))
 
     @property
     def last_write(self) -> float:
@@ -51,18 +35,58 @@ class StatusRow(BaseModel):
         )
 
 
-def status_row(runtime: Runtime, workspace: str = "", check: bool = False) -> StatusRow:
-    ws = runtime.resolve(workspace)
-    store = runtime.workspace(ws)
-    # Through the writer's mailbox: no write is half-applied while the indexes are compared.
-    with call_deadline(STATUS_TIMEOUT_SEC) as deadline:
-        found = deadline.wait(runtime.writer(ws).check(Check(deep=check)), "status")
-    return StatusRow(workspace=ws, store=store.chroma_url or "embedded", **found)
+# The answer stays under 10 KiB however many projects there are (a project line is at most
+# about 140 characters): the largest are listed by name, the rest counted in one line.
+MAX_PROJECTS = 40
+MAX_FINDINGS = 20
 
 
-def repair_workspace(runtime: Runtime, workspace: str = "") -> dict[str, list[str]]:
-    """Rebuild whichever index of the workspace disagrees (found, done, still left)."""
-    ws = runtime.resolve(workspace)
-    runtime.workspace(ws)
-    with call_deadline(REPAIR_TIMEOUT_SEC) as deadline:
-        return deadline.wait(runtime.writer(ws).repair(Repair()), "repair")
+def format_status(row: StatusRow) -> str:
+    lines = [f"workspace {row.workspace} (chroma: {row.store})"]
+    if row.projects:
+        largest = sorted(row.projects.items(), key=lambda pc: (-pc[1]["records"], pc[0]))
+        for project, c in sorted(largest[:MAX_PROJECTS]):
+            lines.append(
+                f"  project {project or '-'}: {c['records']} records, {c['sources']} sources"
+            )
+        rest = largest[MAX_PROJECTS:]
+        if rest:
+            records = sum(c["records"] for _, c in rest)
+            sources = sum(c["sources"] for _, c in rest)
+            noun = "project" if len(rest) == 1 else "projects"
+            lines.append(
+                f"  {len(rest)} more {noun} (smaller, not listed): {records} records, "
+                f"{sources} sources; list_sources(project=NAME) shows one"
+            )
+    else:
+        lines.append("  no records yet")
+    lines.append(f"  facts: {row.facts} ({row.facts_current} current)")
+    verdict = "consistent" if row.consistent else "INCONSISTENT"
+    lines.append(
+        f"  indexes: {verdict} (vectors {row.vectors}, lexical {row.records}, "
+        f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
+        f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
+    )
+    if row.findings is not None:
+        if not row.findings:
+            lines.append("  check: every record agrees in both indexes (ids, content hashes)")
+        for finding in row.findings[:MAX_FINDINGS]:
+            lines.append(escape_field(f"  check: {clip(finding, 300)}"))
+        if len(row.findings) > MAX_FINDINGS:
+            lines.append(f"  check: {len(row.findings) - MAX_FINDINGS} more findings not listed")
+    if row.text_format < TEXT_FORMAT:
+        doing = (
+            f"re-indexing in the background: {row.reindex['done']}/{row.reindex['total']} sources"
+            if row.reindex
+            else "re-indexed in the background while a server (`imprint serve`) owns the store"
+        )
+        lines.append(
+            f"  index: built with text format {row.text_format}, this version indexes "
+            f"{TEXT_FORMAT} (path and headings with each chunk); {doing}; search works meanwhile"
+        )
+    if row.journal_quarantined:
+        lines.append(
+            f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
+            "see writer.quarantined in the log); their records may be missing"
+        )
+    return "\n".join(lines)

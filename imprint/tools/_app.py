@@ -1,4 +1,4 @@
-"""What every tool module shares: the runtime, the read gateway, and error translation."""
+"""What every tool module shares: the runtime, the read and write gateways, error translation."""
 
 from __future__ import annotations
 
@@ -17,12 +17,9 @@ from mcp_types import ToolAnnotations
 
 from imprint.actors._trace import new_request_id
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import Write
-from imprint.actors.writer import WriteAck
 from imprint.errors import ImprintError
-from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
-from imprint.store.records import WriteBatch
+from imprint.writes.gateway import Writes
 
 __all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool", "tool"]
 
@@ -32,11 +29,10 @@ T = TypeVar("T")
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
-WRITE_TIMEOUT_SEC = 120.0
 
 
 class App:
-    """The server's view of one data dir: runtime, reads through the pools, its cwd."""
+    """The server's view of one data dir: runtime, reads through the pools, writes, its cwd."""
 
     def __init__(
         self, runtime: Runtime, cwd: Path | None = None, extra_roots: list[Path] | None = None
@@ -44,14 +40,7 @@ class App:
         self.runtime = runtime
         self.reads = ActorReads(runtime)
         self.cwd = (cwd or Path(os.getcwd())).resolve()
-        # Folders this session may also ingest (`imprint serve --allow`, the CLI's own path).
-        self.extra_roots = [r.expanduser().resolve() for r in extra_roots or []]
-
-    def write(self, workspace: str, batch: WriteBatch, *, create: bool = True) -> WriteAck:
-        ws = self.runtime.resolve(workspace, create=create)
-        self.runtime.workspace(ws)
-        future = self.runtime.writer(ws).write(Write(batch=batch))
-        return Deadline(WRITE_TIMEOUT_SEC).wait(future, "write")
+        self.writes = Writes(runtime, self.cwd, extra_roots, reads=self.reads)
 
 
 async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -7,69 +7,11 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import clip, escape_field
-from imprint.reads.status import StatusRow, status_row
-from imprint.store.context import TEXT_FORMAT
+from imprint.reads.status import format_status
 from imprint.tools._app import READ, App, run_tool, tool
+from imprint.writes.repair import status_row
 
-__all__ = ["format_status", "register"]
-
-
-# The answer stays under 10 KiB however many projects there are (a project line is at most
-# about 140 characters): the largest are listed by name, the rest counted in one line.
-MAX_PROJECTS = 40
-MAX_FINDINGS = 20
-
-
-def format_status(row: StatusRow) -> str:
-    lines = [f"workspace {row.workspace} (chroma: {row.store})"]
-    if row.projects:
-        largest = sorted(row.projects.items(), key=lambda pc: (-pc[1]["records"], pc[0]))
-        for project, c in sorted(largest[:MAX_PROJECTS]):
-            lines.append(
-                f"  project {project or '-'}: {c['records']} records, {c['sources']} sources"
-            )
-        rest = largest[MAX_PROJECTS:]
-        if rest:
-            records = sum(c["records"] for _, c in rest)
-            sources = sum(c["sources"] for _, c in rest)
-            noun = "project" if len(rest) == 1 else "projects"
-            lines.append(
-                f"  {len(rest)} more {noun} (smaller, not listed): {records} records, "
-                f"{sources} sources; list_sources(project=NAME) shows one"
-            )
-    else:
-        lines.append("  no records yet")
-    lines.append(f"  facts: {row.facts} ({row.facts_current} current)")
-    verdict = "consistent" if row.consistent else "INCONSISTENT"
-    lines.append(
-        f"  indexes: {verdict} (vectors {row.vectors}, lexical {row.records}, "
-        f"only in vectors {row.only_in_vectors}, only in lexical {row.only_in_lexical}, "
-        f"fts {'ok' if row.fts_ok else 'damaged'}, journal pending {row.journal_pending})"
-    )
-    if row.findings is not None:
-        if not row.findings:
-            lines.append("  check: every record agrees in both indexes (ids, content hashes)")
-        for finding in row.findings[:MAX_FINDINGS]:
-            lines.append(escape_field(f"  check: {clip(finding, 300)}"))
-        if len(row.findings) > MAX_FINDINGS:
-            lines.append(f"  check: {len(row.findings) - MAX_FINDINGS} more findings not listed")
-    if row.text_format < TEXT_FORMAT:
-        doing = (
-            f"re-indexing in the background: {row.reindex['done']}/{row.reindex['total']} sources"
-            if row.reindex
-            else "re-indexed in the background while a server (`imprint serve`) owns the store"
-        )
-        lines.append(
-            f"  index: built with text format {row.text_format}, this version indexes "
-            f"{TEXT_FORMAT} (path and headings with each chunk); {doing}; search works meanwhile"
-        )
-    if row.journal_quarantined:
-        lines.append(
-            f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
-            "see writer.quarantined in the log); their records may be missing"
-        )
-    return "\n".join(lines)
+__all__ = ["register"]
 
 
 def register(server: MCPServer, app: App) -> None:

@@ -14,10 +14,10 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.reads.status import status_row
 from imprint.store.embedder import Embedder
 from imprint.store.vectors import VectorIndex, open_client
 from imprint.types import WorkspaceName
+from imprint.writes.repair import status_row
 from tests.conftest import write_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

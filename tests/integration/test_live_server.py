@@ -26,13 +26,13 @@ from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.providers import Provider, is_loopback_host, make_provider
 from imprint.providers.local import bundled_gguf
+from imprint.reads.device import device_row
 from imprint.reads.gateway import ActorReads
 from imprint.reads.memory import memory_row
 from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
-from imprint.tools._app import App
-from imprint.tools.device_context import device_row
-from imprint.tools.store import store_memory
+from imprint.writes.gateway import Writes
+from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, stop_process, wait_serving, write_tree
 
 pytestmark = [
@@ -134,11 +134,11 @@ def test_tagging_planning_and_answering_run_through_a_live_server(
     """Store is tagged by the served model; recall plans and answers through it; loopback."""
     rt = Runtime(tmp_path / "data", _config(live_server.url), embedder=embedder).start()
     try:
-        app = App(rt)
+        writes = Writes(rt)
         before = live_server.completions()
-        rid = store_memory(app, "We decided to serialize all writes through one actor.")
+        rid = store_memory(writes, "We decided to serialize all writes through one actor.")
         assert live_server.completions() == before + 1
-        assert memory_row(app.reads, rid).record.tagged_by == "model"
+        assert memory_row(writes.reads, rid).record.tagged_by == "model"
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
         assert live_server.completions() == before + 1 + len(TOPICS)
 
@@ -160,7 +160,7 @@ def test_tagging_planning_and_answering_run_through_a_live_server(
         else:
             assert "\nanswer: " in answered and "\nverify: " in answered, answered
 
-        row = device_row(app)
+        row = device_row(rt)
         assert row["inference_provider"] == "vllm" and row["inference_local"] is True
         assert row["model"] == "smollm2" and row["base_url"] == live_server.url
         assert rt.inference_state()["provider"] == "vllm"

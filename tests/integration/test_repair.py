@@ -17,12 +17,13 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
-from imprint.reads.status import repair_workspace, status_row
 from imprint.store import integrity
+from imprint.store.check import RepairReport
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.vectors import VectorIndex, open_client
 from imprint.types import WorkspaceName
+from imprint.writes.repair import repair_workspace, status_row
 from tests.test_tools import Session
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -53,7 +54,7 @@ class Store:
         assert self.runtime is not None
         return status_row(self.runtime, "", check=True)
 
-    def repair(self) -> dict[str, list[str]]:
+    def repair(self) -> RepairReport:
         assert self.runtime is not None
         return repair_workspace(self.runtime, "")
 
@@ -100,10 +101,10 @@ def test_deleted_vectors_are_found_searched_lexically_and_reembedded(store: Stor
     assert store.ids["auk"] in session.ok("search", query="auk")
     assert store.ids["auk"] not in session.ok("search", query="auk", mode="semantic", limit=8)
     result = store.repair()
-    assert result["done"] == [
+    assert result.done == [
         "re-embedded 2 records into the vector index (2 missing, 0 stale, 0 without a content hash)"
     ]
-    assert result["left"] == [] and store.check().consistent
+    assert result.left == [] and store.check().consistent
     assert store.ids["auk"] in session.ok("search", query="auk", mode="semantic", limit=8)
 
 
@@ -121,11 +122,11 @@ def test_deleted_rows_are_found_and_their_orphan_vectors_removed(store: Store) -
     assert found.startswith("warning: 3 results had no record (the indexes disagree); run ")
     assert store.ids["hobby"] in session.ok("search", query="hobby")
     result = store.repair()
-    assert result["done"] == [
+    assert result.done == [
         "removed 3 vectors whose records are gone from SQLite (Chroma keeps no text to "
         "restore them from); 3 stored memories cannot come back"
     ]
-    assert result["left"] == [] and store.check().consistent
+    assert result.left == [] and store.check().consistent
 
 
 @pytest.mark.parametrize("page", [5000, 3])
@@ -143,7 +144,7 @@ def test_a_vector_of_another_text_is_found_by_its_content_hash(
     store.open()
     assert store.check().findings == [f"1 vectors belong to another text than their record: {rid}"]
     result = store.repair()
-    assert result["done"][0].startswith("re-embedded 1 records into the vector index (0 missing, 1")
+    assert result.done[0].startswith("re-embedded 1 records into the vector index (0 missing, 1")
     assert store.check().consistent
 
 
@@ -161,7 +162,7 @@ def test_a_damaged_fulltext_index_is_rebuilt(store: Store) -> None:
     # The plain status sees it too (before: it counted FTS rows through the records table).
     assert not status_row(store.runtime, "").fts_ok
     assert store.check().findings == ["the full-text index (FTS5) is damaged"]
-    assert store.repair()["done"] == ["rebuilt the full-text index (FTS5) from the records table"]
+    assert store.repair().done == ["rebuilt the full-text index (FTS5) from the records table"]
     assert store.check().consistent
     assert store.ids["bittern"] in session.ok("search", query="bittern", mode="lexical")
 
@@ -193,10 +194,10 @@ def test_an_unreadable_vector_index_degrades_search_and_is_rebuilt(
         "vector index unreadable: RuntimeError: Error loading hnsw index"
     ]
     result = store.repair()
-    assert result["done"] == [
+    assert result.done == [
         f"rebuilt the vector index from the lexical one: {len(BIRDS)} records re-embedded"
     ]
-    assert result["left"] == [] and store.check().consistent
+    assert result.left == [] and store.check().consistent
     again = session.ok("search", query="godwit")
     assert not again.startswith("warning") and store.ids["godwit"] in again
     assert store.ids["godwit"] in session.ok("search", query="godwit", mode="semantic", limit=8)

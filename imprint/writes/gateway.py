@@ -1,0 +1,89 @@
+"""How everything above the actors writes: one gateway to the workspaces' writers.
+
+`Writes.open` resolves a workspace once and opens it; every later call takes that
+`WorkspaceName`. A call sends the workspace's writer one typed message (`Write`, `Check`,
+`Repair`, `SourceState`) and waits for its answer under the call's deadline: the one already
+bound (a tool call's, a recall step's), or one of the write's own length from now.
+
+A `Writes` is one session's: it reads through the session's read gateway (a write checks what
+is there first) and knows the session's folders (a path ingest resolves a relative path
+against its cwd, and may read under it and under the folders it was given besides).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.write_messages import Check, Repair, SourceState, Write
+from imprint.actors.writer import WriteAck
+from imprint.reads.deadline import Pending, call_deadline
+from imprint.reads.gateway import ActorReads, Reads
+from imprint.store.check import IndexCheck, RepairReport
+from imprint.store.records import SourceEntry, WriteBatch
+from imprint.types import WorkspaceName
+
+__all__ = ["REPAIR_TIMEOUT_SEC", "STATUS_TIMEOUT_SEC", "WRITE_TIMEOUT_SEC", "Writes"]
+
+WRITE_TIMEOUT_SEC = 120.0
+STATUS_TIMEOUT_SEC = 120.0
+REPAIR_TIMEOUT_SEC = 3600.0  # re-embedding a large workspace takes minutes
+
+
+class Writes:
+    """One session's writes: the runtime's writers, its reads, its folders."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        cwd: Path | None = None,
+        extra_roots: list[Path] | None = None,
+        *,
+        reads: Reads | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.reads: Reads = reads if reads is not None else ActorReads(runtime)
+        self._cwd = cwd.resolve() if cwd is not None else None
+        # Folders this session may also ingest (`imprint serve --allow`, the CLI's own path).
+        self.extra_roots = [r.expanduser().resolve() for r in extra_roots or []]
+
+    @property
+    def cwd(self) -> Path:
+        """The session's working directory: the one it was given, else the process's."""
+        return self._cwd if self._cwd is not None else Path(os.getcwd()).resolve()
+
+    def open(self, workspace: str, *, create: bool = True) -> WorkspaceName:
+        """Resolve `workspace` (made when `create`, else it must exist) and open it."""
+        ws = self.runtime.resolve(workspace, create=create)
+        self.runtime.workspace(ws)
+        return ws
+
+    def send(
+        self, ws: WorkspaceName, batch: WriteBatch, embeddings: np.ndarray | None = None
+    ) -> Pending[WriteAck]:
+        """Send a write without waiting (an ingest embeds the next file meanwhile)."""
+        return self.runtime.writer(ws).write(Write(batch=batch), embeddings)
+
+    def write(
+        self, ws: WorkspaceName, batch: WriteBatch, *, seconds: float = WRITE_TIMEOUT_SEC
+    ) -> WriteAck:
+        with call_deadline(seconds) as deadline:
+            return deadline.wait(self.send(ws, batch), "write")
+
+    def source_state(self, ws: WorkspaceName, project: str) -> Pending[dict[str, SourceEntry]]:
+        """The registry's entry of every file source of `project` (see `Writer.source_state`)."""
+        return self.runtime.writer(ws).source_state(SourceState(project=project))
+
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck:
+        # Through the writer's mailbox: no write is half-applied while the indexes are compared.
+        with call_deadline(seconds) as deadline:
+            return deadline.wait(self.runtime.writer(ws).check(Check(deep=deep)), "status")
+
+    def repair(self, ws: WorkspaceName) -> RepairReport:
+        with call_deadline(REPAIR_TIMEOUT_SEC) as deadline:
+            return deadline.wait(self.runtime.writer(ws).repair(Repair()), "repair")
