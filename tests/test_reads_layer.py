@@ -204,7 +204,7 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
         for e in events
         if e.get("recall_id") == first_id and e["actor"].startswith("LexicalReader")
     ]
-    assert lexical == [("lexical_query", "ok"), ("source_chunks", "skipped_late")], lexical
+    assert lexical == [("lexical_phrase", "ok"), ("source_chunks", "skipped_late")], lexical
 
 
 def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) -> None:

@@ -91,7 +91,7 @@ class Message(BaseModel):
 
 # A reported outcome as the nearest of an actor message's four (a completion skipped for
 # its cost was handled: ok).
-_AS_MESSAGE = {
+_AS_MESSAGE: dict[str, Outcome] = {
     Outcome.SKIPPED_LATE: Outcome.SKIPPED_LATE,
     Outcome.TIMEOUT: Outcome.TIMEOUT,
     Outcome.STOPPED: Outcome.TIMEOUT,

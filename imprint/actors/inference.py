@@ -48,10 +48,13 @@ __all__ = [
 
 log = get_logger("imprint.inference")
 
+
 class CompleteRequest(Message):
     """A chat to complete by `deadline` (a time.monotonic() instant)."""
 
     model_config = ConfigDict(frozen=True)
+
+    kind = "inference.complete"
 
     messages: tuple[dict[str, str], ...]
     deadline: float
@@ -294,7 +297,7 @@ class InferenceActor(pykka.ThreadingActor):
         self.logic.close()
 
     # The logic skips a late request itself and says so in its Completion.
-    @traced("inference.complete", skip_late=False)
+    @traced(skip_late=False)
     def complete(self, msg: CompleteRequest) -> Completion:
         result = self.logic.complete(msg)
         log.info(

@@ -86,7 +86,7 @@ class LexicalAndPhrase(ReadMessage):
     """A hybrid search's two BM25 lists from one pass: the ranking `LexicalQuery` gives, and
     its exact-phrase matches, which lead that ranking."""
 
-    kind = "lexical_query"
+    kind = "lexical_phrase"
     family = Family.LEXICAL
     text: str
     limit: int

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from imprint.actors.read_messages import ListSources
-from imprint.reads.evidence import clamp
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import clamp
 
 __all__ = ["source_rows"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint.reads.chunks import ChunkRows
-from imprint.reads.evidence import escape_field
+from imprint.reads.layout import escape_field
 from imprint.reads.memory import MemoryRow
 from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary

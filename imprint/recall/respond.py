@@ -19,8 +19,8 @@ from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
-from imprint.reads.evidence import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.search import format_search, normalize_max_chars, search_budget, search_rows
 from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge

@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import clip, escape_field
+from imprint.reads.layout import clip, escape_field
 from imprint.reads.status import StatusRow, status_row
 from imprint.store.context import TEXT_FORMAT
 from imprint.tools._app import READ, App, run_tool, tool

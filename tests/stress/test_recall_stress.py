@@ -92,7 +92,7 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
         rt.stop()
 
     logged = log_path(data).read_text().splitlines()
-    recalls = load_recalls(logged)
+    recalls = load_recalls([log_path(data)])
     assert len(recalls) == RECALLS
     model_waits = [
         e for events in recalls.values() for e in events if e.get("message") == "inference.complete"
@@ -105,7 +105,7 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
         # Each waited in the mailbox behind the busy prompt, past its deadline, and was not
         # run: the log says so.
         assert event["outcome"] == "skipped_late" and event["recall_id"] in taken
-    assert sum(1 for e in done if e["outcome"] == "skipped-late") == RECALLS
+    assert sum(1 for e in done if e["outcome"] == "skipped_late") == RECALLS
     for rid, events in recalls.items():
         # Evidence first: the baseline search (step 1, the recall's only step) was gathered
         # while the model planned, and finished before the planning wait hit the deadline;
@@ -148,7 +148,7 @@ def test_trace_renders_steps_with_queue_and_run_times(
         )
     finally:
         rt.stop()
-    recalls = load_recalls(log_path(data).read_text().splitlines())
+    recalls = load_recalls([log_path(data)])
     assert len(recalls) == 1
     (events,) = recalls.values()
     kinds = [(e["message"], e.get("step")) for e in events]
