@@ -248,7 +248,7 @@ def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) ->
                 assert not result.is_error
 
     anyio.run(go)
-    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_query")]
+    reads = [e for e in _events(data) if e["message"] in ("vector_query", "lexical_phrase")]
     ids = [e["request_id"] for e in reads[-4:]]  # 2 searches x (vector, lexical + phrase)
     assert len(set(ids)) == 2 and ids.count(ids[0]) == 2
 
