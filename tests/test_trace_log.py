@@ -162,22 +162,19 @@ def test_answering_reports_its_outcome(
     assert replied.outcome is phase, replied
 
 
+def _read(ts: float, recall_id: str, outcome: str) -> str:
+    """Step 1's vector read, logged after 150 ms in the reader's mailbox."""
+    read = {"event": "actor.message", "message": "vector_query", "step": 1}
+    timing = {"actor": "VectorReader-0", "queue_ms": 150.0, "run_ms": 0.0}
+    return _line(ts, recall_id=recall_id, outcome=outcome, **read, **timing)
+
+
 def _old_and_new_log(path: Path) -> None:
     """Two recalls: r-old as logs before this version wrote them (no model outcome, a late
     skip spelled skipped-late), r-new with the model phase's outcome logged."""
     lines = [
         _line(T0, event="recall.start", recall_id="r-old", tools=["search"], timeout_sec=1.0),
-        _line(
-            T0 + 0.2,
-            event="actor.message",
-            recall_id="r-old",
-            message="vector_query",
-            step=1,
-            actor="VectorReader-0",
-            queue_ms=150.0,
-            run_ms=0.0,
-            outcome="skipped-late",
-        ),
+        _read(T0 + 0.2, "r-old", "skipped-late"),
         _line(T0 + 1.0, event="recall.model.plan", recall_id="r-old", note="planning timed out"),
         "not json at all",
         _line(T0 + 2, event="recall.start", recall_id="r-new", tools=["search"], timeout_sec=1.0),
