@@ -1,8 +1,15 @@
 """What the JSON log says about recalls: read once (`log`), shown as `imprint trace`'s tables
 (`show`) and as the waterfall the dashboard and `imprint trace --svg` draw (`waterfall`)."""
 
-from imprint.trace.log import MODEL_PHASES, Event, model_outcome, read_outcome, read_recall_events
-from imprint.trace.show import load_recalls, render_trace, trace_rows, write_svg
+from imprint.trace.log import (
+    MODEL_PHASES,
+    Event,
+    model_outcome,
+    read_events,
+    read_outcome,
+    read_recall_events,
+)
+from imprint.trace.show import load_recalls, render_trace, write_svg
 from imprint.trace.waterfall import (
     Bar,
     RecallSummary,
@@ -21,11 +28,11 @@ __all__ = [
     "build_waterfall",
     "load_recalls",
     "model_outcome",
+    "read_events",
     "read_outcome",
     "read_recall_events",
     "recall_summaries",
     "render_svg",
     "render_trace",
-    "trace_rows",
     "write_svg",
 ]

@@ -14,13 +14,20 @@ a cost skip `skipped-cost`, and a model phase said its outcome only in its note.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from imprint.types import Outcome
 
-__all__ = ["MODEL_PHASES", "Event", "model_outcome", "read_outcome", "read_recall_events"]
+__all__ = [
+    "MODEL_PHASES",
+    "Event",
+    "model_outcome",
+    "read_events",
+    "read_outcome",
+    "read_recall_events",
+]
 
 Event = dict[str, Any]  # one JSON line of the log
 
@@ -29,11 +36,17 @@ MODEL_PHASES = {"recall.model.plan": "planning", "recall.model.answer": "answeri
 _OLDER_SPELLINGS = {"skipped-late": Outcome.SKIPPED_LATE, "skipped-cost": Outcome.SKIPPED_COST}
 
 
+def read_events(paths: Iterable[Path], recall_id: str = "") -> Iterator[Event]:
+    """Every event that carries a recall id (a prefix of it, if given), in log order.
+    `paths` oldest first; a file that cannot be opened is passed over."""
+    for path in paths:
+        yield from _file_events(path, recall_id)
+
+
 def read_recall_events(
     paths: Iterable[Path], recall_id: str = "", *, limit: int = 0
 ) -> dict[str, list[Event]]:
-    """Events that carry a recall id (a prefix of it, if given), grouped by it in log order.
-    `paths` oldest first.
+    """`read_events` grouped by recall id, in the order the recalls started logging.
 
     With `limit`, only the newest `limit` recalls are kept (files are read newest first and
     reading stops once that many recalls are complete).
@@ -42,25 +55,8 @@ def read_recall_events(
     chunks: list[dict[str, list[Event]]] = []
     for path in reversed(list(paths)):
         per_file: dict[str, list[Event]] = {}
-        try:
-            handle = path.open(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        with handle:
-            for line in handle:
-                # Cheap filter before parsing: most lines are not a recall's.
-                if '"recall_id"' not in line or (recall_id and recall_id not in line):
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                rid = event.get("recall_id") if isinstance(event, dict) else None
-                if not rid or not isinstance(rid, str):
-                    continue
-                if recall_id and not rid.startswith(recall_id):
-                    continue
-                per_file.setdefault(rid, []).append(event)
+        for event in _file_events(path, recall_id):
+            per_file.setdefault(event["recall_id"], []).append(event)
         chunks.append(per_file)
         if limit and len({rid for c in chunks for rid in c}) > limit:
             break
@@ -71,6 +67,28 @@ def read_recall_events(
         keep = list(found)[-limit:]
         found = {rid: found[rid] for rid in keep}
     return found
+
+
+def _file_events(path: Path, recall_id: str) -> Iterator[Event]:
+    try:
+        handle = path.open(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    with handle:
+        for line in handle:
+            # Cheap filter before parsing: most lines are not a recall's.
+            if '"recall_id"' not in line or (recall_id and recall_id not in line):
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            rid = event.get("recall_id") if isinstance(event, dict) else None
+            if not rid or not isinstance(rid, str):
+                continue
+            if recall_id and not rid.startswith(recall_id):
+                continue
+            yield event
 
 
 def read_outcome(raw: object, default: Outcome = Outcome.OK) -> Outcome:

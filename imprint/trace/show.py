@@ -12,36 +12,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imprint.trace.log import MODEL_PHASES, Event, model_outcome, read_outcome, read_recall_events
+from imprint.errors import ImprintError
+from imprint.trace.log import (
+    MODEL_PHASES,
+    Event,
+    model_outcome,
+    read_events,
+    read_outcome,
+    read_recall_events,
+)
+from imprint.trace.waterfall import build_waterfall, render_svg
 from imprint.types import Outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["load_recalls", "render_trace", "trace_rows", "write_svg"]
-
-
-def trace_rows(events: list[Event]) -> list[Event]:
-    """A recall's rows: its actor messages and model phases in log order, each model call's
-    row naming what the model was asked for (the purpose its `inference.done` logged)."""
-    purposes = {
-        e["request_id"]: str(e.get("purpose", ""))
-        for e in events
-        if e.get("event") == "inference.done" and e.get("request_id")
-    }
-    rows = [
-        e for e in events if e.get("event") == "actor.message" or e.get("event") in MODEL_PHASES
-    ]
-    for e in rows:
-        if e.get("message") == "inference.complete":
-            e.setdefault("purpose", purposes.get(e.get("request_id", ""), ""))
-    return rows
+__all__ = ["load_recalls", "render_trace", "write_svg"]
 
 
 def load_recalls(paths: list[Path], recall: str = "") -> dict[str, list[Event]]:
-    """Each recall's rows (`trace_rows`), by recall id, for the recalls that have any."""
-    found = read_recall_events(paths, recall)
-    return {rid: rows for rid, events in found.items() if (rows := trace_rows(events))}
+    """Each recall's rows, by recall id in the order of their first row: its actor messages
+    and model phases in log order, each model call's row naming what the model was asked for
+    (the purpose its `inference.done` logged)."""
+    recalls: dict[str, list[Event]] = {}
+    purposes: dict[str, str] = {}  # request id -> what the model was asked for
+    for event in read_events(paths, recall):
+        kind = event.get("event")
+        if kind == "inference.done" and event.get("request_id"):
+            purposes[event["request_id"]] = str(event.get("purpose", ""))
+        if kind == "actor.message" or kind in MODEL_PHASES:
+            recalls.setdefault(event["recall_id"], []).append(event)
+    for rows in recalls.values():
+        for e in rows:
+            if e.get("message") == "inference.complete":
+                e.setdefault("purpose", purposes.get(e.get("request_id", ""), ""))
+    return recalls
 
 
 def _phase(event: Event) -> str:
@@ -111,9 +116,6 @@ def _when(event: Event, n: int, planning: int | None) -> str:
 
 def write_svg(logs: list[Path], recall: str, out: Path) -> str:
     """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
-    from imprint.errors import ImprintError
-    from imprint.trace.waterfall import build_waterfall, render_svg
-
     found = read_recall_events(logs, recall)
     if not found:
         raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
