@@ -9,7 +9,7 @@ from imprint.trace.log import (
     read_outcome,
     read_recall_events,
 )
-from imprint.trace.show import load_recalls, render_trace, write_svg
+from imprint.trace.show import load_recalls, render_trace
 from imprint.trace.waterfall import (
     Bar,
     RecallSummary,
@@ -17,6 +17,7 @@ from imprint.trace.waterfall import (
     build_waterfall,
     recall_summaries,
     render_svg,
+    write_svg,
 )
 
 __all__ = [

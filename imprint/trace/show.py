@@ -12,22 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imprint.errors import ImprintError
-from imprint.trace.log import (
-    MODEL_PHASES,
-    Event,
-    model_outcome,
-    read_events,
-    read_outcome,
-    read_recall_events,
-)
-from imprint.trace.waterfall import build_waterfall, render_svg
+from imprint.trace.log import MODEL_PHASES, Event, model_outcome, read_events, read_outcome
 from imprint.types import Outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["load_recalls", "render_trace", "write_svg"]
+__all__ = ["load_recalls", "render_trace"]
 
 
 def load_recalls(paths: list[Path], recall: str = "") -> dict[str, list[Event]]:
@@ -112,17 +103,3 @@ def _when(event: Event, n: int, planning: int | None) -> str:
     if event.get("message") == "inference.complete":
         return ""  # the model's own row is logged whenever the InferenceActor took it
     return "during planning" if n < planning else "after planning"
-
-
-def write_svg(logs: list[Path], recall: str, out: Path) -> str:
-    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
-    found = read_recall_events(logs, recall)
-    if not found:
-        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
-    if len(found) > 1:
-        raise ImprintError(
-            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
-        )
-    rid, events = next(iter(found.items()))
-    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
-    return f"wrote {out} (recall {rid})"

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
+from pathlib import Path
 
-from imprint.trace.log import Event, read_outcome
+from imprint.errors import ImprintError
+from imprint.trace.log import Event, read_outcome, read_recall_events
 from imprint.types import Outcome
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "build_waterfall",
     "recall_summaries",
     "render_svg",
+    "write_svg",
 ]
 
 # Outcomes drawn as marked bars.
@@ -381,3 +384,17 @@ def render_svg(wf: Waterfall) -> str:
     )
     out.append("</svg>")
     return "\n".join(out)
+
+
+def write_svg(logs: list[Path], recall: str, out: Path) -> str:
+    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
+    found = read_recall_events(logs, recall)
+    if not found:
+        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
+    if len(found) > 1:
+        raise ImprintError(
+            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
+        )
+    rid, events = next(iter(found.items()))
+    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
+    return f"wrote {out} (recall {rid})"
