@@ -95,6 +95,7 @@ from imprint.logs import configure_logging
 from imprint.providers import ChatMessage, make_provider
 from imprint.providers.local import LocalProvider, bundled_gguf
 from imprint.server import build_server
+from imprint.types import Outcome
 
 RESET_MESSAGES = ({"role": "user", "content": "ok"},)
 LLM_EVENTS = ("recall.model.plan", "recall.model.answer", "inference.done")
@@ -511,7 +512,7 @@ def checks(res: LlmResults, observed: ObservedProvider) -> dict[str, Any]:
             [r["first_piece_ms"] / r["estimate_ms"] for r in paired]
         ),
         "skipped_cost": {
-            p: sum(r["outcome"] == "skipped-cost" and r["purpose"] == p for r in rows)
+            p: sum(r["outcome"] == Outcome.SKIPPED_COST and r["purpose"] == p for r in rows)
             for p in ("recall.plan", "recall.answer")
         },
         "rows": rows,

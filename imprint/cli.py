@@ -178,7 +178,7 @@ def ingest(
     """Ingest a file or folder: unchanged files are skipped, changed ones replaced."""
     from imprint.actors.lifecycle import running
     from imprint.ingest.pipeline import ingest_path
-    from imprint.reads.evidence import escape_field
+    from imprint.reads.layout import escape_field
 
     root, config = _setup()
     target = str(path.expanduser().resolve())

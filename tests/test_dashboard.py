@@ -21,7 +21,7 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.search import search_rows, search_text
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
-from imprint.waterfall import read_recall_events, recall_summaries
+from imprint.trace import read_recall_events, recall_summaries
 from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
 
 PORT = 8766

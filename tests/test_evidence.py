@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from imprint.reads.evidence import MIN_EXCERPT, Block, clip, escape_field, one_line, render_blocks
+from imprint.reads.layout import MIN_EXCERPT, Block, clip, escape_field, one_line, render_blocks
 
 PROPERTY = settings(
     max_examples=200,

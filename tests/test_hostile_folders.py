@@ -20,7 +20,7 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.ingest.pipeline import ingest_path
-from imprint.reads.evidence import escape_field
+from imprint.reads.layout import escape_field
 from tests.conftest import TOPICS, write_tree
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hardening import call, lexical

@@ -59,7 +59,7 @@ def test_a_request_already_late_never_starts(clock: FakeClock) -> None:
     provider = FakeProvider()
     _, proxy = start(provider)
     result = proxy.complete(request(clock, -1)).get(timeout=30)
-    assert result.outcome == "skipped-late"
+    assert result.outcome == "skipped_late"
     assert provider.calls == []
 
 
@@ -77,7 +77,7 @@ def test_a_request_that_waited_behind_a_busy_one_past_its_deadline_never_starts(
     busy.set()
     assert first.get(timeout=30).outcome == "ok"
     late = second.get(timeout=30)
-    assert late.outcome == "skipped-late"
+    assert late.outcome == "skipped_late"
     assert len(provider.calls) == 1
 
 

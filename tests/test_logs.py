@@ -134,7 +134,7 @@ def test_recall_logs_the_questions_length_and_hash_never_its_text(
     from imprint.config import Config
     from imprint.reads.gateway import ActorReads
     from imprint.recall.respond import recall_text
-    from imprint.waterfall import build_waterfall, read_recall_events
+    from imprint.trace import build_waterfall, read_recall_events
 
     _configure(logged)
     question = "where is the amethystvault passphrase kept"

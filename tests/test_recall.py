@@ -21,8 +21,8 @@ from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads import search as search_module
-from imprint.reads.evidence import MIN_EXCERPT
 from imprint.reads.gateway import ActorReads
+from imprint.reads.layout import MIN_EXCERPT
 from imprint.reads.search import planned_vector_query, search_rows, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan

@@ -104,7 +104,7 @@ def test_a_prompt_that_cannot_finish_before_the_deadline_is_not_started() -> Non
     assert first.first_piece_ms == pytest.approx(10_000)  # 100 tokens at 0.1 s each
     assert logic.speeds["fake"].tokens_per_s == pytest.approx(10.0)
     late = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 5))
-    assert late.outcome == "skipped-cost" and late.estimate_ms == pytest.approx(10_000)
+    assert late.outcome == "skipped_cost" and late.estimate_ms == pytest.approx(10_000)
     assert late.detail == "about 10.0 s for 100 prompt tokens at 10 tokens/s, 5.0 s left"
     assert len(provider.calls) == 1
     short = ({"role": "user", "content": " ".join(["word"] * 20)},)
@@ -203,7 +203,7 @@ def test_an_old_speed_measurement_does_not_keep_the_model_from_being_measured_ag
     msgs = ({"role": "user", "content": " ".join(["word"] * 80)},)
     assert logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 100)).ok
     skipped = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))
-    assert skipped.outcome == "skipped-cost"
+    assert skipped.outcome == "skipped_cost"
     clock.advance(SPEED_TTL_SEC + 1)
     provider.seconds_per_token = 0.1  # the machine is quiet again
     again = logic.complete(CompleteRequest(messages=msgs, deadline=clock() + 20))

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from imprint.reads.evidence import MIN_EXCERPT, Block, layout_blocks, render_blocks
+from imprint.reads.layout import MIN_EXCERPT, Block, layout_blocks, render_blocks
 from imprint.reads.search import SearchHit, SearchRows
 from imprint.recall.evidence import StepResult, to_items
 from imprint.recall.respond import format_recall, layout_recall

@@ -5,7 +5,8 @@ inherit the caller's context. The deadline is the one of the call that caused th
 tool call, a recall step), bound with `bind_deadline`; an actor that takes a message whose
 deadline has passed does not run it (`outcome="skipped_late"`).
 
-Outcomes: ok, error, timeout (the handler gave up at its deadline), skipped_late.
+Outcomes (`imprint.types.Outcome`): ok, error, timeout (the handler gave up at its
+deadline), skipped_late.
 """
 
 from __future__ import annotations
@@ -16,18 +17,17 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from imprint.errors import DeadlineExceeded, SkippedLate
 from imprint.logs import get_logger
-from imprint.types import RecallId, RequestId
+from imprint.types import Outcome, RecallId, RequestId
 
 __all__ = [
     "Message",
-    "Outcome",
     "bind_deadline",
     "bound_deadline",
     "log_handled",
@@ -42,7 +42,6 @@ M = TypeVar("M", bound="Message")
 
 log = get_logger("imprint.actors")
 
-Outcome = Literal["ok", "error", "timeout", "skipped_late"]
 # A monotonic instant: the deadline of the call in progress in this context.
 _DEADLINE: ContextVar[float | None] = ContextVar("imprint_deadline", default=None)
 
@@ -90,16 +89,21 @@ class Message(BaseModel):
     deadline: float | None = Field(default_factory=bound_deadline)
 
 
+# A reported outcome as the nearest of an actor message's four (a completion skipped for
+# its cost was handled: ok).
+_AS_MESSAGE: dict[str, Outcome] = {
+    Outcome.SKIPPED_LATE: Outcome.SKIPPED_LATE,
+    Outcome.TIMEOUT: Outcome.TIMEOUT,
+    Outcome.STOPPED: Outcome.TIMEOUT,
+    Outcome.ERROR: Outcome.ERROR,
+    Outcome.INVALID: Outcome.ERROR,
+}
+
+
 def _outcome_of(result: Any) -> Outcome:
     """A handler that reports its own outcome (a step result, a completion) is logged so."""
-    reported = getattr(result, "outcome", "ok")
-    if reported in ("skipped-late", "skipped_late"):
-        return "skipped_late"
-    if reported in ("timeout", "stopped"):
-        return "timeout"
-    if reported in ("error", "invalid"):
-        return "error"
-    return "ok"
+    reported = getattr(result, "outcome", Outcome.OK)
+    return _AS_MESSAGE.get(reported, Outcome.OK) if isinstance(reported, str) else Outcome.OK
 
 
 def log_handled(actor: str, kind: str, sent_at: float, started: float, outcome: Outcome) -> None:
@@ -111,7 +115,7 @@ def log_handled(actor: str, kind: str, sent_at: float, started: float, outcome: 
         message=kind,
         queue_ms=round((started - sent_at) * 1000, 3),
         run_ms=round((time.monotonic() - started) * 1000, 3),
-        outcome=outcome,
+        outcome=outcome.value,
     )
 
 
@@ -131,7 +135,7 @@ def traced(
         @functools.wraps(fn)
         def handler(self: S, msg: M, *args: P.args, **kwargs: P.kwargs) -> R:
             started = time.monotonic()
-            outcome: Outcome = "ok"
+            outcome = Outcome.OK
             fields: dict[str, Any] = {"request_id": msg.request_id}
             if msg.recall_id:
                 fields.update(recall_id=msg.recall_id, step=msg.step)
@@ -147,13 +151,13 @@ def traced(
                     outcome = _outcome_of(result)
                     return result
                 except SkippedLate:
-                    outcome = "skipped_late"
+                    outcome = Outcome.SKIPPED_LATE
                     raise
                 except DeadlineExceeded:
-                    outcome = "timeout"
+                    outcome = Outcome.TIMEOUT
                     raise
                 except BaseException:
-                    outcome = "error"
+                    outcome = Outcome.ERROR
                     raise
                 finally:
                     log_handled(

@@ -9,7 +9,7 @@ messages, so no two calls ever reach the model at once. `complete`:
   interrupted, so a timed-out prompt finishes in the background and its result is dropped;
 - so it does not start a prompt it cannot finish: it keeps each provider's measured prompt
   speed (tokens per second to the first piece, updated as the run goes), estimates a new
-  prompt's time from its token count, and skips it (`skipped-cost`) when that estimate runs
+  prompt's time from its token count, and skips it (`skipped_cost`) when that estimate runs
   past the deadline. The Completion carries the estimate beside what happened.
 
 The InferenceActor never waits on another actor.
@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 import pykka
@@ -32,6 +32,7 @@ from imprint.actors._trace import Message, traced
 from imprint.errors import ImprintError
 from imprint.logs import get_logger
 from imprint.providers import ChatMessage, Provider, ProviderError
+from imprint.types import Outcome
 
 __all__ = [
     "MIN_SPEED_TOKENS",
@@ -47,16 +48,13 @@ __all__ = [
 
 log = get_logger("imprint.inference")
 
-# ok; skipped-late (never started); skipped-cost (never started: its estimated prompt time
-# runs past the deadline); stopped (at the deadline, mid-stream); timeout (the caller
-# stopped waiting); error (provider); invalid (output breaks the schema)
-Outcome = Literal["ok", "skipped-late", "skipped-cost", "stopped", "timeout", "error", "invalid"]
-
 
 class CompleteRequest(Message):
     """A chat to complete by `deadline` (a time.monotonic() instant)."""
 
     model_config = ConfigDict(frozen=True)
+
+    kind = "inference.complete"
 
     messages: tuple[dict[str, str], ...]
     deadline: float
@@ -72,6 +70,9 @@ class Completion(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str = ""
+    # ok; skipped_late (never started); skipped_cost (never started: its estimated prompt
+    # time runs past the deadline); stopped (at the deadline, mid-stream); timeout (the
+    # caller stopped waiting); error (provider); invalid (output breaks the schema)
     outcome: Outcome
     detail: str = ""
     pieces: int = 0
@@ -83,7 +84,7 @@ class Completion(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.outcome == "ok"
+        return self.outcome == Outcome.OK
 
 
 # A measured speed older than this is not used to skip a prompt: one slow measurement (a
@@ -166,7 +167,7 @@ class Inference:
         started = clock()
         if started >= req.deadline:
             return Completion(
-                outcome="skipped-late", detail="the deadline passed before it started"
+                outcome=Outcome.SKIPPED_LATE, detail="the deadline passed before it started"
             )
         with self._busy_lock:
             self._busy = (_wall_clock(), req.purpose)
@@ -191,7 +192,7 @@ class Inference:
             left = req.deadline - clock()
             if estimate is not None and estimate > left:
                 return Completion(
-                    outcome="skipped-cost",
+                    outcome=Outcome.SKIPPED_COST,
                     detail=f"about {estimate:.1f} s for {tokens} prompt tokens at "
                     f"{fresh_speed.tokens_per_s:.0f} tokens/s, {max(0.0, left):.1f} s left"
                     if fresh_speed
@@ -209,10 +210,10 @@ class Inference:
                 pin=req.pin_prefix,
             )
         except ImprintError as exc:
-            return Completion(outcome="error", detail=str(exc), run_ms=_ms(started, clock))
+            return Completion(outcome=Outcome.ERROR, detail=str(exc), run_ms=_ms(started, clock))
         pieces: list[str] = []
         first: float | None = None
-        outcome: Outcome = "ok"
+        outcome = Outcome.OK
         base: dict[str, Any] = {"prompt_tokens": tokens, "estimate_ms": estimate_ms}
         try:
             for piece in stream:
@@ -228,12 +229,12 @@ class Inference:
                         )
                 pieces.append(piece)
                 if clock() >= req.deadline:
-                    outcome = "stopped"
+                    outcome = Outcome.STOPPED
                     break
         except ImprintError as exc:
             return Completion(
                 text="".join(pieces),
-                outcome="error",
+                outcome=Outcome.ERROR,
                 detail=str(exc),
                 pieces=len(pieces),
                 first_piece_ms=first,
@@ -244,7 +245,7 @@ class Inference:
             log.exception("inference.provider_failed")
             return Completion(
                 text="".join(pieces),
-                outcome="error",
+                outcome=Outcome.ERROR,
                 detail=f"provider failed ({type(exc).__name__})",
                 pieces=len(pieces),
                 first_piece_ms=first,
@@ -257,19 +258,19 @@ class Inference:
                 close()
         text = "".join(pieces)
         base.update(text=text, pieces=len(pieces), first_piece_ms=first, run_ms=_ms(started, clock))
-        if outcome == "stopped":
-            return Completion(outcome="stopped", detail="stopped at the deadline", **base)
+        if outcome == Outcome.STOPPED:
+            return Completion(outcome=Outcome.STOPPED, detail="stopped at the deadline", **base)
         if req.json_schema is None:
-            return Completion(outcome="ok", **base)
+            return Completion(outcome=Outcome.OK, **base)
         try:
             data = json.loads(text)
             jsonschema.validate(data, req.json_schema)
         except (ValueError, jsonschema.ValidationError) as exc:
             reason = exc.message if isinstance(exc, jsonschema.ValidationError) else str(exc)
             return Completion(
-                outcome="invalid", detail=f"output breaks the schema: {reason}", **base
+                outcome=Outcome.INVALID, detail=f"output breaks the schema: {reason}", **base
             )
-        return Completion(outcome="ok", data=data, **base)
+        return Completion(outcome=Outcome.OK, data=data, **base)
 
     def close(self) -> None:
         if self._provider is not None:
@@ -296,13 +297,13 @@ class InferenceActor(pykka.ThreadingActor):
         self.logic.close()
 
     # The logic skips a late request itself and says so in its Completion.
-    @traced("inference.complete", skip_late=False)
+    @traced(skip_late=False)
     def complete(self, msg: CompleteRequest) -> Completion:
         result = self.logic.complete(msg)
         log.info(
             "inference.done",
             purpose=msg.purpose,
-            outcome=result.outcome,
+            outcome=result.outcome.value,
             pieces=result.pieces,
             first_piece_ms=result.first_piece_ms,
             run_ms=result.run_ms,
@@ -332,6 +333,6 @@ def ask_model(proxy: InferenceProxy, req: CompleteRequest, *, margin: float = 0.
     try:
         return proxy.complete(req).get(timeout=left)
     except pykka.Timeout:
-        return Completion(outcome="timeout", detail="no answer by the deadline")
+        return Completion(outcome=Outcome.TIMEOUT, detail="no answer by the deadline")
     except pykka.ActorDeadError as exc:
         raise ProviderError("inference: the inference actor is not running") from exc

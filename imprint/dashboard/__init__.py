@@ -4,7 +4,7 @@ from imprint.dashboard._browser import open_browser_at, redirect_file
 from imprint.dashboard._security import Guard
 from imprint.dashboard.app import Owner, build_app
 from imprint.dashboard.server import DashboardServer, check_host
-from imprint.waterfall import build_waterfall, read_recall_events, render_svg
+from imprint.trace import build_waterfall, read_recall_events, render_svg
 
 __all__ = [
     "DashboardServer",

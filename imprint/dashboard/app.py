@@ -34,12 +34,7 @@ from imprint.logs import get_logger, log_files
 from imprint.reads.search import Why
 from imprint.recall.plan import parse_plan
 from imprint.store.records import RECORD_TYPES
-from imprint.waterfall import (
-    build_waterfall,
-    read_recall_events,
-    recall_summaries,
-    render_svg,
-)
+from imprint.trace import build_waterfall, read_recall_events, recall_summaries, render_svg
 from imprint.workspaces import active_workspace, list_workspaces
 
 __all__ = ["LIVE_KEYS", "Owner", "build_app"]

@@ -19,8 +19,8 @@ from imprint.actors.read_messages import (
 )
 from imprint.errors import InputError
 from imprint.reads.deadline import Deadline, Pending
-from imprint.reads.evidence import clamp, clip, one_line
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import clamp, clip, one_line
 from imprint.reads.memory import check_id
 from imprint.reads.neighbors import neighbor_rows
 from imprint.types import WorkspaceName

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from imprint.actors.read_messages import FetchRecords, Neighbors
 from imprint.errors import InputError
-from imprint.reads.evidence import clamp
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import clamp
 from imprint.reads.memory import check_id
 from imprint.reads.search import SearchHit
 

@@ -18,8 +18,8 @@ from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
-from imprint.reads.evidence import Block, clamp, escape_field, one_line, render_blocks
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import Block, clamp, escape_field, one_line, render_blocks
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
 from imprint.store.text import content_terms, holds_term

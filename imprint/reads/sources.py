@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from imprint.actors.read_messages import ListSources
-from imprint.reads.evidence import clamp
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import clamp
 from imprint.store.records import SourceRow
 
 __all__ = ["source_rows"]

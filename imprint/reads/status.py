@@ -3,7 +3,7 @@ agree; and its text, the same for the tool and the CLI."""
 
 from __future__ import annotations
 
-from imprint.reads.evidence import clip, escape_field
+from imprint.reads.layout import clip, escape_field
 from imprint.store.check import IndexCheck
 from imprint.store.context import TEXT_FORMAT
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import SourceChunks
 from imprint.errors import InputError
-from imprint.reads.evidence import clip, escape_field, one_line
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import clip, escape_field, one_line
 
 __all__ = ["SummaryRow", "format_summary", "summary_row"]
 

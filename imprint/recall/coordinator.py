@@ -24,14 +24,14 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pykka
 import structlog
 from pykka.typing import proxy_method
 
 from imprint.actors._pool import ActorPool, Load
-from imprint.actors._trace import Message, Outcome, bind_deadline, log_handled, traced
+from imprint.actors._trace import Message, bind_deadline, log_handled, traced
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import VectorQuery
 from imprint.errors import DeadlineExceeded, ImprintError, StoreError
@@ -40,7 +40,7 @@ from imprint.reads.gateway import Reads
 from imprint.reads.search import SearchRows, planned_vector_query, search_many
 from imprint.recall.evidence import Item, StepResult, to_items
 from imprint.recall.plan import STEP_FUNCTIONS, Step
-from imprint.types import RecallId, WorkspaceName
+from imprint.types import Outcome, RecallId, WorkspaceName
 
 __all__ = [
     "Gathering",
@@ -116,11 +116,11 @@ def _result(index: int, task: Step, found: Any, started: float) -> StepResult:
     rows = None
     if isinstance(found, ImprintError):
         detail = str(found)
-        outcome = "timeout" if isinstance(found, DeadlineExceeded) else "error"
+        outcome = Outcome.TIMEOUT if isinstance(found, DeadlineExceeded) else Outcome.ERROR
     else:
         items, detail = to_items(task.tool, found)
         rows = found if isinstance(found, SearchRows) else None
-        outcome = "ok"
+        outcome = Outcome.OK
     return StepResult(
         index=index,
         label=task.label(),
@@ -139,7 +139,7 @@ def _crashed(recall_id: str, index: int, step: Step, exc: Exception) -> StepResu
     return StepResult(
         index=index,
         label=step.label(),
-        outcome="error",
+        outcome=Outcome.ERROR,
         detail=f"failed ({type(exc).__name__})",
     )
 
@@ -155,7 +155,7 @@ def _timed_out(msg: RecallRequest, index: int, step: Step) -> StepResult:
     return StepResult(
         index=index,
         label=step.label(),
-        outcome="timeout",
+        outcome=Outcome.TIMEOUT,
         detail=f"no answer within the recall's {msg.timeout_sec:g} s deadline",
     )
 
@@ -259,9 +259,8 @@ class RecallCoordinator(pykka.ThreadingActor):
                 answered[pos] = _crashed(msg.recall_id, i, step, got)
             else:
                 answered[pos] = _result(i, step, got, started)
-            outcome = cast(Outcome, answered[pos].outcome)
             with structlog.contextvars.bound_contextvars(step=i):
-                log_handled(self.actor_name, "recall.step", started, started, outcome)
+                log_handled(self.actor_name, "recall.step", started, started, answered[pos].outcome)
         return answered
 
     def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[VectorQuery]:

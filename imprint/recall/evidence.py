@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from imprint.reads.chunks import ChunkRows
-from imprint.reads.evidence import escape_field
+from imprint.reads.layout import escape_field
 from imprint.reads.memory import MemoryRow
 from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
 from imprint.store.records import Fact, Record, SourceRow
+from imprint.types import Outcome
 
 __all__ = ["Item", "StepResult", "file_key", "merge", "to_items"]
 
@@ -40,7 +41,7 @@ class StepResult(BaseModel):
 
     index: int
     label: str
-    outcome: str  # ok, error, timeout
+    outcome: Outcome  # ok, error, timeout
     detail: str  # "10 results", or the one-line error
     items: tuple[Item, ...] = ()
     run_ms: float = 0.0

@@ -23,7 +23,7 @@ from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
 from imprint.recall.plan import Step, parse_plan
-from imprint.types import MemoryId, RecallId, WorkspaceName
+from imprint.types import MemoryId, Outcome, RecallId, WorkspaceName
 
 __all__ = [
     "ANSWER_SYSTEM",
@@ -245,6 +245,8 @@ class Planned(BaseModel):
     dropped: int
     note: str  # empty when the model planned; otherwise why the plain search stands alone
     ms: float
+    # ok; skipped_late (no time left to ask); timeout; error; fallback (no usable plan)
+    outcome: Outcome
 
 
 class Answer(BaseModel):
@@ -254,6 +256,8 @@ class Answer(BaseModel):
     cited: tuple[int, ...]
     note: str  # empty when the answer is usable
     ms: float
+    # ok; skipped_late (no time left to ask); timeout; error; fallback (no usable answer)
+    outcome: Outcome
 
 
 def _left(deadline: float) -> float:
@@ -301,6 +305,11 @@ def _offered(step: Step, sources: list[str], ids: list[str]) -> bool:
     return True
 
 
+# A model call that gave up at the deadline, or was taken too late to start: the recall's
+# model phase timed out.
+_TIMED_OUT = (Outcome.TIMEOUT, Outcome.STOPPED, Outcome.SKIPPED_LATE)
+
+
 def _skip_note(what: str, result: Completion) -> str:
     return f"{what} skipped: {result.detail}"
 
@@ -326,7 +335,7 @@ def plan_steps(
     baseline = Step(tool="search", args={"query": question})
     started = time.monotonic()
     if _left(deadline) <= 0:
-        return Planned(steps=(baseline,), dropped=0, note="planning skipped: no time left", ms=0)
+        return _plan_alone(baseline, "planning skipped: no time left", 0, Outcome.SKIPPED_LATE)
     shown_projects = ", ".join(projects[:20]) or "(none)"
     user = f"Projects: {shown_projects}\n"
     if sources:
@@ -349,14 +358,14 @@ def plan_steps(
         ),
     )
     ms = round((time.monotonic() - started) * 1000, 1)
-    if result.outcome == "skipped-cost":
-        return Planned(steps=(baseline,), dropped=0, note=_skip_note("planning", result), ms=ms)
-    if result.outcome in ("timeout", "stopped", "skipped-late"):
-        return Planned(steps=(baseline,), dropped=0, note="planning timed out", ms=ms)
-    if result.outcome == "error":
-        return Planned(steps=(baseline,), dropped=0, note=f"model error: {result.detail}", ms=ms)
+    if result.outcome == Outcome.SKIPPED_COST:
+        return _plan_alone(baseline, _skip_note("planning", result), ms, Outcome.FALLBACK)
+    if result.outcome in _TIMED_OUT:
+        return _plan_alone(baseline, "planning timed out", ms, Outcome.TIMEOUT)
+    if result.outcome == Outcome.ERROR:
+        return _plan_alone(baseline, f"model error: {result.detail}", ms, Outcome.ERROR)
     data = result.data
-    if result.outcome == "invalid":
+    if result.outcome == Outcome.INVALID:
         # A provider without grammars (ollama) may break the schema in one step only: the
         # steps are judged one by one below, as a caller's would be.
         try:
@@ -366,7 +375,7 @@ def plan_steps(
     elif not result.ok:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
-        return Planned(steps=(baseline,), dropped=0, note="unparseable plan", ms=ms)
+        return _plan_alone(baseline, "unparseable plan", ms, Outcome.FALLBACK)
     steps = [baseline]
     dropped = 0
     for raw in data["steps"][:MAX_MODEL_STEPS]:
@@ -379,8 +388,16 @@ def plan_steps(
             dropped += 1
             continue
         steps.append(candidate)
-    note = "" if len(steps) > 1 else "no valid step from the model"
-    return Planned(steps=tuple(steps), dropped=dropped, note=note, ms=ms)
+    if len(steps) == 1:
+        note, outcome = "no valid step from the model", Outcome.FALLBACK
+    else:
+        note, outcome = "", Outcome.OK
+    return Planned(steps=tuple(steps), dropped=dropped, note=note, ms=ms, outcome=outcome)
+
+
+def _plan_alone(baseline: Step, note: str, ms: float, outcome: Outcome) -> Planned:
+    """The plain search alone, and why."""
+    return Planned(steps=(baseline,), dropped=0, note=note, ms=ms, outcome=outcome)
 
 
 def answer(
@@ -395,9 +412,9 @@ def answer(
     """An answer from exactly `evidence`, kept only if every citation names a shown block."""
     started = time.monotonic()
     if _left(deadline) <= 0:
-        return Answer(text="", cited=(), note="answer skipped: no time left", ms=0)
+        return _no_answer("answer skipped: no time left", 0, Outcome.SKIPPED_LATE)
     if not shown:
-        return Answer(text="", cited=(), note="answer skipped: no evidence shown", ms=0)
+        return _no_answer("answer skipped: no evidence shown", 0, Outcome.FALLBACK)
     result = ask_model(
         inference,
         CompleteRequest(
@@ -413,26 +430,40 @@ def answer(
         ),
     )
     ms = round((time.monotonic() - started) * 1000, 1)
-    if result.outcome == "skipped-cost":
-        return Answer(text="", cited=(), note=_skip_note("answer", result), ms=ms)
-    if result.outcome in ("timeout", "stopped", "skipped-late"):
-        return Answer(text="", cited=(), note="answer timed out", ms=ms)
+    if result.outcome == Outcome.SKIPPED_COST:
+        return _no_answer(_skip_note("answer", result), ms, Outcome.FALLBACK)
+    if result.outcome in _TIMED_OUT:
+        return _no_answer("answer timed out", ms, Outcome.TIMEOUT)
     if not result.ok:
-        return Answer(text="", cited=(), note=f"model error: {result.detail}", ms=ms)
+        return _no_answer(f"model error: {result.detail}", ms, Outcome.ERROR)
     text = result.text.strip()
     if not text.endswith("].") and "]." in text:
         # Cut at max_tokens mid-sentence: keep the complete (cited) sentences only.
         text = text[: text.rindex("].") + 2]
     cited = tuple(dict.fromkeys(int(n) for n in _CITE.findall(text)))
     if not cited:
-        return Answer(text=text, cited=(), note="answer cites no evidence", ms=ms)
+        return Answer(
+            text=text, cited=(), note="answer cites no evidence", ms=ms, outcome=Outcome.FALLBACK
+        )
     unknown = [n for n in cited if n not in shown]
     if unknown:
         return Answer(
-            text=text, cited=cited, note=f"answer cites evidence not shown: {unknown}", ms=ms
+            text=text,
+            cited=cited,
+            note=f"answer cites evidence not shown: {unknown}",
+            ms=ms,
+            outcome=Outcome.FALLBACK,
         )
     if restates_headers(text, header_words(evidence, max(shown))):
         return Answer(
-            text=text, cited=cited, note="answer only restates the evidence headers", ms=ms
+            text=text,
+            cited=cited,
+            note="answer only restates the evidence headers",
+            ms=ms,
+            outcome=Outcome.FALLBACK,
         )
-    return Answer(text=text, cited=cited, note="", ms=ms)
+    return Answer(text=text, cited=cited, note="", ms=ms, outcome=Outcome.OK)
+
+
+def _no_answer(note: str, ms: float, outcome: Outcome) -> Answer:
+    return Answer(text="", cited=(), note=note, ms=ms, outcome=outcome)

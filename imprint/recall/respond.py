@@ -19,8 +19,8 @@ from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
-from imprint.reads.evidence import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.gateway import Reads
+from imprint.reads.layout import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.search import format_search, normalize_max_chars, search_budget, search_rows
 from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge
@@ -34,6 +34,7 @@ from imprint.recall.model import (
 )
 from imprint.recall.plan import Step, parse_plan
 from imprint.store.lexical import check_query
+from imprint.types import Outcome
 
 __all__ = ["condensed", "format_recall", "layout_recall", "recall_text"]
 
@@ -197,18 +198,18 @@ def recall_text(
         timeout_sec=timeout_sec,
     )
     started = time.monotonic()
-    outcome = "error"
+    outcome = Outcome.ERROR
     try:
         text = _recall(
             reads, question, steps, max_chars, condense, workspace, timeout_sec, cwd, recall_id
         )
-        outcome = "ok"
+        outcome = Outcome.OK
         return text
     finally:
         log.info(
             "recall.done",
             recall_id=recall_id,
-            outcome=outcome,
+            outcome=outcome.value,
             total_ms=round((time.monotonic() - started) * 1000, 3),
         )
 
@@ -312,6 +313,7 @@ def _model_recall(
             steps=len(planned.steps),
             dropped=planned.dropped,
             note=planned.note,
+            outcome=planned.outcome.value,
             run_ms=planned.ms,
         )
         if planned.note:
@@ -344,6 +346,7 @@ def _model_recall(
         recall_id=recall_id,
         cited=list(reply.cited),
         note=reply.note,
+        outcome=reply.outcome.value,
         run_ms=reply.ms,
     )
     if reply.note:

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.chunks import ChunkRows, chunk_rows
-from imprint.reads.evidence import clamp, escape_field
+from imprint.reads.layout import clamp, escape_field
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_chunks", "register"]

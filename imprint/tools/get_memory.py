@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import escape_field
+from imprint.reads.layout import escape_field
 from imprint.reads.memory import MemoryRow, memory_row
 from imprint.tools._app import READ, App, run_tool, tool
 

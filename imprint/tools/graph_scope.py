@@ -10,8 +10,8 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import escape_field
 from imprint.reads.graph import GraphRows, graph_rows
+from imprint.reads.layout import escape_field
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_graph", "register"]

@@ -8,8 +8,8 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import escape_field
 from imprint.reads.facts import fact_rows
+from imprint.reads.layout import escape_field
 from imprint.store.records import Fact
 from imprint.tools._app import READ, App, run_tool, tool
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import Block, render_blocks
+from imprint.reads.layout import Block, render_blocks
 from imprint.reads.neighbors import neighbor_rows
 from imprint.reads.search import SearchHit, meta_line, normalize_max_chars
 from imprint.tools._app import READ, App, run_tool, tool

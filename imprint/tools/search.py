@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.evidence import one_line
+from imprint.reads.layout import one_line
 from imprint.reads.search import (
     HINT,
     Mode,

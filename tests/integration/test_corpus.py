@@ -218,6 +218,8 @@ def test_status_reports_consistent_indexes_and_log_has_actor_traces(copy: Copy) 
     ]
     traced = [e for e in events if e.get("event") == "actor.message"]
     kinds = {e["message"] for e in traced}
-    assert {"write", "vector_query", "lexical_query", "fetch_records", "check"} <= kinds
+    # lexical_query from the lexical mode's search, lexical_and_phrase from the hybrid ones
+    reads = {"vector_query", "lexical_query", "lexical_and_phrase", "fetch_records"}
+    assert {"write", "check", *reads} <= kinds
     for event in traced:
         assert {"request_id", "actor", "queue_ms", "run_ms", "outcome"} <= event.keys()

@@ -18,7 +18,7 @@ from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import recall_text
 from imprint.store.embedder import Embedder
-from imprint.trace import MODEL_PHASES, load_recalls, model_outcome, render_trace
+from imprint.trace import MODEL_PHASES, load_recalls, render_trace
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 
@@ -92,7 +92,7 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
         rt.stop()
 
     logged = log_path(data).read_text().splitlines()
-    recalls = load_recalls(logged)
+    recalls = load_recalls([log_path(data)])
     assert len(recalls) == RECALLS
     model_waits = [
         e for events in recalls.values() for e in events if e.get("message") == "inference.complete"
@@ -105,13 +105,13 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
         # Each waited in the mailbox behind the busy prompt, past its deadline, and was not
         # run: the log says so.
         assert event["outcome"] == "skipped_late" and event["recall_id"] in taken
-    assert sum(1 for e in done if e["outcome"] == "skipped-late") == RECALLS
+    assert sum(1 for e in done if e["outcome"] == "skipped_late") == RECALLS
     for rid, events in recalls.items():
         # Evidence first: the baseline search (step 1, the recall's only step) was gathered
         # while the model planned, and finished before the planning wait hit the deadline;
         # the fallback printed it rather than searching again after the deadline.
         order = [
-            (e.get("message") or e["event"], e.get("outcome") or model_outcome(e))
+            (e.get("message") or e["event"], e["outcome"])  # model phases log theirs too
             for e in events
             if e.get("message") in ("recall.step", "recall.gather") or e["event"] in MODEL_PHASES
         ]
@@ -148,7 +148,7 @@ def test_trace_renders_steps_with_queue_and_run_times(
         )
     finally:
         rt.stop()
-    recalls = load_recalls(log_path(data).read_text().splitlines())
+    recalls = load_recalls([log_path(data)])
     assert len(recalls) == 1
     (events,) = recalls.values()
     kinds = [(e["message"], e.get("step")) for e in events]

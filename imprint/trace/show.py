@@ -9,58 +9,38 @@ when its work ends, so a step logged before the planning row ran while the model
 
 from __future__ import annotations
 
-import json
-from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
+from imprint.trace.log import MODEL_PHASES, Event, model_outcome, read_events, read_outcome
+from imprint.types import Outcome
 
-__all__ = ["MODEL_PHASES", "load_recalls", "model_outcome", "render_trace", "write_svg"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["load_recalls", "render_trace"]
 
 
-MODEL_PHASES = {"recall.model.plan": "planning", "recall.model.answer": "answering"}
-
-
-def load_recalls(lines: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    """actor.message and recall.model.* events that carry a recall id, grouped by it, in
-    log order."""
-    recalls: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def load_recalls(paths: list[Path], recall: str = "") -> dict[str, list[Event]]:
+    """Each recall's rows, by recall id in the order of their first row: its actor messages
+    and model phases in log order, each model call's row naming what the model was asked for
+    (the purpose its `inference.done` logged)."""
+    recalls: dict[str, list[Event]] = {}
     purposes: dict[str, str] = {}  # request id -> what the model was asked for
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in read_events(paths, recall):
         kind = event.get("event")
         if kind == "inference.done" and event.get("request_id"):
             purposes[event["request_id"]] = str(event.get("purpose", ""))
-        if (kind == "actor.message" or kind in MODEL_PHASES) and event.get("recall_id"):
-            recalls[event["recall_id"]].append(event)
-    for events in recalls.values():
-        for event in events:
-            if event.get("message") == "inference.complete":
-                event.setdefault("purpose", purposes.get(event.get("request_id", ""), ""))
-    return dict(recalls)
+        if kind == "actor.message" or kind in MODEL_PHASES:
+            recalls.setdefault(event["recall_id"], []).append(event)
+    for rows in recalls.values():
+        for e in rows:
+            if e.get("message") == "inference.complete":
+                e.setdefault("purpose", purposes.get(e.get("request_id", ""), ""))
+    return recalls
 
 
-def model_outcome(event: dict[str, Any]) -> str:
-    """A model phase's outcome from the recall's side, from the note it logged."""
-    note = str(event.get("note", ""))
-    if not note:
-        return "ok"
-    if "timed out" in note:
-        return "timeout"  # the recall stopped waiting at its deadline
-    if "no time left" in note:
-        return "skipped_late"
-    if note.startswith("model error"):
-        return "error"
-    return "fallback"  # unparseable, no valid step, an untraceable answer
-
-
-def _phase(event: dict[str, Any]) -> str:
+def _phase(event: Event) -> str:
     if event.get("event") in MODEL_PHASES:
         return MODEL_PHASES[event["event"]]
     kind = event.get("message", "")
@@ -77,11 +57,13 @@ def _phase(event: dict[str, Any]) -> str:
 
 
 def render_trace(log: Path, recall: str = "", console: Console | None = None) -> int:
+    """Print a table per recall in `log` (or those whose id starts with `recall`); 1 if
+    there is none."""
+    from rich.console import Console  # imported when a table is drawn: the CLI starts fast
+    from rich.table import Table
+
     console = console or Console()
-    with log.open(encoding="utf-8") as handle:
-        recalls = load_recalls(handle)
-    if recall:
-        recalls = {k: v for k, v in recalls.items() if k.startswith(recall)}
+    recalls = load_recalls([log], recall)
     if not recalls:
         console.print(f"no recall traces in {log}" + (f" for {recall!r}" if recall else ""))
         return 1
@@ -103,7 +85,7 @@ def render_trace(log: Path, recall: str = "", console: Console | None = None) ->
                 str(e.get("event") if model else e.get("message", "")),
                 "" if model else f"{float(e.get('queue_ms', 0)):.1f}",
                 f"{float(e.get('run_ms', 0)):.1f}",
-                model_outcome(e) if model else str(e.get("outcome", "")),
+                model_outcome(e) if model else read_outcome(e.get("outcome")),
                 _when(e, n, planning),
                 "<- slowest" if e is slowest else "",
             )
@@ -111,30 +93,13 @@ def render_trace(log: Path, recall: str = "", console: Console | None = None) ->
     return 0
 
 
-def _when(event: dict[str, Any], n: int, planning: int | None) -> str:
+def _when(event: Event, n: int, planning: int | None) -> str:
     """Where a row falls against the planning: what ran during it, and a wait that hit the
     deadline."""
     if event.get("event") == "recall.model.plan":
-        return "hit the deadline" if model_outcome(event) == "timeout" else ""
+        return "hit the deadline" if model_outcome(event) == Outcome.TIMEOUT else ""
     if planning is None or event.get("event") != "actor.message":
         return ""
     if event.get("message") == "inference.complete":
         return ""  # the model's own row is logged whenever the InferenceActor took it
     return "during planning" if n < planning else "after planning"
-
-
-def write_svg(logs: list[Path], recall: str, out: Path) -> str:
-    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
-    from imprint.errors import ImprintError
-    from imprint.waterfall import build_waterfall, read_recall_events, render_svg
-
-    found = read_recall_events(logs, recall)
-    if not found:
-        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
-    if len(found) > 1:
-        raise ImprintError(
-            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
-        )
-    rid, events = next(iter(found.items()))
-    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
-    return f"wrote {out} (recall {rid})"

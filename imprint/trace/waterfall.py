@@ -1,39 +1,34 @@
 """A recall's step timings from the JSON log, as rows and as an SVG waterfall.
 
-The log holds, per recall id: `recall.start` (the question's length and hash, never its
-text; the step tools, the step deadline), one `actor.message` per traced message (the
-gather, each step, each read a step sent to a reader pool, each model call) with its queue
-wait and run time, `recall.step.timeout` for a step that missed the deadline, the model
-phases (`recall.model.plan`, `recall.model.answer`) and `recall.done` (outcome, total). An
-`actor.message` is logged when its handler ends, so its run started `run_ms` earlier and it
-entered the mailbox `queue_ms` before that.
+The events are `imprint.trace.log`'s. An `actor.message` is logged when its handler ends, so
+its run started `run_ms` earlier and it entered the mailbox `queue_ms` before that.
 
-The dashboard and `imprint trace --svg` draw the same picture from the same function; it
-lives below both (it needs only the standard library).
+The dashboard and `imprint trace --svg` draw the same picture from the same function.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
 from pathlib import Path
-from typing import Any
+
+from imprint.errors import ImprintError
+from imprint.trace.log import Event, read_outcome, read_recall_events
+from imprint.types import Outcome
 
 __all__ = [
     "Bar",
     "RecallSummary",
     "Waterfall",
     "build_waterfall",
-    "read_recall_events",
     "recall_summaries",
     "render_svg",
+    "write_svg",
 ]
 
-# Outcomes drawn as marked bars; the log spells a late skip skipped_late (older: skipped-late).
-MARKED = ("timeout", "skipped_late", "skipped-late", "error")
+# Outcomes drawn as marked bars.
+MARKED = (Outcome.TIMEOUT, Outcome.SKIPPED_LATE, Outcome.ERROR)
 
 
 @dataclass
@@ -46,7 +41,7 @@ class Bar:
     queued_at: float
     run_at: float
     end_at: float
-    outcome: str
+    outcome: Outcome
     actor: str = ""
     depth: int = 0
     slowest: bool = False
@@ -73,7 +68,7 @@ class Waterfall:
     timeout_sec: float | None = None
     deadline_ms: float | None = None
     total_ms: float | None = None
-    outcome: str = ""
+    outcome: Outcome | None = None  # the recall's, once it is done
     bars: list[Bar] = field(default_factory=list)
 
     @property
@@ -86,7 +81,7 @@ class Waterfall:
 
     @property
     def failed(self) -> bool:
-        return self.outcome == "error" or any(b.outcome in MARKED for b in self.bars)
+        return self.outcome == Outcome.ERROR or any(b.outcome in MARKED for b in self.bars)
 
 
 @dataclass(frozen=True)
@@ -102,57 +97,14 @@ class RecallSummary:
     problems: str = ""  # "step 3 kg_query: timeout", for a failed one
 
 
-def _when(event: dict[str, Any]) -> float | None:
+def _when(event: Event) -> float | None:
     try:
         return datetime.fromisoformat(str(event["timestamp"])).timestamp()
     except (KeyError, ValueError):
         return None
 
 
-def read_recall_events(
-    paths: Iterable[Path], recall_id: str = "", *, limit: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Events that carry a recall id, grouped by it in log order. `paths` oldest first.
-
-    With `limit`, only the newest `limit` recalls are kept (files are read newest first and
-    reading stops once that many recalls are complete).
-    """
-    found: dict[str, list[dict[str, Any]]] = {}
-    chunks: list[dict[str, list[dict[str, Any]]]] = []
-    for path in reversed(list(paths)):
-        per_file: dict[str, list[dict[str, Any]]] = {}
-        try:
-            handle = path.open(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        with handle:
-            for line in handle:
-                # Cheap filter before parsing: most lines are not a recall's.
-                if '"recall_id"' not in line or (recall_id and recall_id not in line):
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                rid = event.get("recall_id")
-                if not rid or not isinstance(rid, str):
-                    continue
-                if recall_id and not rid.startswith(recall_id):
-                    continue
-                per_file.setdefault(rid, []).append(event)
-        chunks.append(per_file)
-        if limit and len({rid for c in chunks for rid in c}) > limit:
-            break
-    for per_file in reversed(chunks):  # back to oldest first, so events stay in log order
-        for rid, events in per_file.items():
-            found.setdefault(rid, []).extend(events)
-    if limit and len(found) > limit:
-        keep = list(found)[-limit:]
-        found = {rid: found[rid] for rid in keep}
-    return found
-
-
-def _question(start: dict[str, Any]) -> str:
+def _question(start: Event) -> str:
     """How a recall's question is named: its length and hash (older logs held the text)."""
     if "question" in start:
         return str(start["question"])
@@ -160,7 +112,7 @@ def _question(start: dict[str, Any]) -> str:
     return f"question of {chars} chars, sha {sha}" if isinstance(chars, int) else ""
 
 
-def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
+def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
     """The rows of one recall: gather, each step with its reads under it, model phases."""
     wf = Waterfall(recall_id=recall_id)
     start_event = next((e for e in events if e.get("event") == "recall.start"), None)
@@ -171,18 +123,18 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         if isinstance(start_event.get("timeout_sec"), int | float):
             wf.timeout_sec = float(start_event["timeout_sec"])
         tools = [str(t) for t in start_event.get("tools") or []]
-    timed_out: dict[int, dict[str, Any]] = {}
+    timed_out: dict[int, Event] = {}
     for e in events:
         if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int):
             timed_out[e["step"]] = e
             if wf.timeout_sec is None and isinstance(e.get("timeout_sec"), int | float):
                 wf.timeout_sec = float(e["timeout_sec"])
         if e.get("event") == "recall.done":
-            wf.outcome = str(e.get("outcome", ""))
+            wf.outcome = read_outcome(e.get("outcome"))
             if isinstance(e.get("total_ms"), int | float):
                 wf.total_ms = float(e["total_ms"])
     messages = [e for e in events if e.get("event") == "actor.message" and _when(e) is not None]
-    spans: list[tuple[dict[str, Any], float, float, float]] = []
+    spans: list[tuple[Event, float, float, float]] = []
     for e in messages:
         end = float(_when(e) or 0.0)
         run = end - float(e.get("run_ms", 0)) / 1000
@@ -210,7 +162,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         kind = str(e.get("message", ""))
         raw_step = e.get("step")
         step = raw_step if isinstance(raw_step, int) else -1
-        outcome = str(e.get("outcome", "ok"))
+        outcome = read_outcome(e.get("outcome"))
         actor = str(e.get("actor", ""))
         if kind == "recall.gather":
             gather_run, gather_sent = run, queued
@@ -235,7 +187,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
         late = steps.get(index)
         if late is not None:
             late.note = f"answered {late.end_at:.0f} ms, after the deadline"
-            late.outcome = "timeout"
+            late.outcome = Outcome.TIMEOUT
             continue
         # No answer logged (yet): the step was sent at the gather's start and is drawn to
         # the deadline, where the coordinator stopped waiting.
@@ -249,7 +201,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
             begin,
             begin,
             end_ms,
-            "timeout",
+            Outcome.TIMEOUT,
             note="no answer by the deadline",
         )
     # Model phases: the plan (when the model planned) comes before the answer.
@@ -273,7 +225,7 @@ def build_waterfall(recall_id: str, events: list[dict[str, Any]]) -> Waterfall:
     return wf
 
 
-def recall_summaries(events_by_id: dict[str, list[dict[str, Any]]]) -> list[RecallSummary]:
+def recall_summaries(events_by_id: dict[str, list[Event]]) -> list[RecallSummary]:
     """One line per recall, newest first: start, question, total, slowest step, failed."""
     out = []
     for rid, events in events_by_id.items():
@@ -292,7 +244,7 @@ def recall_summaries(events_by_id: dict[str, list[dict[str, Any]]]) -> list[Reca
                 problems=", ".join(
                     f"{b.label}: {b.outcome}" for b in wf.bars if b.outcome in MARKED
                 )
-                or ("recall: error" if wf.outcome == "error" else ""),
+                or ("recall: error" if wf.outcome == Outcome.ERROR else ""),
             )
         )
     out.reverse()
@@ -314,10 +266,9 @@ _FILL = {
     "model": "#8a5cc2",
 }
 _OUTCOME_FILL = {
-    "timeout": "#e08a1e",
-    "error": "#c8372d",
-    "skipped_late": "#9e9e9e",
-    "skipped-late": "#9e9e9e",
+    Outcome.TIMEOUT: "#e08a1e",
+    Outcome.ERROR: "#c8372d",
+    Outcome.SKIPPED_LATE: "#9e9e9e",
 }
 
 
@@ -433,3 +384,17 @@ def render_svg(wf: Waterfall) -> str:
     )
     out.append("</svg>")
     return "\n".join(out)
+
+
+def write_svg(logs: list[Path], recall: str, out: Path) -> str:
+    """The recall's waterfall, the same SVG the dashboard shows, written to `out`."""
+    found = read_recall_events(logs, recall)
+    if not found:
+        raise ImprintError(f"--recall: no recall {recall!r} in {', '.join(map(str, logs))}")
+    if len(found) > 1:
+        raise ImprintError(
+            f"--recall: {recall!r} matches {len(found)} recalls ({', '.join(found)}); give more"
+        )
+    rid, events = next(iter(found.items()))
+    out.write_text(render_svg(build_waterfall(rid, events)), encoding="utf-8")
+    return f"wrote {out} (recall {rid})"

@@ -1,4 +1,5 @@
-"""The budgeted evidence format (DESIGN section 4), shared by search and recall.
+"""The budget layout of numbered blocks, the evidence format (DESIGN section 4) that search and
+recall share.
 
 Numbered blocks, each a provenance line and an excerpt. Every shown excerpt gets the same
 width: the widest that lets the shown blocks fit, at least 300 characters (or the longest
