@@ -39,15 +39,19 @@ def _line(ts: float, **fields: Any) -> str:
 
 def _leaves(cls: type) -> list[type]:
     """The message classes under `cls` that are sent (no subclass of their own); pydantic's
-    parametrised generics are views of their origin, not classes of their own."""
-    subs = [
-        s
-        for s in cls.__subclasses__()
-        if not getattr(s, "__pydantic_generic_metadata__", {}).get("origin")
-    ]
+    parametrised generics (`ReadMessage[Hits]`) are views of their origin, not classes of
+    their own: the classes under them count, they do not."""
+
+    def parametrised(c: type) -> bool:
+        return bool(getattr(c, "__pydantic_generic_metadata__", {}).get("origin"))
+
+    def below(c: type) -> list[type]:
+        return [d for s in c.__subclasses__() for d in ([s] if not parametrised(s) else below(s))]
+
+    subs = list(dict.fromkeys(below(cls)))
     if not subs:
         return [cls]
-    return [leaf for s in subs for leaf in _leaves(s)]
+    return list(dict.fromkeys(leaf for s in subs for leaf in _leaves(s)))
 
 
 def test_every_message_kind_is_distinct() -> None:
