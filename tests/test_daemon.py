@@ -27,6 +27,8 @@ import pytest
 from imprint import daemon as daemon_mod
 from imprint.config import Config
 from imprint.daemon import Daemon, socket_path
+from imprint.daemon import client as client_mod
+from imprint.daemon import hello as hello_mod
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, log_path
 from tests.second_user import OtherUser
@@ -366,7 +368,7 @@ def test_bridge_refuses_a_listener_of_another_uid_fake_lookup(
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(1)
-    monkeypatch.setattr(daemon_mod, "peer_uid", lambda _sock: os.getuid() + 1)
+    monkeypatch.setattr(client_mod, "peer_uid", lambda _sock: os.getuid() + 1)
     with pytest.raises(StoreError, match=rf"is served by uid {os.getuid() + 1}, not you"):
         daemon_mod.bridge_stdio(data_dir)
     conn, _ = listener.accept()
@@ -412,7 +414,7 @@ def test_an_oversized_hello_is_refused_without_buffering_it(serve: StartDaemon) 
     d, _ = serve(hello_timeout_sec=600)
     with _client(d.path) as big:
         with contextlib.suppress(OSError):  # closed while we were still sending: fine
-            big.sendall(b"a" * (daemon_mod.HELLO_MAX_BYTES + 1024))
+            big.sendall(b"a" * (hello_mod.HELLO_MAX_BYTES + 1024))
         assert read_until_closed(big) == b""
     with _client(d.path) as ok, ok.makefile("rb") as reader:
         ok.sendall(_hello())
@@ -426,12 +428,12 @@ def test_connections_over_the_cap_get_a_one_line_error(serve: StartDaemon) -> No
     first, second = _client(d.path), _client(d.path)
     with second, _client(d.path) as third:
         with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)"):
-            daemon_mod._handshake(third, _hello())
+            hello_mod.send_hello(third, _hello())
         first.close()
         with d._state:
             assert d._state.wait_for(lambda: d._open < 2, timeout=30)
         with _client(d.path) as fourth:
-            assert daemon_mod._handshake(fourth, _hello()) is True
+            assert hello_mod.send_hello(fourth, _hello()) is True
 
 
 def test_a_refusal_written_before_the_hello_is_read_is_still_reported() -> None:
@@ -443,7 +445,7 @@ def test_a_refusal_written_before_the_hello_is_read_is_still_reported() -> None:
         daemon_end.sendall(b'{"error": "daemon: 2 connections are open (the cap)"}\n')
         daemon_end.close()
         with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)$"):
-            daemon_mod._handshake(client, _hello())
+            hello_mod.send_hello(client, _hello())
 
 
 def test_a_malformed_hello_never_reaches_the_logs(
