@@ -217,10 +217,7 @@ class Daemon:
             log.warning("daemon.rebound", socket=str(self.path))
             if old is not None:
                 # The accept loop waits on the old socket: wake it, it takes the new one.
-                with contextlib.suppress(OSError):
-                    old.shutdown(socket.SHUT_RDWR)
-                with contextlib.suppress(OSError):
-                    old.close()
+                _close_listener(old)
 
     def serve_forever(self) -> None:
         assert self._listener is not None
@@ -379,10 +376,7 @@ class Daemon:
         with self._listen_lock:
             listener = self._listener
         if listener is not None:
-            with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                listener.close()
+            _close_listener(listener)
 
     def close(self) -> None:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
@@ -398,6 +392,14 @@ class Daemon:
             with contextlib.suppress(OSError):
                 (run_dir(self.data_dir) / "daemon.json").unlink()
             self._lock.release()
+
+
+def _close_listener(listener: socket.socket) -> None:
+    """Shut first: an accept() waiting on it returns at once."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        listener.close()
 
 
 def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> int:
