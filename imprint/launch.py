@@ -2,8 +2,8 @@
 
 An assistant starts `imprint serve` at every session and waits for its `initialize` reply;
 the bridge only copies bytes between stdio and the daemon's socket, so it imports the standard
-library and `imprint.daemon`'s client half, not typer, rich, pydantic, structlog, MCP or the
-store. The daemon it starts (`imprint.launch daemon`) likewise binds its socket before it
+library and `imprint.daemon.client`, not typer, rich, pydantic, structlog, MCP or the
+store. The daemon it starts (`python -m imprint.daemon`) likewise binds its socket before it
 imports the store. Every other command (and `serve` with any option but `--allow`) goes to
 `imprint.cli`.
 """
@@ -35,7 +35,7 @@ def plain_serve_allow(argv: list[str]) -> list[str] | None:
 
 def _serve(allow: list[str]) -> int:
     from imprint._fs import data_dir
-    from imprint.daemon import bridge_stdio
+    from imprint.daemon.client import bridge_stdio
     from imprint.errors import ImprintError
 
     try:
@@ -47,23 +47,6 @@ def _serve(allow: list[str]) -> int:
         return 130
 
 
-def _daemon() -> int:
-    from imprint._fs import data_dir
-    from imprint.config import load_config
-    from imprint.daemon import run_daemon
-    from imprint.errors import ImprintError
-    from imprint.logs import configure_logging
-
-    try:
-        root_dir = data_dir()
-        config = load_config(root_dir)
-        configure_logging(root_dir, level=config.log.level, to_file=config.log.file)
-        return run_daemon(root_dir, config, idle_exit_sec=config.server.idle_exit_sec)
-    except ImprintError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
 def main() -> None:
     from imprint._fs import PRIVATE_UMASK
 
@@ -73,8 +56,6 @@ def main() -> None:
     allow = plain_serve_allow(argv)
     if allow is not None:
         sys.exit(_serve(allow))
-    if argv == ["daemon"]:
-        sys.exit(_daemon())
     from imprint.cli import main as cli_main
 
     cli_main()

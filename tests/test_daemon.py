@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,8 @@ import pytest
 from imprint import daemon as daemon_mod
 from imprint.config import Config
 from imprint.daemon import Daemon, socket_path
+from imprint.daemon import client as client_mod
+from imprint.daemon import hello as hello_mod
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, log_path
 from tests.second_user import OtherUser
@@ -366,7 +369,7 @@ def test_bridge_refuses_a_listener_of_another_uid_fake_lookup(
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(1)
-    monkeypatch.setattr(daemon_mod, "peer_uid", lambda _sock: os.getuid() + 1)
+    monkeypatch.setattr(client_mod, "peer_uid", lambda _sock: os.getuid() + 1)
     with pytest.raises(StoreError, match=rf"is served by uid {os.getuid() + 1}, not you"):
         daemon_mod.bridge_stdio(data_dir)
     conn, _ = listener.accept()
@@ -412,7 +415,7 @@ def test_an_oversized_hello_is_refused_without_buffering_it(serve: StartDaemon) 
     d, _ = serve(hello_timeout_sec=600)
     with _client(d.path) as big:
         with contextlib.suppress(OSError):  # closed while we were still sending: fine
-            big.sendall(b"a" * (daemon_mod.HELLO_MAX_BYTES + 1024))
+            big.sendall(b"a" * (hello_mod.HELLO_MAX_BYTES + 1024))
         assert read_until_closed(big) == b""
     with _client(d.path) as ok, ok.makefile("rb") as reader:
         ok.sendall(_hello())
@@ -426,12 +429,12 @@ def test_connections_over_the_cap_get_a_one_line_error(serve: StartDaemon) -> No
     first, second = _client(d.path), _client(d.path)
     with second, _client(d.path) as third:
         with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)"):
-            daemon_mod._handshake(third, _hello())
+            hello_mod.send_hello(third, _hello())
         first.close()
         with d._state:
             assert d._state.wait_for(lambda: d._open < 2, timeout=30)
         with _client(d.path) as fourth:
-            assert daemon_mod._handshake(fourth, _hello()) is True
+            assert hello_mod.send_hello(fourth, _hello()) is True
 
 
 def test_a_refusal_written_before_the_hello_is_read_is_still_reported() -> None:
@@ -443,7 +446,7 @@ def test_a_refusal_written_before_the_hello_is_read_is_still_reported() -> None:
         daemon_end.sendall(b'{"error": "daemon: 2 connections are open (the cap)"}\n')
         daemon_end.close()
         with pytest.raises(StoreError, match=r"^daemon: 2 connections are open \(the cap\)$"):
-            daemon_mod._handshake(client, _hello())
+            hello_mod.send_hello(client, _hello())
 
 
 def test_a_malformed_hello_never_reaches_the_logs(
@@ -463,3 +466,106 @@ def test_a_malformed_hello_never_reaches_the_logs(
     err = capfd.readouterr().err
     assert "daemon.hello.refused" in logged
     assert "hunter2" not in logged and "hunter2" not in err
+
+
+# --- the command line beside a daemon ---------------------------------------------------------
+
+# Runs `imprint ARGS...` with subprocess.Popen refusing to start anything: before, a command
+# beside a daemon spawned `python -m imprint.cli serve` to bridge to it.
+ONE_PROCESS = textwrap.dedent(
+    """
+    import subprocess, sys
+
+    class NoChildren(subprocess.Popen):
+        def __init__(self, args, *rest, **kwargs):
+            raise AssertionError(f"the command started a process: {args!r}")
+
+    subprocess.Popen = NoChildren
+    sys.argv = ["imprint", *sys.argv[1:]]
+    from imprint.cli import main
+    main()
+    """
+)
+
+
+def _peer_pids(pids: list[int]) -> Callable[[socket.socket], int | None]:
+    """A peer lookup for the daemon that also notes each connection's process id."""
+
+    def lookup(conn: socket.socket) -> int | None:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, _gid = struct.unpack("3i", creds)
+        pids.append(pid)
+        return int(uid)
+
+    return lookup
+
+
+def _cli_alone(tmp_path: Path, *args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """`imprint ARGS...` (no child processes allowed) and its process id."""
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(tmp_path / "data")}
+    with subprocess.Popen(
+        [sys.executable, "-c", ONE_PROCESS, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    ) as proc:
+        out, err = proc.communicate(timeout=120)
+    return proc.pid, subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="peer pids need SO_PEERCRED")
+def test_a_search_beside_a_daemon_is_one_process(serve: StartDaemon, tmp_path: Path) -> None:
+    """`imprint search` beside a running daemon talks to its socket itself: every connection
+    the daemon accepts during the command comes from the command's own process (the kernel's
+    peer credentials say which), and the command starts no process (subprocess.Popen
+    refuses in it). One process, where a bridge made three."""
+    pids: list[int] = []
+    serve(peer_uid=_peer_pids(pids), warm_embedder=False)
+    pid, found = _cli_alone(tmp_path, "search", "heron", "--mode", "lexical")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip(), found.stderr
+    assert pids and set(pids) == {pid}, (pids, pid)
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="peer pids need SO_PEERCRED")
+def test_status_beside_a_daemon_exits_by_the_row_not_by_its_text(
+    serve: StartDaemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`imprint status` beside a daemon prints the status tool's text and takes its exit
+    code from the daemon's typed row: 1 when the indexes disagree, 0 when they agree even
+    if the text holds the words "indexes: INCONSISTENT" elsewhere (here, a project's name).
+    It too runs as one process."""
+    from imprint.reads import status as status_mod
+    from imprint.reads.status import StatusRow
+    from imprint.tools.status import format_status
+
+    rows: list[StatusRow] = []
+    monkeypatch.setattr(status_mod, "status_row", lambda *_args: rows[-1])
+    base = {
+        "workspace": "default",
+        "records": 1,
+        "vectors": 1,
+        "facts": 0,
+        "facts_current": 0,
+        "journal_pending": 0,
+        "only_in_lexical": 0,
+        "fts_ok": True,
+        "store": "chroma",
+    }
+    pids: list[int] = []
+    serve(peer_uid=_peer_pids(pids), warm_embedder=False)
+    for only_in_vectors, project, code in ((1, "p", 1), (0, "x indexes: INCONSISTENT", 0)):
+        rows.append(
+            StatusRow(
+                projects={project: {"records": 1, "sources": 1}},
+                only_in_vectors=only_in_vectors,
+                **base,  # type: ignore[arg-type]
+            )
+        )
+        pid, shown = _cli_alone(tmp_path, "status")
+        assert shown.returncode == code, shown.stderr
+        assert shown.stdout == format_status(rows[-1]) + "\n"
+        assert set(pids) == {pid}
+        pids.clear()

@@ -198,12 +198,12 @@ def test_initialize_and_tools_list_are_answered_while_the_runtime_is_still_start
 
 
 def test_the_static_handshake_is_what_the_server_answers() -> None:
-    """imprint/handshake.json (what the daemon answers before MCP's server code is loaded)
+    """imprint/server/handshake.json (what the daemon answers before MCP's server code is loaded)
     equals what a live session of today's server answers, for every protocol version that
     opens with initialize. When it fails: run `python -m imprint.server` and commit."""
-    from imprint.server import handshake_snapshot
+    from imprint.server import handshake_snapshot, load_handshake
 
-    assert daemon_mod.load_handshake() == handshake_snapshot()
+    assert load_handshake() == handshake_snapshot()
 
 
 def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 import imprint.daemon as daemon_mod
+from imprint.daemon import client as client_mod
+from imprint.daemon import runfile
 
 
 def _run_file(data_dir: Path, **info: object) -> None:
@@ -48,7 +50,7 @@ def test_a_run_file_naming_a_dead_foreign_or_reused_pid_is_not_believed(tmp_path
             "no imprint daemon is running"
         )
         assert all(p.poll() is None for p in others)  # neither was signalled
-        start = daemon_mod._proc_start(others[1].pid)
+        start = runfile.proc_start(others[1].pid)
         assert start is not None
         _run_file(data_dir, pid=others[1].pid, socket="", proc_start=start)
         info = daemon_mod.running_daemon(data_dir)
@@ -70,15 +72,15 @@ def test_the_daemon_stderr_log_rotates_at_its_cap_keeping_two(
     """A spawn finding daemon.stderr.log over its cap moves it to .1 (.1 to .2; never a
     .3) and starts a new 0600 one; a running daemon's own stderr (a descriptor on the file)
     is moved the same way and writes on into the new file."""
-    monkeypatch.setattr(daemon_mod, "STDERR_LOG_MAX_BYTES", 1000, raising=False)
-    monkeypatch.setattr(daemon_mod.subprocess, "Popen", _FakePopen)
+    monkeypatch.setattr(client_mod, "STDERR_LOG_MAX_BYTES", 1000)
+    monkeypatch.setattr(client_mod.subprocess, "Popen", _FakePopen)
     data_dir = tmp_path / "data"
     log = data_dir / "run" / "daemon.stderr.log"
     for n in range(3):
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             out.write(f"{n}".encode() * 2000)
-        daemon_mod._spawn_daemon(data_dir)
+        client_mod._spawn_daemon(data_dir)
         assert log.read_bytes() == b"a fresh daemon's first line\n"
         assert stat.S_IMODE(log.stat().st_mode) == 0o600
     names = sorted(p.name for p in log.parent.iterdir() if p.name.startswith(log.name))
@@ -89,7 +91,7 @@ def test_the_daemon_stderr_log_rotates_at_its_cap_keeping_two(
     fd = os.open(log, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, b"x" * 2000)
-        assert daemon_mod._rotate_log(log, 1000, 2, fd=fd)
+        assert runfile.rotate_log(log, 1000, 2, fd=fd)
         os.write(fd, b"after\n")
     finally:
         os.close(fd)

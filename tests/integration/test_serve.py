@@ -20,7 +20,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from imprint.daemon import _exited
+from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.wire import initialize_request
 
@@ -466,7 +466,7 @@ def test_imprint_stop_stops_the_shared_daemon(data_dir: Path, tmp_path: Path) ->
     assert first.returncode == 0, first.stderr
     assert first.stdout == f"stopped the imprint daemon (process {pid}) for {data_dir}\n"
     # Exited: gone, or a zombie until whoever adopted it (PID 1 here) reaps it.
-    assert _exited(pid)
+    assert exited(pid)
     assert daemon_pid(data_dir) is None  # closed in order: its pid file removed
     second = stop()
     assert second.returncode == 0, second.stderr

@@ -1,0 +1,34 @@
+"""The `imprint` command line. Results go to stdout; logs and progress go to stderr.
+
+One module per group of commands: `reads` (search, status, recall, trace), `writes`
+(ingest, repair), `processes` (serve, stop, dashboard, daemon) and `settings` (workspace
+and config); `_app` holds the typer apps and `main`, `_daemon` the way a command asks a
+running daemon. The commands are registered here, in the order `imprint --help` lists them.
+"""
+
+from __future__ import annotations
+
+from imprint.cli import processes, reads, settings, writes
+from imprint.cli._app import app, config_app, main, version_text, workspace_app
+
+__all__ = ["app", "main", "version_text"]
+
+for command in (
+    writes.ingest,
+    reads.search,
+    reads.status,
+    writes.repair,
+    reads.recall,
+    processes.serve,
+    processes.stop,
+    reads.trace,
+    processes.dashboard,
+):
+    app.command()(command)
+app.command(hidden=True)(processes.daemon)
+workspace_app.command("list")(settings.workspace_list)
+workspace_app.command("create")(settings.workspace_create)
+workspace_app.command("switch")(settings.workspace_switch)
+config_app.command("list")(settings.config_list)
+config_app.command("get")(settings.config_get)
+config_app.command("set")(settings.config_set)

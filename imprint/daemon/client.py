@@ -1,0 +1,278 @@
+"""The client half: find the data dir's daemon (starting one if none runs), send the hello,
+then bridge stdio to it, ask it for the dashboard, or stop it.
+
+This is what `imprint serve` runs at every assistant session start, before a client gets its
+`initialize` reply: the standard library only (no MCP, typer, pydantic, structlog or store).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from imprint._fs import private_file
+from imprint.daemon.hello import CONNECT_WAIT_SEC, send_hello
+from imprint.daemon.runfile import (
+    STDERR_LOG_KEEP,
+    STDERR_LOG_MAX_BYTES,
+    exited,
+    rotate_log,
+    run_dir,
+    running_daemon,
+)
+from imprint.daemon.security import peer_uid, socket_paths
+from imprint.errors import StoreError
+
+__all__ = [
+    "ask_dashboard",
+    "ask_status",
+    "bridge_stdio",
+    "connect",
+    "daemon_alive",
+    "open_session",
+    "stop_daemon",
+]
+
+
+def _try_connect(path: Path) -> socket.socket | None:
+    """A connection to a daemon of this user at `path`; None when nothing listens there.
+
+    A listener of another user is refused with an error before anything is sent to it.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    try:
+        uid = peer_uid(sock)
+    except OSError:
+        uid = None
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        raise StoreError(
+            f"daemon: {path} is served by uid {uid}, not you (uid {os.getuid()}); "
+            "refusing to talk to it"
+        )
+    return sock
+
+
+def _spawn_daemon(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The started daemon and where its stderr begins in the (appended) log file."""
+    log_file = run_dir(data_dir) / "daemon.stderr.log"
+    rotate_log(log_file, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP)
+    private_file(log_file)
+    with log_file.open("ab") as err:
+        start = err.tell()
+        # imprint.daemon, not imprint.cli: the daemon binds its socket before it imports
+        # the command line's libraries (or the store's).
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "imprint.daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env={**os.environ, "IMPRINT_DATA_DIR": str(data_dir)},
+            cwd=str(data_dir),
+        )
+    return proc, start
+
+
+def _last_error_line(log_file: Path, start: int) -> str:
+    try:
+        with log_file.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _try_paths(paths: list[Path]) -> socket.socket | None:
+    for path in paths:
+        sock = _try_connect(path)
+        if sock is not None:
+            return sock
+    return None
+
+
+def connect(data_dir: Path) -> socket.socket:
+    """A connection to the data dir's daemon, starting one if none runs.
+
+    A daemon that runs but does not answer yet (binding its socket again, or still
+    starting) is waited for, never doubled."""
+    sock = _try_paths(socket_paths(data_dir, running_daemon(data_dir)))
+    if sock is not None:
+        return sock
+    # One starter at a time: the others wait here, then find the daemon it started.
+    from filelock import FileLock
+
+    log_file = run_dir(data_dir) / "daemon.stderr.log"
+    with FileLock(
+        run_dir(data_dir) / "start.lock", thread_local=False, timeout=CONNECT_WAIT_SEC, mode=0o600
+    ):
+        deadline = time.monotonic() + CONNECT_WAIT_SEC
+        proc: subprocess.Popen[bytes] | None = None
+        log_start = 0
+        spawned = 0
+        while time.monotonic() < deadline:
+            info = running_daemon(data_dir)
+            sock = _try_paths(socket_paths(data_dir, info))
+            if sock is not None:
+                return sock
+            if proc is not None and proc.poll() is not None and proc.returncode != 0:
+                # It died before listening (a bad config, a missing package): say why now,
+                # not after CONNECT_WAIT_SEC.
+                why = _last_error_line(log_file, log_start) or f"exit status {proc.returncode}"
+                raise StoreError(f"daemon: it exited before listening: {why} (see {log_file})")
+            if info is None and (proc is None or proc.poll() is not None) and spawned < 3:
+                # Nobody owns the data dir (or the one started here left at once, having
+                # found an owner that has gone since): start one.
+                proc, log_start = _spawn_daemon(data_dir)
+                spawned += 1
+            time.sleep(0.02)  # waiting for another process to bind; nothing to wait on
+    raise StoreError(
+        f"daemon: none answered for {data_dir} within {CONNECT_WAIT_SEC:g} s; see {log_file}"
+    )
+
+
+def _pump(src: Any, dst: Any, on_eof: Any) -> None:
+    try:
+        while True:
+            chunk = src(65536)
+            if not chunk:
+                break
+            dst(chunk)
+    except OSError:
+        pass
+    finally:
+        on_eof()
+
+
+def daemon_alive(data_dir: Path) -> bool:
+    """Whether a process owns this data dir as its daemon (nothing is started): its run file
+    names a live imprint process of ours, or something of ours answers on the socket."""
+    if running_daemon(data_dir) is not None:
+        return True
+    sock = _try_paths(socket_paths(data_dir, None))
+    if sock is None:
+        return False
+    sock.close()
+    return True
+
+
+def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
+    """SIGTERM the process that owns the data dir (the daemon, or `serve --http`) and wait
+    until it has exited, its stores closed; a one-line report. Its socket is not needed:
+    the pid comes from its run file, once that is known to be our daemon."""
+    info_file = data_dir / "run" / "daemon.json"
+    info = running_daemon(data_dir)
+    if info is None:
+        if daemon_alive(data_dir):
+            raise StoreError(f"stop: a daemon answers but {info_file} names no running pid")
+        return f"no imprint daemon is running for {data_dir}"
+    pid = int(info["pid"])
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return f"no imprint daemon is running for {data_dir}"
+    deadline = time.monotonic() + wait_sec
+    while time.monotonic() < deadline:
+        if exited(pid):
+            return f"stopped the imprint daemon (process {pid}) for {data_dir}"
+        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    raise StoreError(
+        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM; "
+        f"see {run_dir(data_dir) / 'daemon.stderr.log'}"
+    )
+
+
+def open_session(data_dir: Path, allow: list[str] | None = None) -> socket.socket:
+    """A connection to the data dir's daemon (started if none runs) past its hello: what
+    follows on it is one MCP session, newline-delimited JSON-RPC. `allow`: folders this
+    session may also ingest under."""
+    roots = [str(Path(p).expanduser().resolve()) for p in allow or []]
+    hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots}) + "\n"
+    for _attempt in range(3):
+        sock = connect(data_dir)
+        if send_hello(sock, hello.encode("utf-8")):
+            return sock
+        # It was exiting idle as we came: the next connect finds or starts its successor.
+        sock.close()
+        time.sleep(0.2)  # letting the old daemon release its lock; nothing to wait on
+    raise StoreError(f"daemon: it closed the connection at every hello; see {data_dir}/run")
+
+
+def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
+    """Copy stdin to the daemon and the daemon to stdout until either side closes."""
+    sock = open_session(data_dir, allow)
+    stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
+
+    def write_out(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(stdout_fd, view) :]
+
+    def half_close() -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+
+    upstream = threading.Thread(
+        target=_pump,
+        args=(lambda n: os.read(stdin_fd, n), sock.sendall, half_close),
+        daemon=True,
+    )
+    upstream.start()
+    _pump(sock.recv, write_out, lambda: None)
+    sock.close()
+    return 0
+
+
+def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[str, Any]]:
+    """Send a hello that is a request (not an MCP session) and read its one-line answer."""
+    sock = connect(data_dir)
+    sock.sendall((json.dumps({**request, "pid": os.getpid()}) + "\n").encode())
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        line += chunk
+    try:
+        reply = json.loads(line or b"{}")
+    except ValueError:
+        reply = {}
+    return sock, reply if isinstance(reply, dict) else {}
+
+
+def ask_status(data_dir: Path, workspace: str, check: bool) -> dict[str, Any]:
+    """The status row of the data dir's owner (its fields as JSON), as the status tool
+    computes it."""
+    sock, reply = _ask(data_dir, {"status": {"workspace": workspace, "check": check}})
+    sock.close()
+    if "row" not in reply:
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(str(why).splitlines()[0])
+    return dict(reply["row"])
+
+
+def ask_dashboard(data_dir: Path, port: int) -> tuple[socket.socket, dict[str, Any]]:
+    """Ask the data dir's owner (starting the daemon if none runs) to serve the dashboard.
+    The owner serves it while the returned socket stays open."""
+    sock, reply = _ask(data_dir, {"dashboard": {"port": port}})
+    if "url" not in reply:
+        sock.close()
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(f"dashboard: {why}")
+    return sock, reply

@@ -1,0 +1,183 @@
+"""The hello: the one JSON line each connection opens with, and who is admitted to send it.
+
+Wire format on the socket: one JSON line `{"cwd": ..., "pid": ..., "roots": [...]}` from the
+client (tools such as ingest_path resolve paths against the client's working directory), one
+JSON line back (`{"ok": true}` or `{"error": "..."}`), then MCP's newline-delimited JSON-RPC,
+byte for byte as on stdio. `{"dashboard": {"port": ...}}` instead asks the owner to serve
+the dashboard while the connection stays open.
+
+Before its hello a connection is bounded: one line of at most HELLO_MAX_BYTES within
+hello_timeout_sec, at most max_connections open, and it does not keep the daemon alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from imprint.daemon._log import log
+from imprint.errors import StoreError
+
+__all__ = [
+    "CONNECT_WAIT_SEC",
+    "HELLO_MAX_BYTES",
+    "HELLO_TIMEOUT_SEC",
+    "MAX_CONNECTIONS",
+    "Deadlines",
+    "peer_allowed",
+    "read_hello",
+    "refuse",
+    "send_hello",
+    "shut",
+]
+
+CONNECT_WAIT_SEC = 90.0
+HELLO_TIMEOUT_SEC = 10.0
+HELLO_MAX_BYTES = 64 * 1024
+MAX_CONNECTIONS = 64
+
+
+def shut(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+
+
+class Deadlines:
+    """One thread that shuts each connection still waiting for its hello at its deadline
+    (one thread for all of them, not a timer thread per connection)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[socket.socket, tuple[float, threading.Event]] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, conn: socket.socket, seconds: float) -> threading.Event:
+        """The returned event is set if the deadline shut the connection."""
+        expired = threading.Event()
+        with self._cond:
+            self._due[conn] = (time.monotonic() + seconds, expired)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="imprint-hello-watch", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return expired
+
+    def remove(self, conn: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(conn, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                for conn, (due, expired) in list(self._due.items()):
+                    if due <= now:
+                        del self._due[conn]
+                        expired.set()
+                        shut(conn)
+                soonest = min((due for due, _ in self._due.values()), default=None)
+                self._cond.wait(None if soonest is None else max(0.0, soonest - now))
+
+
+def peer_allowed(conn: socket.socket, peer_uid: Callable[[socket.socket], int | None]) -> bool:
+    """Only this user's processes (or any, where the platform cannot tell)."""
+    try:
+        uid = peer_uid(conn)
+    except OSError:
+        log.warning("daemon.peer.unknown")
+        return False
+    if uid is not None and uid != os.getuid():
+        log.warning("daemon.peer.refused", peer_uid=uid, own_uid=os.getuid())
+        return False
+    return True
+
+
+def refuse(conn: socket.socket, message: str) -> None:
+    """The refusal as the hello's answer, written without reading the hello."""
+    with contextlib.suppress(OSError):
+        conn.settimeout(1.0)
+        conn.sendall((json.dumps({"error": message}) + "\n").encode())
+
+
+def read_hello(
+    conn: socket.socket, watch: Deadlines, timeout_sec: float
+) -> tuple[io.BufferedReader, dict[str, Any]] | None:
+    """One line of at most HELLO_MAX_BYTES within `timeout_sec`; None otherwise.
+
+    The watch shuts the socket at the deadline, so a peer trickling bytes cannot stretch
+    the wait the way a per-read timeout would let it.
+    """
+    raw = conn.makefile("rb")
+    timed_out = watch.add(conn, timeout_sec)
+    try:
+        line = raw.readline(HELLO_MAX_BYTES + 1)
+    except OSError:
+        line = b""
+    finally:
+        watch.remove(conn)
+    if not line and not timed_out.is_set():
+        return None  # a probe (daemon_alive): connected and closed, nothing to report
+    if not line.endswith(b"\n"):
+        if len(line) > HELLO_MAX_BYTES:
+            reason = "too long"
+        elif timed_out.is_set():
+            reason = "no hello in time"
+        else:
+            reason = "closed before the end of the hello"
+        log.warning("daemon.hello.refused", reason=reason, received_bytes=len(line))
+        return None
+    try:
+        hello = json.loads(line)
+    except ValueError:
+        hello = None
+    if not isinstance(hello, dict):
+        # Never the bytes themselves: they are whatever the peer sent.
+        log.warning("daemon.hello.refused", reason="not a JSON object")
+        return None
+    return raw, hello
+
+
+def send_hello(sock: socket.socket, hello: bytes) -> bool:
+    """Send the hello and read the daemon's answer: True when it serves this session, False
+    when it closed first (it was stopping), an error when it refused."""
+    sock.settimeout(CONNECT_WAIT_SEC)
+    try:
+        # A daemon at its connection cap writes its refusal and closes without reading the
+        # hello: sending may then fail, and the refusal is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(hello)
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 4096:
+            byte = sock.recv(1)  # byte by byte: what follows the line is MCP, left unread
+            if not byte:
+                return False
+            line += byte
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(None)
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not (answer.get("ok") or answer.get("error")):
+        raise StoreError("daemon: its answer to the hello is not one this version knows")
+    if answer.get("error"):
+        raise StoreError(str(answer["error"]).splitlines()[0])
+    return True

@@ -1,0 +1,100 @@
+"""What the data dir's owner answers besides MCP sessions: the dashboard, hosted while
+`imprint dashboard` stays connected, and `imprint status`'s row (typed, so the command takes
+its exit code from the row, not from its own text)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
+
+from imprint.errors import ImprintError, StoreError, failure_line
+
+if TYPE_CHECKING:
+    from imprint.actors.lifecycle import Runtime
+
+__all__ = ["DashboardHost", "answer_status"]
+
+
+class DashboardHost:
+    """One dashboard server for every `imprint dashboard` connected, stopped with the last."""
+
+    def __init__(
+        self,
+        wait_runtime: Callable[[float], Runtime],
+        *,
+        kind: str,
+        started_at: float,
+        clients: Callable[[], int],
+    ) -> None:
+        self._wait_runtime = wait_runtime
+        self._kind = kind
+        self._started_at = started_at
+        self._clients = clients
+        self._dashboard: Any = None  # a DashboardServer while someone asked for one
+        self._dashboard_users = 0
+        self._dashboard_lock = threading.Lock()
+
+    def serve(self, request: dict[str, Any], reader: IO[str], writer: IO[str]) -> None:
+        """`imprint dashboard` asked: serve the dashboard (once) for as long as it stays
+        connected; answer with a URL carrying a fresh one-time token. Only the owner can
+        open this socket (0600), so only the owner gets a token."""
+        from imprint.dashboard import DashboardServer, Owner
+
+        port = request.get("port", 8766)
+        with self._dashboard_lock:
+            try:
+                runtime = self._wait_runtime(120)  # started in the background
+                if self._dashboard is None:
+                    if not isinstance(port, int) or not 0 <= port <= 65535:
+                        raise StoreError(f"port: {port!r} is not allowed; 0-65535")
+                    owner = Owner(
+                        kind=self._kind, started_at=self._started_at, clients=self._clients
+                    )
+                    self._dashboard = DashboardServer(runtime, owner, port=port).start()
+                self._dashboard_users += 1
+                reply = {"url": self._dashboard.url(), "port": self._dashboard.port}
+                if port and port != self._dashboard.port:
+                    reply["note"] = f"already serving on port {self._dashboard.port}"
+            except Exception as exc:
+                reply = {"error": str(exc)}
+        writer.write(json.dumps(reply) + "\n")
+        writer.flush()
+        if "error" in reply:
+            return
+        try:
+            while reader.readline():  # until `imprint dashboard` exits
+                pass
+        finally:
+            with self._dashboard_lock:
+                self._dashboard_users -= 1
+                if self._dashboard_users == 0 and self._dashboard is not None:
+                    self._dashboard.stop()
+                    self._dashboard = None
+
+    def stop(self) -> None:
+        with self._dashboard_lock:
+            if self._dashboard is not None:
+                self._dashboard.stop()
+                self._dashboard = None
+
+
+def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
+    `{"error": ...}` in the words the status tool would use."""
+    from imprint.server.error_lines import bounded
+    from imprint.writes.repair import status_row
+
+    workspace, check = request.get("workspace", ""), request.get("check", False)
+    try:
+        if not isinstance(workspace, str) or not isinstance(check, bool):
+            raise StoreError("status: workspace must be a string and check a boolean")
+        row = status_row(wait_runtime(120), workspace, check)
+        reply: dict[str, Any] = {"row": row.model_dump(mode="json")}
+    except ImprintError as exc:
+        reply = {"error": bounded(str(exc))}
+    except Exception as exc:
+        line = failure_line(exc) or f"status: unexpected {type(exc).__name__}: {exc}"
+        reply = {"error": bounded(line)}
+    return json.dumps(reply) + "\n"
