@@ -238,7 +238,7 @@ def search(
     """Print exactly what the MCP search tool returns."""
     from imprint.actors.lifecycle import running
     from imprint.reads.gateway import ActorReads
-    from imprint.reads.search import search_text
+    from imprint.reads.search import SearchArgs, checked_mode, search_text
 
     root, config = _setup()
     args: dict[str, object] = {
@@ -256,19 +256,17 @@ def search(
     if via is not None:
         typer.echo(via)
         return
+    searched = SearchArgs(
+        query=query,
+        project=project,
+        type=type,
+        lang=lang,
+        layer=layer,
+        limit=limit,
+        mode=checked_mode(mode),
+    )
     with running(root, config, reindex=False) as runtime:
-        text = search_text(
-            ActorReads(runtime),
-            query,
-            project,
-            type,
-            lang,
-            layer,
-            limit,
-            mode,  # type: ignore[arg-type]
-            max_chars,
-            workspace,
-        )
+        text = search_text(ActorReads(runtime), searched, max_chars, workspace)
     typer.echo(text)
 
 
@@ -336,7 +334,7 @@ def recall(
     """Print exactly what the MCP recall tool returns."""
     from imprint.actors.lifecycle import running
     from imprint.reads.gateway import ActorReads
-    from imprint.recall.respond import recall_text
+    from imprint.recall.respond import RecallArgs, recall_text
 
     root, config = _setup()
     args: dict[str, object] = {
@@ -352,15 +350,10 @@ def recall(
         typer.echo(via)
         return
     with running(root, config, reindex=False) as runtime:
-        text = recall_text(
-            ActorReads(runtime),
-            question,
-            plan or None,
-            max_chars,
-            not no_condense,
-            workspace,
-            cwd=Path.cwd(),
+        asked = RecallArgs(
+            question=question, plan=plan or None, max_chars=max_chars, condense=not no_condense
         )
+        text = recall_text(ActorReads(runtime), asked, workspace, cwd=Path.cwd())
     typer.echo(text)
 
 

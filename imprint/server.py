@@ -52,7 +52,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from imprint import __version__
 from imprint._fs import private_dir
-from imprint.errors import failure_line
+from imprint.errors import ImprintError, failure_line
 from imprint.logs import get_logger
 
 if TYPE_CHECKING:
@@ -332,7 +332,12 @@ class ImprintServer(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
-            raise ToolError(_failed(name, exc.__cause__ or exc)) from exc
+            # The one place a tool's failure becomes the client's line: an ImprintError is
+            # expected (its own text), anything else is reported by `_failed`.
+            cause = exc.__cause__ or exc
+            if isinstance(cause, ImprintError):
+                raise ToolError(bounded(str(cause))) from exc
+            raise ToolError(_failed(name, cause)) from exc
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
