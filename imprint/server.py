@@ -334,16 +334,17 @@ class ImprintServer(MCPServer):
         except UnexpectedToolError as exc:
             # The one place a tool's failure becomes the client's line: an ImprintError is
             # expected (its own text), anything else is reported by `_failed`.
-            cause = exc.__cause__ or exc
-            if isinstance(cause, ImprintError):
-                raise ToolError(bounded(str(cause))) from exc
-            raise ToolError(_failed(name, cause)) from exc
+            raised = exc.__cause__ or exc
+            if isinstance(raised, ImprintError):
+                raise ToolError(bounded(str(raised))) from exc
+            raise ToolError(_failed(name, raised)) from exc
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(bounded(_one_line(cause))) from exc
             if isinstance(cause, ToolError):
-                # Our own one-line message, without the SDK's "Error executing tool" prefix.
+                # A tool's own one-line ToolError, without the SDK's "Error executing tool"
+                # prefix.
                 raise ToolError(bounded(str(cause))) from exc
             raise
 
