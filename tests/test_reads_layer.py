@@ -29,10 +29,10 @@ from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads, DirectReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import StepRunner
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.types import WorkspaceName
@@ -150,13 +150,13 @@ def test_next_recall_does_not_wait_behind_a_timed_out_step(
     try:
         reads = ActorReads(rt)
         slow = [{"tool": "search", "args": {"query": "slowstep espresso", "mode": "lexical"}}]
-        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        first = recall_text(reads, RecallArgs(question="first", plan=slow), timeout_sec=1.0)
         assert gated.stuck.is_set() and ": timeout" in first
         plan = [
             {"tool": "search", "args": {"query": q, "mode": "lexical"}}
             for q in ("espresso grind", "tomatoes sun", "compost heap")
         ]
-        second = recall_text(reads, "second", plan, timeout_sec=30.0)
+        second = recall_text(reads, RecallArgs(question="second", plan=plan), timeout_sec=30.0)
         assert not gated.gate.is_set()  # the first recall's read is still stuck
         assert ": timeout" not in second, second
         assert "docs/espresso.md#0" in second and "docs/gardening.md" in second
@@ -176,23 +176,26 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
     recall's deadline: when the reader gets to it, it is skipped, not run."""
     gated = _Gate(monkeypatch)
     rt, data = _gated_runtime(tmp_path, embedder, pool_size=1)
-    original = plan_module.STEP_FUNCTIONS["file_chunks"]
+    original = plan_module.FileChunksStep.rows
 
-    def behind(*a: Any, **k: Any) -> Any:  # asks its read once the search's read is stuck
+    def behind(self: Any, *a: Any, **k: Any) -> Any:  # asks its read once the search's is stuck
         assert gated.stuck.wait(timeout=30)
-        return original(*a, **k)
+        return original(self, *a, **k)
 
-    monkeypatch.setitem(plan_module.STEP_FUNCTIONS, "file_chunks", behind)
+    monkeypatch.setattr(plan_module.FileChunksStep, "rows", behind)
     try:
         reads = ActorReads(rt)
         slow = [
             {"tool": "search", "args": {"query": "slowstep espresso"}},
             {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
         ]
-        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        first = recall_text(reads, RecallArgs(question="first", plan=slow), timeout_sec=1.0)
         assert gated.stuck.is_set() and ": timeout" in first
         gated.gate.set()
-        after = recall_text(reads, "after", [{"tool": "search", "args": {"query": "espresso"}}])
+        after = recall_text(
+            reads,
+            RecallArgs(question="after", plan=[{"tool": "search", "args": {"query": "espresso"}}]),
+        )
         assert "docs/espresso.md#0" in after
     finally:
         gated.gate.set()
@@ -215,11 +218,11 @@ def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) ->
         {"tool": "search", "args": {"query": "espresso"}},
         {"tool": "kg_query", "args": {}},
     ]
-    recall_text(reads, "q", plan)
+    recall_text(reads, RecallArgs(question="q", plan=plan))
     runners = pykka.ActorRegistry.get_by_class(StepRunner)
     assert len(runners) == rt.config.recall.step_runners
     for _ in range(3):
-        recall_text(reads, "q", plan)
+        recall_text(reads, RecallArgs(question="q", plan=plan))
     assert pykka.ActorRegistry.get_by_class(StepRunner) == runners
 
 
@@ -229,8 +232,8 @@ def test_direct_and_actor_reads_give_the_same_rows(logged_runtime: Any) -> None:
     direct = DirectReads(rt)
     try:
         for mode in ("hybrid", "semantic", "lexical"):
-            a = search_rows(ActorReads(rt), "espresso shot grind", mode=mode)  # type: ignore[arg-type]
-            b = search_rows(direct, "espresso shot grind", mode=mode)  # type: ignore[arg-type]
+            a = search(ActorReads(rt), SearchArgs(query="espresso shot grind", mode=mode))  # type: ignore[arg-type]
+            b = search(direct, SearchArgs(query="espresso shot grind", mode=mode))  # type: ignore[arg-type]
             assert a == b
     finally:
         direct.close()
