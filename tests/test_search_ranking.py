@@ -12,16 +12,8 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import (
-    Fusion,
-    SearchArgs,
-    Why,
-    coverage,
-    format_search,
-    fuse,
-    rerank,
-    search,
-)
+from imprint.reads.ranking import Fusion, Why, coverage, fuse, rerank
+from imprint.reads.search import SearchArgs, format_search, search
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
 from imprint.store.text import content_terms, holds_term, identifier_parts, words
