@@ -256,15 +256,8 @@ def search(
     if via is not None:
         typer.echo(via)
         return
-    searched = SearchArgs(
-        query=query,
-        project=project,
-        type=type,
-        lang=lang,
-        layer=layer,
-        limit=limit,
-        mode=checked_mode(mode),
-    )
+    given = {k: v for k, v in args.items() if k in SearchArgs.model_fields}
+    searched = SearchArgs.model_validate({**given, "mode": checked_mode(mode)})
     with running(root, config, reindex=False) as runtime:
         text = search_text(ActorReads(runtime), searched, max_chars, workspace)
     typer.echo(text)
