@@ -30,7 +30,7 @@ from mcp.client import Client
 from benchmark._common import latency, note
 from imprint.actors.lifecycle import Runtime
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.server import build_server
 
 __all__ = ["FACT_PREDICATES", "SERIES", "ToolArgs", "draw_args", "measure_tools", "plot_tools"]
@@ -108,7 +108,7 @@ def draw_args(runtime: Runtime, queries: list[str]) -> ToolArgs:
     reads = ActorReads(runtime)
     hits: dict[str, tuple[str, str, str]] = {}
     for query in queries:
-        for hit in search_rows(reads, query, mode="hybrid").hits[:5]:
+        for hit in search(reads, SearchArgs(query=query, mode="hybrid")).hits[:5]:
             r = hit.record
             hits.setdefault(r.id, (r.id, r.source, r.project))
     if not hits:

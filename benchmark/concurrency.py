@@ -35,9 +35,9 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.recall.coordinator import run_plan
-from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
+from imprint.recall.plan import SearchStep, parse_plan
 
 PLANS = [
     [
@@ -104,17 +104,17 @@ def main() -> int:
                 t0 = time.perf_counter()
                 for step in steps:
                     try:
-                        STEP_FUNCTIONS[step.tool](reads, **step.args, workspace=ws)
+                        step.rows(reads, ws, None)
                     except Exception as exc:  # an error result costs time too
                         print(f"step {step.tool}: {exc}", file=sys.stderr)
                 apart.append(time.perf_counter() - t0)
             rows.append((plan, statistics.median(apart), statistics.median(together)))
         alone = []
-        queries = [str(step.args["query"]) for step in parse_plan(PLANS[0])]
+        queries = [s.args.query for s in parse_plan(PLANS[0]) if isinstance(s, SearchStep)]
         for _ in range(args.repeats):
             for query in queries:
                 t0 = time.perf_counter()
-                search_rows(reads, query, workspace=ws)
+                search(reads, SearchArgs(query=query), ws)
                 alone.append(time.perf_counter() - t0)
     finally:
         rt.stop()

@@ -86,8 +86,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
     from imprint.ingest.pipeline import ingest_path
     from imprint.logs import configure_logging
     from imprint.reads.gateway import ActorReads
-    from imprint.reads.search import search_rows
-    from imprint.recall.respond import recall_text
+    from imprint.reads.search import SearchArgs, search
+    from imprint.recall.respond import RecallArgs, recall_text
 
     data = work
     configure_logging(data, level="warning")
@@ -100,8 +100,9 @@ def run(args: argparse.Namespace, work: Path) -> int:
         note(f"ingested {report.chunks} chunks in {time.perf_counter() - started:.0f} s")
         reads = ActorReads(runtime)
         for i in range(5):
-            recall_text(reads, f"how do actors stop? ({i})", PLAN, timeout_sec=10)
-        hit = search_rows(reads, "actor mailbox").hits[0].record
+            asked = RecallArgs(question=f"how do actors stop? ({i})", plan=PLAN)
+            recall_text(reads, asked, timeout_sec=10)
+        hit = search(reads, SearchArgs(query="actor mailbox")).hits[0].record
         server = DashboardServer(runtime, Owner(kind="benchmark"), port=0).start()
         try:
             results = measure(server, hit.id, hit.source, args.runs)

@@ -45,7 +45,7 @@ from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.providers.local import bundled_gguf
 from imprint.reads.gateway import ActorReads
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,8 @@ def recall_times(
                     ("answer_only", [{"tool": "search", "args": {"query": question}}]),
                 ):
                     started = time.monotonic()
-                    text = recall_text(ActorReads(rt), question, plan, max_chars=2000)
+                    asked = RecallArgs(question=question, plan=plan, max_chars=2000)
+                    text = recall_text(ActorReads(rt), asked)
                     seconds, outcomes = series[name]
                     seconds.append(round(time.monotonic() - started, 3))
                     outcome = _outcome(text)

@@ -60,7 +60,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import Mode, format_search, search_rows
+from imprint.reads.search import Mode, SearchArgs, format_search, search
 from imprint.store.context import TEXT_FORMAT
 from imprint.writes.repair import status_row
 
@@ -153,7 +153,7 @@ def shown_sources(text: str) -> set[tuple[str, str]]:
 
 def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
     started = time.perf_counter()
-    rows = search_rows(reads, lookup.query, limit=LIMIT, mode=mode)
+    rows = search(reads, SearchArgs(query=lookup.query, limit=LIMIT, mode=mode))
     ms = (time.perf_counter() - started) * 1000
     gold = set(lookup.gold)
     pairs = [(h.record.project, h.record.source) for h in rows.hits]

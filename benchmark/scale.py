@@ -68,9 +68,9 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config, load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.recall.coordinator import run_plan
-from imprint.recall.plan import STEP_FUNCTIONS, parse_plan
+from imprint.recall.plan import parse_plan
 from imprint.store import lexical
 from imprint.store.embedder import MODEL_NAME, Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
@@ -302,10 +302,11 @@ def measure_size(
     reads = ActorReads(runtime)
     ws = reads.open("")
     for query in queries[:WARMUP]:
-        search_rows(reads, query, mode="hybrid")
+        search(reads, SearchArgs(query=query, mode="hybrid"))
 
-    def search(query: str, mode: str, project: str = "") -> Any:
-        return lambda: search_rows(reads, query, project=project, mode=mode)  # type: ignore[arg-type]
+    def searched(query: str, mode: str, project: str = "") -> Any:
+        args = SearchArgs(query=query, project=project, mode=mode)  # type: ignore[arg-type]
+        return lambda: search(reads, args)
 
     lat: dict[str, Latency] = {}
     raw: dict[str, list[float]] = {}
@@ -315,19 +316,19 @@ def measure_size(
         return latency(seconds)
 
     for mode in ("hybrid", "semantic", "lexical"):
-        lat[mode] = kept(mode, timed([search(q, mode) for q in queries]))
+        lat[mode] = kept(mode, timed([searched(q, mode) for q in queries]))
         note(f"  {n}: {mode} p50 {lat[mode].p50_ms:.1f} ms p95 {lat[mode].p95_ms:.1f} ms")
     budget = lexical.TERM_DOC_BUDGET
     lexical.TERM_DOC_BUDGET = 10**12  # read at each query: the unbounded query, as before
     try:
-        lat["lexical_all"] = latency(timed([search(q, "lexical") for q in queries]))
-        lat["hybrid_all"] = latency(timed([search(q, "hybrid") for q in queries]))
+        lat["lexical_all"] = latency(timed([searched(q, "lexical") for q in queries]))
+        lat["hybrid_all"] = latency(timed([searched(q, "hybrid") for q in queries]))
     finally:
         lexical.TERM_DOC_BUDGET = budget
     note(f"  {n}: every word: lexical p50 {lat['lexical_all'].p50_ms:.1f} ms")
     lat["filter"] = kept(
         "hybrid_project_filter",
-        timed([search(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)]),
+        timed([searched(q, "hybrid", PROJECTS[i % len(PROJECTS)]) for i, q in enumerate(queries)]),
     )
     plans = [
         parse_plan([{"tool": "search", "args": {"query": q}} for q in queries[i : i + 4]])
@@ -342,7 +343,7 @@ def measure_size(
             return lambda: run_plan(reads, ws, steps, 30, recall_id=f"scale-{k}")
 
         def in_turn(steps: Any = steps) -> Any:
-            return lambda: [STEP_FUNCTIONS[s.tool](reads, **s.args, workspace=ws) for s in steps]
+            return lambda: [s.rows(reads, ws, None) for s in steps]
 
         pair = [(fanned(), together), (in_turn(), apart)]
         for call, samples in pair if k % 2 == 0 else reversed(pair):

@@ -85,7 +85,7 @@ from imprint.ingest.pipeline import ingest_path, walk
 from imprint.ingest.tags import supported
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads, Reads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.types import WorkspaceName
@@ -256,14 +256,14 @@ def time_queries(reads: Reads, queries: Sequence[str]) -> list[float]:
     samples = []
     for query in queries:
         started = time.perf_counter()
-        search_rows(reads, query, limit=SEARCH_LIMIT, mode="hybrid")
+        search(reads, SearchArgs(query=query, limit=SEARCH_LIMIT, mode="hybrid"))
         samples.append(time.perf_counter() - started)
     return samples
 
 
 def warm_up(reads: Reads, queries: Sequence[str]) -> None:
     for query in queries[:WARMUP_QUERIES]:
-        search_rows(reads, query, limit=SEARCH_LIMIT, mode="hybrid")
+        search(reads, SearchArgs(query=query, limit=SEARCH_LIMIT, mode="hybrid"))
 
 
 # -- 1. ingest ---------------------------------------------------------------------------

@@ -78,7 +78,7 @@ from imprint.logs import configure_logging, log_path
 from imprint.providers import ChatMessage, Provider
 from imprint.providers.local import LocalProvider, bundled_gguf
 from imprint.reads.gateway import ActorReads
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 
 NAME = "stress"
@@ -265,7 +265,8 @@ def run_condition(
         reads = ActorReads(rt)
         # Warm the reader pools, the embedder and the recall pools without asking the model:
         # a caller's plan, condense off.
-        recall_text(reads, "warm", [{"tool": "search", "args": {"query": "warm"}}], condense=False)
+        warm = [{"tool": "search", "args": {"query": "warm"}}]
+        recall_text(reads, RecallArgs(question="warm", plan=warm, condense=False))
         loops = BusyLoops(loops_n) if loops_n else None
         load_before = os.getloadavg()[0]
         busy_sent = time.monotonic()
@@ -286,7 +287,7 @@ def run_condition(
                 if not burst:
                     burst.append(t0)
             try:
-                text = recall_text(reads, question)
+                text = recall_text(reads, RecallArgs(question=question))
             except Exception as exc:  # counted, not fatal: the point is what came back
                 text = f"error: {type(exc).__name__}: {exc}"
             done = time.monotonic()

@@ -60,15 +60,15 @@ def slow_kg_query() -> Iterator[threading.Event]:
     """kg_query steps block until the returned event is set (a fault hook for the deadline):
     a recall with one misses `recall.step_timeout_sec`. Released on exit."""
     release = threading.Event()
-    original = plan_module.STEP_FUNCTIONS["kg_query"]
+    original = plan_module.KgQueryStep.rows
 
-    def slow(*args: Any, **kwargs: Any) -> Any:
+    def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
         release.wait(timeout=60)
-        return original(*args, **kwargs)
+        return original(self, *args, **kwargs)
 
-    plan_module.STEP_FUNCTIONS["kg_query"] = slow
+    plan_module.KgQueryStep.rows = slow  # type: ignore[method-assign]
     try:
         yield release
     finally:
         release.set()
-        plan_module.STEP_FUNCTIONS["kg_query"] = original
+        plan_module.KgQueryStep.rows = original  # type: ignore[method-assign]

@@ -20,7 +20,7 @@ from imprint.actors.write_messages import Write
 from imprint.config import Config
 from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import ActorReads
-from imprint.reads.graph import graph_rows
+from imprint.reads.graph import GraphScopeArgs, graph_rows
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, make_id
 from tests.test_hardening import call
@@ -108,7 +108,7 @@ def test_graph_scope_root_at_depth_2_is_bounded_and_counts_the_rest(
     per project), lists at most 25 projects (the largest first among them) each with its
     sources, and counts the projects left out in one line."""
     reads = CountingReads(crowded)
-    rows = graph_rows(reads, "root", depth=2)
+    rows = graph_rows(reads, reads.open(""), GraphScopeArgs(scope="root", depth=2))
     assert 0 < len(reads.sent) <= 13, reads.sent  # projects, topics, one grouped read, 10 topics
     projects = [n for n in rows.nodes if n.node.startswith("project:")]
     assert len(projects) == 25 and projects[0].node == "project:p0000"

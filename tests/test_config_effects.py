@@ -20,10 +20,10 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config, all_keys, load_config
 from imprint.errors import ImprintError
 from imprint.ingest.pipeline import ingest_path
-from imprint.reads.chunks import chunk_rows
+from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_text
-from imprint.recall.respond import recall_text
+from imprint.reads.search import SearchArgs, search_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.writes.content import checked_path
 from imprint.writes.gateway import Writes
@@ -163,7 +163,7 @@ Probe = Callable[[Runtime, Path], str]
 
 
 def _search(rt: Runtime, cwd: Path) -> str:
-    return search_text(ActorReads(rt), "heron migration espresso")
+    return search_text(ActorReads(rt), SearchArgs(query="heron migration espresso"))
 
 
 def _recall_plan(rt: Runtime, cwd: Path) -> str:
@@ -171,15 +171,17 @@ def _recall_plan(rt: Runtime, cwd: Path) -> str:
         {"tool": "search", "args": {"query": "heron migration"}},
         {"tool": "list_sources", "args": {}},
     ]
-    return recall_text(ActorReads(rt), "herons", plan)
+    return recall_text(ActorReads(rt), RecallArgs(question="herons", plan=plan))
 
 
 def _recall_plain(rt: Runtime, cwd: Path) -> str:
-    return recall_text(ActorReads(rt), "heron migration espresso")
+    return recall_text(ActorReads(rt), RecallArgs(question="heron migration espresso"))
 
 
 def _chunks(rt: Runtime, cwd: Path) -> str:
-    rows = chunk_rows(ActorReads(rt), "docs/herons.md", 0, 49, "proj")
+    reads = ActorReads(rt)
+    asked = FileChunksArgs(source="docs/herons.md", start=0, end=49, project="proj")
+    rows = chunk_rows(reads, reads.open(""), asked)
     return "\n".join(f"{len(r.content)}: {r.content[:40]}" for r in rows.records)
 
 
@@ -266,11 +268,13 @@ def test_search_config_is_read_from_the_environment(
     rt = _runtime(tmp_path / "data", embedder, tree)
     rt.config = load_config(tmp_path / "data")
     try:
-        text = search_text(ActorReads(rt), LONG[:60])
+        text = search_text(ActorReads(rt), SearchArgs(query=LONG[:60]))
         assert len(text) <= 1200 and "(semantic): 3 results" in text.splitlines()[0]
-        assert recall_text(ActorReads(rt), LONG[:60]) == text
+        assert recall_text(ActorReads(rt), RecallArgs(question=LONG[:60])) == text
         # A caller's own value still wins over the config.
-        explicit = search_text(ActorReads(rt), LONG[:60], limit=5, mode="hybrid", max_chars=8000)
+        explicit = search_text(
+            ActorReads(rt), SearchArgs(query=LONG[:60], limit=5, mode="hybrid"), max_chars=8000
+        )
         assert "(hybrid): 5 results" in explicit and len(explicit) > 1200
     finally:
         rt.stop()
@@ -287,8 +291,10 @@ def test_a_step_with_the_configured_default_repeats_the_step_without_it(
             {"tool": "search", "args": {"query": "x", "limit": 3}},
         ]
         with pytest.raises(ImprintError, match=r"^plan: step 2 repeats step 1"):
-            recall_text(ActorReads(rt), "x", plan)
+            recall_text(ActorReads(rt), RecallArgs(question="x", plan=plan))
         plan[1]["args"]["limit"] = 4  # type: ignore[index]
-        assert re.match(r'recall "x": 2 steps', recall_text(ActorReads(rt), "x", plan))
+        assert re.match(
+            r'recall "x": 2 steps', recall_text(ActorReads(rt), RecallArgs(question="x", plan=plan))
+        )
     finally:
         rt.stop()

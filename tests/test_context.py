@@ -17,7 +17,7 @@ from imprint.config import Config
 from imprint.ingest.chunking import chunk_text
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import format_search, search_rows
+from imprint.reads.search import SearchArgs, format_search, search
 from imprint.reads.status import format_status
 from imprint.store.context import TEXT_FORMAT, chunk_contexts, heading_trails, source_label
 from imprint.store.embedder import Embedder
@@ -96,7 +96,7 @@ def ingested(tmp_path: Path, embedder: Embedder) -> Iterator[Runtime]:
 
 def test_ingest_indexes_the_context_and_shows_only_the_content(ingested: Runtime) -> None:
     reads = ActorReads(ingested)
-    rows = search_rows(reads, "sampling model preferences", mode="lexical")
+    rows = search(reads, SearchArgs(query="sampling model preferences", mode="lexical"))
     top = rows.hits[0].record
     assert top.source == "docs/sampling.md" and "Hints rank" in top.content
     assert top.context == "docs > sampling | Sampling > Model preferences"
@@ -154,7 +154,9 @@ def test_an_old_store_is_migrated_and_reindexed_in_the_background(
             -1
         ] == "context"
         # The migrated FTS index still finds every record by its content.
-        hits = search_rows(ActorReads(rt), "hints rank the candidates", mode="lexical").hits
+        hits = search(
+            ActorReads(rt), SearchArgs(query="hints rank the candidates", mode="lexical")
+        ).hits
         assert hits and hits[0].record.source == "docs/sampling.md"
     finally:
         rt.stop()
@@ -176,7 +178,9 @@ def test_an_old_store_is_migrated_and_reindexed_in_the_background(
             want = embedder.embed([records[rid].indexed_text])[0]
             assert np.allclose(vector, want, atol=1e-5), rid
         # Now the heading-only word finds the section that never says it.
-        rows = search_rows(ActorReads(rt), "sampling model preferences", mode="lexical")
+        rows = search(
+            ActorReads(rt), SearchArgs(query="sampling model preferences", mode="lexical")
+        )
         assert "Hints rank" in rows.hits[0].record.content
     finally:
         rt.stop()

@@ -18,7 +18,7 @@ from imprint.dashboard import Guard, build_app, build_waterfall, check_host, ren
 from imprint.errors import ImprintError
 from imprint.logs import configure_logging, get_logger, log_files, log_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows, search_text
+from imprint.reads.search import SearchArgs, search, search_text
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
 from imprint.trace import read_recall_events, recall_summaries
@@ -77,7 +77,7 @@ def test_search_shows_the_tools_blocks_and_why_each_hit_ranked(dash: Dash) -> No
     """Search: the tool's own text, and per hit its vector rank, BM25 rank, phrase, score."""
     dash.sign_in()
     html = dash.client.get("/search", params={"q": "purple kangaroo protocol"}).text
-    expected = search_text(ActorReads(dash.runtime), "purple kangaroo protocol")
+    expected = search_text(ActorReads(dash.runtime), SearchArgs(query="purple kangaroo protocol"))
     assert _unescape(re.search(r'<pre class="tool-output">(.*?)</pre>', html, re.S)[1]) == expected
     first = re.search(r'<table class="hits">.*?<tbody><tr>(.*?)</tr>', html, re.S)[1]
     cells = re.findall(r"<td>(.*?)</td>", first, re.S)
@@ -92,7 +92,7 @@ def test_each_hit_carries_the_numbers_its_ranking_used(dash: Dash) -> None:
     single-mode search names only its own rank."""
     reads = ActorReads(dash.runtime)
     for mode in ("hybrid", "semantic", "lexical"):
-        rows = search_rows(reads, "actor mailbox", mode=mode)  # type: ignore[arg-type]
+        rows = search(reads, SearchArgs(query="actor mailbox", mode=mode))  # type: ignore[arg-type]
         assert rows.hits and all(h.why is not None and h.why.fused == h.score for h in rows.hits)
         if mode == "semantic":
             assert all(h.why.lexical_rank is None and h.why.vector_rank for h in rows.hits)
@@ -279,7 +279,7 @@ def test_sources_source_record_and_delete_behind_confirmation(dash: Dash) -> Non
     assert "docs/espresso.md" not in dash.client.get("/sources").text
     memory = re.search(
         r"(\w{16}) \| proj \| \(inline\)",
-        search_text(ActorReads(dash.runtime), "serialize writes writer actor"),
+        search_text(ActorReads(dash.runtime), SearchArgs(query="serialize writes writer actor")),
     )[1]
     assert "Delete this record" in dash.client.get(f"/memory/{memory}").text
     assert dash.post("/delete", {"id": memory}).status_code == 200

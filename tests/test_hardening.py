@@ -24,7 +24,7 @@ from imprint.errors import StoreError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
@@ -47,7 +47,10 @@ def call(runtime: Runtime, cwd: Path, tool: str, args: dict[str, Any]) -> tuple[
 
 
 def lexical(runtime: Runtime, word: str) -> list[str]:
-    return [h.record.source for h in search_rows(ActorReads(runtime), word, mode="lexical").hits]
+    return [
+        h.record.source
+        for h in search(ActorReads(runtime), SearchArgs(query=word, mode="lexical")).hits
+    ]
 
 
 # --- issue 10 point 1: symlinks escape the allowed roots ------------------------------------

@@ -25,7 +25,7 @@ from imprint.errors import InputError
 from imprint.ingest import fetch as fetch_module
 from imprint.ingest.html import html_to_text
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
+from imprint.reads.search import SearchArgs, search
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.writes import content as content_module
@@ -224,7 +224,7 @@ def stored(rt: Runtime) -> int:
 
 def found(rt: Runtime, word: str) -> list[str]:
     """Sources of the records a lexical search for `word` finds."""
-    rows = search_rows(ActorReads(rt), word, mode="lexical")
+    rows = search(ActorReads(rt), SearchArgs(query=word, mode="lexical"))
     return [hit.record.source for hit in rows.hits]
 
 
@@ -243,7 +243,7 @@ def test_html_page_is_indexed_by_url(app: Writes, rt: Runtime, site: Site, via: 
     assert not is_error, text
     assert text.startswith(f"ingested {url}: ")
     assert "redirected" not in text
-    rows = search_rows(ActorReads(rt), "zephyrine", mode="lexical")
+    rows = search(ActorReads(rt), SearchArgs(query="zephyrine", mode="lexical"))
     assert rows.hits, "the page's text is not searchable"
     record = rows.hits[0].record
     assert record.source == url

@@ -133,7 +133,7 @@ def test_recall_logs_the_questions_length_and_hash_never_its_text(
     from imprint.actors.lifecycle import Runtime
     from imprint.config import Config
     from imprint.reads.gateway import ActorReads
-    from imprint.recall.respond import recall_text
+    from imprint.recall.respond import RecallArgs, recall_text
     from imprint.trace import build_waterfall, read_recall_events
 
     _configure(logged)
@@ -141,7 +141,10 @@ def test_recall_logs_the_questions_length_and_hash_never_its_text(
     rt = Runtime(tmp_path / "store", Config(), embedder=embedder).start()
     try:
         recall_text(
-            ActorReads(rt), question, [{"tool": "search", "args": {"query": "amethystvault"}}]
+            ActorReads(rt),
+            RecallArgs(
+                question=question, plan=[{"tool": "search", "args": {"query": "amethystvault"}}]
+            ),
         )
     finally:
         rt.stop()

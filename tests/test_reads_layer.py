@@ -30,10 +30,10 @@ from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows
-from imprint.reads.sources import source_rows
+from imprint.reads.search import SearchArgs, search
+from imprint.reads.sources import ListSourcesArgs, source_rows
 from imprint.recall.coordinator import StepRunner
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.records import SourceRow
@@ -130,7 +130,7 @@ def test_next_recall_does_not_wait_behind_a_timed_out_step(
         reads = ActorReads(rt)
         stall(monkeypatch, "lexical_query", 5.0)
         slow = [{"tool": "search", "args": {"query": "slowstep espresso", "mode": "lexical"}}]
-        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        first = recall_text(reads, RecallArgs(question="first", plan=slow), timeout_sec=1.0)
         first_id = _first_recall_id(data)
         assert ": timeout" in first
         assert [e["point"] for e in trace(data) if e.get("event") == "fault.delay"] == [
@@ -141,7 +141,7 @@ def test_next_recall_does_not_wait_behind_a_timed_out_step(
             {"tool": "search", "args": {"query": q, "mode": "lexical"}}
             for q in ("espresso grind", "tomatoes sun", "compost heap")
         ]
-        second = recall_text(reads, "second", plan, timeout_sec=30.0)
+        second = recall_text(reads, RecallArgs(question="second", plan=plan), timeout_sec=30.0)
         # The first recall's read is still stuck: its reader has not answered it yet.
         assert reader_messages(data, recall_id=first_id) == []
         assert ": timeout" not in second, second
@@ -167,10 +167,13 @@ def test_reads_queued_behind_a_timed_out_step_are_skipped(
             {"tool": "search", "args": {"query": "slowstep espresso"}},
             {"tool": "file_chunks", "args": {"source": "docs/espresso.md"}},
         ]
-        first = recall_text(reads, "first", slow, timeout_sec=1.0)
+        first = recall_text(reads, RecallArgs(question="first", plan=slow), timeout_sec=1.0)
         assert ": timeout" in first
         monkeypatch.delenv("IMPRINT_DELAY")
-        after = recall_text(reads, "after", [{"tool": "search", "args": {"query": "espresso"}}])
+        after = recall_text(
+            reads,
+            RecallArgs(question="after", plan=[{"tool": "search", "args": {"query": "espresso"}}]),
+        )
         assert "docs/espresso.md#0" in after
     finally:
         rt.stop()
@@ -193,11 +196,11 @@ def test_recall_actors_are_pooled_not_started_per_recall(logged_runtime: Any) ->
         {"tool": "search", "args": {"query": "espresso"}},
         {"tool": "kg_query", "args": {}},
     ]
-    recall_text(reads, "q", plan)
+    recall_text(reads, RecallArgs(question="q", plan=plan))
     runners = pykka.ActorRegistry.get_by_class(StepRunner)
     assert len(runners) == rt.config.recall.step_runners
     for _ in range(3):
-        recall_text(reads, "q", plan)
+        recall_text(reads, RecallArgs(question="q", plan=plan))
     assert pykka.ActorRegistry.get_by_class(StepRunner) == runners
 
 
@@ -207,8 +210,8 @@ def test_direct_and_actor_reads_give_the_same_rows(logged_runtime: Any) -> None:
     direct = DirectReads(rt)
     try:
         for mode in ("hybrid", "semantic", "lexical"):
-            a = search_rows(ActorReads(rt), "espresso shot grind", mode=mode)  # type: ignore[arg-type]
-            b = search_rows(direct, "espresso shot grind", mode=mode)  # type: ignore[arg-type]
+            a = search(ActorReads(rt), SearchArgs(query="espresso shot grind", mode=mode))  # type: ignore[arg-type]
+            b = search(direct, SearchArgs(query="espresso shot grind", mode=mode))  # type: ignore[arg-type]
             assert a == b
     finally:
         direct.close()
@@ -231,13 +234,17 @@ def test_source_rows_are_typed_rows_with_their_chunk_counts(logged_runtime: Any)
     """list_sources rows come back as `SourceRow`s: one per ingested source, with its
     project, type and chunk count, the same through the actors as in the caller's thread."""
     rt, _ = logged_runtime
-    rows, total = source_rows(ActorReads(rt), project="proj")
+    reads = ActorReads(rt)
+    rows, total = source_rows(reads, reads.open(""), ListSourcesArgs(project="proj"))
     assert rows and total == len(rows)
     assert all(isinstance(r, SourceRow) and r.project == "proj" for r in rows)
     assert all(r.source_type == "file" and r.chunks >= 1 for r in rows)
     direct = DirectReads(rt)
     try:
-        assert source_rows(direct, project="proj") == (rows, total)
+        assert source_rows(direct, direct.open(""), ListSourcesArgs(project="proj")) == (
+            rows,
+            total,
+        )
     finally:
         direct.close()
 

@@ -23,12 +23,12 @@ from imprint.logs import configure_logging
 from imprint.reads import search as search_module
 from imprint.reads.gateway import ActorReads
 from imprint.reads.layout import MIN_EXCERPT
-from imprint.reads.search import planned_vector_query, search_rows, search_text
+from imprint.reads.search import SearchArgs, planned_vector_query, search, search_text
 from imprint.recall import plan as plan_module
 from imprint.recall.coordinator import run_plan
 from imprint.recall.evidence import Item, StepResult, merge
 from imprint.recall.plan import parse_plan
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
@@ -61,7 +61,8 @@ def logged(rt: Runtime) -> Path:
 
 
 def recall(rt: Runtime, question: str, plan: Any = None, **kw: Any) -> str:
-    return recall_text(ActorReads(rt), question, plan, **kw)
+    asked = {k: kw.pop(k) for k in ("max_chars", "condense") if k in kw}
+    return recall_text(ActorReads(rt), RecallArgs(question=question, plan=plan, **asked), **kw)
 
 
 def ids_in(text: str) -> list[str]:
@@ -133,8 +134,12 @@ def test_a_plan_sent_as_a_json_string_is_accepted(rt: Runtime) -> None:
 
 
 def test_step_models_follow_the_row_functions() -> None:
-    """A step's arguments are its row function's parameters, minus workspace and sizes."""
-    fields = {t: set(plan_module.arg_model(t).model_fields) for t in plan_module.STEP_FUNCTIONS}
+    """A step's arguments are its row function's argument model: the tool's parameters,
+    minus workspace and sizes."""
+    fields = {
+        t: set(kind.model_fields["args"].annotation.model_fields)  # type: ignore[union-attr]
+        for t, kind in plan_module.STEPS.items()
+    }
     assert fields["search"] == {"query", "project", "type", "lang", "layer", "limit", "mode"}
     assert fields["get_memory"] == {"id"}
     assert fields["neighbors"] == {"id", "k"}
@@ -152,9 +157,9 @@ def test_without_a_plan_recall_is_search_byte_for_byte(rt: Runtime) -> None:
     reads = ActorReads(rt)
     for question, budget in (("espresso shot", 4000), ("actor mailbox", 1200), ("zzz", 12000)):
         assert recall(rt, question, None, max_chars=budget) == search_text(
-            reads, question, max_chars=budget
+            reads, SearchArgs(query=question), max_chars=budget
         )
-    assert recall(rt, "espresso", []) == search_text(reads, "espresso")
+    assert recall(rt, "espresso", []) == search_text(reads, SearchArgs(query="espresso"))
 
 
 def test_two_steps_run_at_the_same_time(
@@ -267,7 +272,7 @@ def test_a_recalls_search_steps_read_the_vector_store_once_with_the_rows_of_each
         try:
             for step, result in zip(steps, results, strict=True):
                 assert result.outcome == "ok", result
-                by_itself = search_rows(direct, **step.args, workspace=ws)
+                by_itself = step.rows(direct, ws, None)
                 assert result.rows == by_itself, step
         finally:
             direct.close()
@@ -296,7 +301,7 @@ def test_a_recalls_search_steps_read_their_records_in_one_fetch(rt: Runtime, log
         for step, result in zip(steps, results, strict=True):
             assert result.outcome == "ok", result
             if step.tool == "search":
-                alone = search_rows(direct, **step.args, workspace=ws)
+                alone = step.rows(direct, ws, None)
                 assert result.rows == alone and alone.hits, step
     finally:
         direct.close()
@@ -324,7 +329,7 @@ def test_a_search_step_stuck_on_a_read_times_out_alone(
     direct = DirectReads(rt)
     try:
         for i in (0, 2):
-            alone = search_rows(direct, **steps[i].args, workspace=ws)
+            alone = steps[i].rows(direct, ws, None)
             assert results[i].rows == alone and alone.hits, steps[i]
     finally:
         direct.close()
@@ -365,16 +370,17 @@ def test_primed_vector_hits_do_not_outlive_their_recall(rt: Runtime) -> None:
     search of the same query reads the store again and sees a record written since."""
     reads = ActorReads(rt)
     ws = reads.open("")
+    cfg = rt.config.search
     queries = [
-        planned_vector_query(reads, ws, "velvet hammock siesta"),
-        planned_vector_query(reads, ws, "espresso shot"),
+        planned_vector_query(ws, SearchArgs(query="velvet hammock siesta").resolve(cfg)),
+        planned_vector_query(ws, SearchArgs(query="espresso shot").resolve(cfg)),
     ]
     primed = [q for q in queries if q is not None]
     assert len(primed) == 2
     reads.prime_vectors(primed)  # as a recall does; its first step never asks
     reads.drop_primed(primed)  # the recall is over
     store_memory(Writes(rt), "A velvet hammock siesta after lunch.", project="proj")
-    rows = search_rows(reads, "velvet hammock siesta", workspace=ws)  # the primed query
+    rows = search(reads, SearchArgs(query="velvet hammock siesta"), ws)  # the primed query
     top = rows.hits[0]
     assert "velvet hammock" in top.record.content
     assert top.why is not None and top.why.vector_rank == 1  # the vector side saw it too
@@ -476,7 +482,7 @@ def test_merge_round_robin_keeps_first_place_and_fullest_content() -> None:
 def test_merging_across_search_memory_chunks_and_neighbors(rt: Runtime) -> None:
     """The same record from search, get_memory, file_chunks and neighbors appears once."""
     reads = ActorReads(rt)
-    espresso = ids_in(search_text(reads, "purple kangaroo protocol"))[0]
+    espresso = ids_in(search_text(reads, SearchArgs(query="purple kangaroo protocol")))[0]
     text = recall(
         rt,
         "espresso",
@@ -567,7 +573,9 @@ def test_every_step_stays_in_the_recall_workspace(tmp_path: Path, embedder: Embe
         from imprint.writes.facts import edit_facts
 
         edit_facts(writes, "add", "imprint", "uses", "pykka", workspace="alpha")
-        alpha_id = ids_in(search_text(ActorReads(runtime), "espresso", workspace="alpha"))[0]
+        alpha_id = ids_in(
+            search_text(ActorReads(runtime), SearchArgs(query="espresso"), workspace="alpha")
+        )[0]
         plan = [
             {"tool": "search", "args": {"query": "espresso"}},
             {"tool": "get_memory", "args": {"id": alpha_id}},

@@ -16,9 +16,9 @@ from imprint.config import Config
 from imprint.errors import ModelMissingError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_text
+from imprint.reads.search import SearchArgs, search_text
 from imprint.recall import coordinator
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
@@ -59,7 +59,8 @@ def run(
 ) -> tuple[str, Runtime]:
     rt = make_runtime(tmp_path, embedder, lambda: provider, **kw.pop("recall", {}))
     try:
-        return recall_text(ActorReads(rt), QUESTION, kw.pop("plan", None), **kw), rt
+        asked = {k: kw.pop(k) for k in ("plan", "max_chars", "condense") if k in kw}
+        return recall_text(ActorReads(rt), RecallArgs(question=QUESTION, **asked), **kw), rt
     finally:
         rt.stop()
 
@@ -171,7 +172,7 @@ def test_a_missing_model_falls_back_to_the_search(tmp_path: Path, embedder: Embe
 
     rt = make_runtime(tmp_path, embedder, missing)
     try:
-        text = recall_text(ActorReads(rt), QUESTION)
+        text = recall_text(ActorReads(rt), RecallArgs(question=QUESTION))
     finally:
         rt.stop()
     assert text.splitlines()[0].startswith("note: model error: tagger.local.model_path: is empty")
@@ -219,15 +220,16 @@ def steps_run(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], threading.Eve
     once the first step has its evidence."""
     seen: list[str] = []
     first = threading.Event()
-    real = coordinator.to_items
+    real = coordinator._result
 
-    def spy(tool: str, rows: Any) -> Any:
-        out = real(tool, rows)
-        seen.append(f"search:{rows.query}" if tool == "search" else tool)
-        first.set()
+    def spy(index: int, task: Any, found: Any, started: float) -> Any:
+        out = real(index, task, found, started)
+        if not isinstance(found, Exception):  # its rows became evidence
+            seen.append(f"search:{found.query}" if task.tool == "search" else task.tool)
+            first.set()
         return out
 
-    monkeypatch.setattr(coordinator, "to_items", spy)
+    monkeypatch.setattr(coordinator, "_result", spy)
     return seen, first
 
 
@@ -241,10 +243,12 @@ def test_the_baseline_search_is_gathered_while_the_model_plans(
     rt = make_runtime(tmp_path, embedder, lambda: provider, llm_timeout_sec=30.0)
     try:
         reads = ActorReads(rt)
-        text = recall_text(reads, QUESTION)
+        text = recall_text(reads, RecallArgs(question=QUESTION))
         assert seen == [f"search:{QUESTION}"]  # one search, gathered during planning
         note = "note: unparseable plan\n"
-        assert text == note + search_text(reads, QUESTION, max_chars=4000 - len(note))
+        assert text == note + search_text(
+            reads, SearchArgs(query=QUESTION), max_chars=4000 - len(note)
+        )
     finally:
         rt.stop()
     assert len(provider.calls) == 1
@@ -303,8 +307,8 @@ def test_remote_and_lan_providers_are_never_called_and_noted(
         try:
             ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
             reads = ActorReads(rt)
-            text = recall_text(reads, "espresso")
-            plain = search_text(reads, "espresso")
+            text = recall_text(reads, RecallArgs(question="espresso"))
+            plain = search_text(reads, SearchArgs(query="espresso"))
         finally:
             rt.stop()
     finally:

@@ -12,9 +12,9 @@ import pytest
 from imprint.actors.inference import CompleteRequest, Inference
 from imprint.providers import ChatMessage
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_text
+from imprint.reads.search import SearchArgs, search_text
 from imprint.recall.model import answer_grammar, header_words, restates_headers
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from tests.fakes import FakeClock, FakeProvider
 from tests.test_recall_model import make_runtime
@@ -44,7 +44,7 @@ def test_the_planner_is_offered_only_search_facts_and_sources_without_names(
     provider = FakeProvider(responses=[[INVENTED], ["Turn the compost heap often [1]."]])
     rt = make_runtime(tmp_path, embedder, lambda: provider)
     try:
-        text = recall_text(ActorReads(rt), "how do I keep a garden")
+        text = recall_text(ActorReads(rt), RecallArgs(question="how do I keep a garden"))
     finally:
         rt.stop()
     offered = tools_offered(provider.calls[0]["schema"])
@@ -64,7 +64,11 @@ def test_named_paths_and_ids_that_exist_are_offered_and_nothing_else(
     rt = make_runtime(tmp_path, embedder, lambda: holder["p"])
     try:
         reads = ActorReads(rt)
-        rid = search_text(reads, "purple kangaroo protocol").split("\n")[2].split(" ")[1]
+        rid = (
+            search_text(reads, SearchArgs(query="purple kangaroo protocol"))
+            .split("\n")[2]
+            .split(" ")[1]
+        )
         plan = {
             "steps": [
                 {"tool": "file_summary", "args": {"source": "docs/espresso.md"}},
@@ -77,7 +81,7 @@ def test_named_paths_and_ids_that_exist_are_offered_and_nothing_else(
             responses=[[json.dumps(plan)], ["A ristretto uses less water [1]."]]
         )
         question = f"what do docs/espresso.md and docs/missing.md say, and what is near {rid}?"
-        text = recall_text(reads, question)
+        text = recall_text(reads, RecallArgs(question=question))
     finally:
         rt.stop()
     offered = tools_offered(holder["p"].calls[0]["schema"])
@@ -128,7 +132,7 @@ def test_an_answer_estimated_past_the_deadline_is_skipped_and_the_evidence_retur
     )
     rt = make_runtime(tmp_path, embedder, lambda: provider)
     try:
-        text = recall_text(ActorReads(rt), "espresso and gardens")
+        text = recall_text(ActorReads(rt), RecallArgs(question="espresso and gardens"))
     finally:
         rt.stop()
     first = text.splitlines()[0]
@@ -146,7 +150,9 @@ def test_the_answer_is_generated_under_a_grammar_of_shown_citations(
     rt = make_runtime(tmp_path, embedder, lambda: provider)
     try:
         plan = [{"tool": "search", "args": {"query": "tomatoes", "limit": 3}}]
-        text = recall_text(ActorReads(rt), "tomatoes", plan, max_chars=1200)
+        text = recall_text(
+            ActorReads(rt), RecallArgs(question="tomatoes", plan=plan, max_chars=1200)
+        )
     finally:
         rt.stop()
     assert "answer: Tomatoes need six hours of sun [1]." in text
@@ -171,10 +177,10 @@ def test_a_reply_that_only_restates_block_headers_is_refused(
     try:
         reads = ActorReads(rt)
         plan = [{"tool": "search", "args": {"query": "tomatoes", "limit": 2}}]
-        rid = search_text(reads, "tomatoes", limit=2).split("\n")[2].split(" ")[1]
+        rid = search_text(reads, SearchArgs(query="tomatoes", limit=2)).split("\n")[2].split(" ")[1]
         reply = f"Source {rid} in project proj, docs/gardening.md#0, a note [1]."
         holder["p"] = FakeProvider(tokens=[reply])
-        text = recall_text(reads, "tomatoes", plan)
+        text = recall_text(reads, RecallArgs(question="tomatoes", plan=plan))
     finally:
         rt.stop()
     assert text.splitlines()[0] == (
@@ -257,7 +263,7 @@ def test_an_answer_cut_at_max_tokens_keeps_its_complete_cited_sentences(
     rt = make_runtime(tmp_path, embedder, lambda: provider)
     try:
         plan = [{"tool": "search", "args": {"query": "tomatoes", "limit": 2}}]
-        text = recall_text(ActorReads(rt), "tomatoes", plan)
+        text = recall_text(ActorReads(rt), RecallArgs(question="tomatoes", plan=plan))
     finally:
         rt.stop()
     assert "answer: Tomatoes need six hours of sun [1].\n" in text

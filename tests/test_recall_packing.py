@@ -8,7 +8,7 @@ import pytest
 
 from imprint.reads.layout import MIN_EXCERPT, Block, layout_blocks, render_blocks
 from imprint.reads.search import SearchHit, SearchRows
-from imprint.recall.evidence import StepResult, to_items
+from imprint.recall.evidence import StepResult, chunk_items, search_items
 from imprint.recall.respond import format_recall, layout_recall
 from imprint.store.records import Record
 from imprint.types import MemoryId
@@ -38,7 +38,7 @@ def search_step(index: int, sources: list[str], per_source: int = 1) -> StepResu
         for c in range(per_source)
     ]
     rows = SearchRows(query=f"q{index}", mode="hybrid", hits=tuple(hits))
-    items, detail = to_items("search", rows)
+    items, detail = search_items(rows)
     return StepResult(
         index=index,
         label=f"search(query='q{index}')",
@@ -69,7 +69,7 @@ def test_a_search_step_folds_later_chunks_of_a_source_into_its_block() -> None:
             hit("d" * 16, "docs/a.md", 5, 0.6),
         ),
     )
-    items, detail = to_items("search", rows)
+    items, detail = search_items(rows)
     assert [i.key for i in items] == ["a" * 16, "b" * 16]
     assert items[0].meta == f"{'a' * 16} | p | docs/a.md#3 +#2,#5 | note | 0.9000"
     assert items[0].index == "docs/a.md#3 +#2,#5 0.9000"
@@ -82,8 +82,8 @@ def test_file_chunks_are_not_folded() -> None:
     from imprint.reads.chunks import ChunkRows
 
     recs = [hit(f"{c:016d}", "docs/a.md", c, 0.5).record for c in range(3)]
-    items, _ = to_items(
-        "file_chunks", ChunkRows(source="docs/a.md", start=0, end=2, total=3, records=tuple(recs))
+    items, _ = chunk_items(
+        ChunkRows(source="docs/a.md", start=0, end=2, total=3, records=tuple(recs))
     )
     assert [i.index for i in items] == ["docs/a.md#0", "docs/a.md#1", "docs/a.md#2"]
 

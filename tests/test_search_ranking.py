@@ -12,15 +12,8 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import (
-    Fusion,
-    Why,
-    coverage,
-    format_search,
-    fuse,
-    rerank,
-    search_rows,
-)
+from imprint.reads.ranking import Fusion, Why, coverage, fuse, rerank
+from imprint.reads.search import SearchArgs, format_search, search
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
 from imprint.store.text import content_terms, holds_term, identifier_parts, words
@@ -164,8 +157,8 @@ def test_search_weights_from_config_change_the_hybrid_order(
         try:
             ingest_path(rt, tree, project="proj")
             reads = ActorReads(rt)
-            single = [h.record.id for h in search_rows(reads, query, mode=mode).hits]  # type: ignore[arg-type]
-            hybrid = [h.record.id for h in search_rows(reads, query).hits]
+            single = [h.record.id for h in search(reads, SearchArgs(query=query, mode=mode)).hits]  # type: ignore[arg-type]
+            hybrid = [h.record.id for h in search(reads, SearchArgs(query=query)).hits]
             assert hybrid[: len(single)] == single, only
         finally:
             rt.stop()
@@ -178,10 +171,10 @@ def test_each_hybrid_hit_carries_the_numbers_the_fusion_used(plain: Runtime) -> 
     """Per hit: ranks match the single-mode searches, and the score is the fused score."""
     reads = ActorReads(plain)
     query = "can an actor be started again once stopped"
-    rows = search_rows(reads, query)
+    rows = search(reads, SearchArgs(query=query))
     fusion = Fusion.from_config(plain.config.search)
-    semantic = [h.record.id for h in search_rows(reads, query, mode="semantic").hits]
-    lexical = [h.record.id for h in search_rows(reads, query, mode="lexical").hits]
+    semantic = [h.record.id for h in search(reads, SearchArgs(query=query, mode="semantic")).hits]
+    lexical = [h.record.id for h in search(reads, SearchArgs(query=query, mode="lexical")).hits]
     assert rows.hits
     for hit in rows.hits:
         why = hit.why
@@ -206,15 +199,15 @@ def test_each_hybrid_hit_carries_the_numbers_the_fusion_used(plain: Runtime) -> 
 def test_single_mode_hits_carry_their_own_rank(plain: Runtime) -> None:
     """Semantic hits report vector ranks 1..n, lexical hits BM25 ranks 1..n."""
     reads = ActorReads(plain)
-    sem = search_rows(reads, "actor", mode="semantic").hits
-    lex = search_rows(reads, "actor", mode="lexical").hits
+    sem = search(reads, SearchArgs(query="actor", mode="semantic")).hits
+    lex = search(reads, SearchArgs(query="actor", mode="lexical")).hits
     assert [h.why.vector_rank for h in sem if h.why] == list(range(1, len(sem) + 1))
     assert [h.why.lexical_rank for h in lex if h.why] == list(range(1, len(lex) + 1))
 
 
 def test_the_tool_text_does_not_show_the_why_numbers(plain: Runtime) -> None:
     """The text output is the same blocks as before: no ranks or coverage in it."""
-    text = format_search(search_rows(ActorReads(plain), "actor stopped"), 4000)
+    text = format_search(search(ActorReads(plain), SearchArgs(query="actor stopped")), 4000)
     for word in ("vector_rank", "lexical_rank", "coverage", "why"):
         assert word not in text
 
@@ -256,7 +249,7 @@ def test_a_source_path_word_counts_toward_coverage() -> None:
 
 def test_identifier_written_camel_case_finds_the_snake_case_text(plain: Runtime) -> None:
     """Lexical `readOnlyHint` finds the page that writes read_only_hint."""
-    hits = search_rows(ActorReads(plain), "readOnlyHint", mode="lexical").hits
+    hits = search(ActorReads(plain), SearchArgs(query="readOnlyHint", mode="lexical")).hits
     assert hits and hits[0].record.source == "docs/hints.md"
 
 

@@ -16,7 +16,7 @@ from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import search_rows, search_text
+from imprint.reads.search import SearchArgs, checked_mode, search, search_text
 from imprint.store.embedder import Embedder
 from imprint.store.records import Filters, Record, WriteBatch, make_id
 from imprint.store.sqlite_read import SqliteReader
@@ -39,7 +39,7 @@ def test_ingest_then_each_mode_finds_an_exact_phrase(runtime: Runtime, small_tre
     assert report.files == 5 and report.chunks >= 5
     reads = ActorReads(runtime)
     for mode in ("lexical", "semantic", "hybrid"):
-        rows = search_rows(reads, "purple kangaroo protocol", mode=mode)  # type: ignore[arg-type]
+        rows = search(reads, SearchArgs(query="purple kangaroo protocol", mode=mode))  # type: ignore[arg-type]
         assert _sources(rows)[0] == "docs/espresso.md", (mode, _sources(rows))
     status = status_row(runtime)
     assert status.consistent and status.vectors == status.records == report.chunks
@@ -97,13 +97,13 @@ def test_filters_and_limit_clamp(runtime: Runtime, small_tree: Path) -> None:
     """Filters narrow by lang and layer; limit is clamped to 1-50."""
     ingest_path(runtime, small_tree, project="proj")
     reads = ActorReads(runtime)
-    rows = search_rows(reads, "retry with backoff", lang="python", mode="hybrid")
+    rows = search(reads, SearchArgs(query="retry with backoff", lang="python", mode="hybrid"))
     assert _sources(rows) == ["src/retry.py"]
-    rows = search_rows(reads, "actor", layer="docs", limit=0)
+    rows = search(reads, SearchArgs(query="actor", layer="docs", limit=0))
     assert len(rows.hits) == 1
-    rows = search_rows(reads, "actor", limit=500)
+    rows = search(reads, SearchArgs(query="actor", limit=500))
     assert len(rows.hits) == status_row(runtime).records
-    assert search_rows(reads, "actor", project="nope").hits == ()
+    assert search(reads, SearchArgs(query="actor", project="nope")).hits == ()
 
 
 def test_bad_search_arguments_name_the_argument(runtime: Runtime, small_tree: Path) -> None:
@@ -111,30 +111,32 @@ def test_bad_search_arguments_name_the_argument(runtime: Runtime, small_tree: Pa
     ingest_path(runtime, small_tree, project="proj")
     reads = ActorReads(runtime)
     with pytest.raises(InputError, match=r"^mode: 'fuzzy' is not allowed; one of hybrid"):
-        search_rows(reads, "x", mode="fuzzy")  # type: ignore[arg-type]
+        search(reads, SearchArgs(query="x", mode=checked_mode("fuzzy")))
     with pytest.raises(InputError, match=r"^type: 'poem' is not allowed"):
-        search_rows(reads, "x", type="poem")
+        search(reads, SearchArgs(query="x", type="poem"))
     with pytest.raises(InputError, match=r"^query: must be non-empty"):
-        search_rows(reads, "   ")
+        search(reads, SearchArgs(query="   "))
     with pytest.raises(WorkspaceError, match=r"^workspace: 'ghost' does not exist"):
-        search_rows(reads, "x", workspace="ghost")
+        search(reads, SearchArgs(query="x"), "ghost")
     with pytest.raises(WorkspaceError, match=r"^workspace: 'Bad!' is not a workspace name"):
-        search_rows(reads, "x", workspace="Bad!")
+        search(reads, SearchArgs(query="x"), "Bad!")
 
 
 def test_search_output_respects_budget(runtime: Runtime, small_tree: Path) -> None:
     """The formatted search never exceeds max_chars and counts what it hid."""
     ingest_path(runtime, small_tree, project="proj")
     reads = ActorReads(runtime)
-    text = search_text(reads, "actor", max_chars=1200)
+    text = search_text(reads, SearchArgs(query="actor"), max_chars=1200)
     assert len(text) <= 1200
     assert text.startswith('search "actor" (hybrid):')
     assert "[1] " in text
     shown = text.count("\n[")
-    total = len(search_rows(reads, "actor").hits)
+    total = len(search(reads, SearchArgs(query="actor")).hits)
     if shown < total:
         assert f"({total - shown} more result" in text
-    assert len(search_text(reads, "actor", max_chars=50)) <= 1200  # clamped up to 1200
+    assert (
+        len(search_text(reads, SearchArgs(query="actor"), max_chars=50)) <= 1200
+    )  # clamped up to 1200
 
 
 def test_workspaces_never_see_each_other(runtime: Runtime, small_tree: Path) -> None:
@@ -143,9 +145,9 @@ def test_workspaces_never_see_each_other(runtime: Runtime, small_tree: Path) -> 
     runtime.resolve("beta", create=True)
     ingest_path(runtime, small_tree, project="proj", workspace="alpha")
     reads = ActorReads(runtime)
-    assert search_rows(reads, "espresso ristretto", workspace="alpha").hits
+    assert search(reads, SearchArgs(query="espresso ristretto"), "alpha").hits
     for mode in ("hybrid", "semantic", "lexical"):
-        rows = search_rows(reads, "espresso ristretto", workspace="beta", mode=mode)  # type: ignore[arg-type]
+        rows = search(reads, SearchArgs(query="espresso ristretto", mode=mode), "beta")  # type: ignore[arg-type]
         assert rows.hits == ()
     assert status_row(runtime, "beta").records == 0
     assert status_row(runtime, "alpha").records > 0
@@ -164,9 +166,12 @@ def test_reingest_skips_unchanged_replaces_changed_removes_deleted(
     third = ingest_path(runtime, small_tree, project="proj")
     assert (third.files, third.removed) == (1, 1)
     reads = ActorReads(runtime)
-    assert _sources(search_rows(reads, "bees swarm", mode="lexical"))[0] == "docs/gardening.md"
-    assert search_rows(reads, "tomatoes compost", mode="lexical").hits == ()
-    assert search_rows(reads, "release checklist wheel", mode="lexical").hits == ()
+    assert (
+        _sources(search(reads, SearchArgs(query="bees swarm", mode="lexical")))[0]
+        == "docs/gardening.md"
+    )
+    assert search(reads, SearchArgs(query="tomatoes compost", mode="lexical")).hits == ()
+    assert search(reads, SearchArgs(query="release checklist wheel", mode="lexical")).hits == ()
     status = status_row(runtime)
     assert status.consistent and status.projects["proj"]["sources"] == 4
 
@@ -181,10 +186,12 @@ def test_a_source_whose_records_are_missing_is_ingested_again(
     sqlite = runtime.workspace().sqlite
     with sqlite.conn:
         sqlite.conn.execute("DELETE FROM records WHERE source = 'docs/gardening.md'")
-    assert search_rows(ActorReads(runtime), "tomatoes compost", mode="lexical").hits == ()
+    assert (
+        search(ActorReads(runtime), SearchArgs(query="tomatoes compost", mode="lexical")).hits == ()
+    )
     again = ingest_path(runtime, small_tree, project="proj")
     assert (again.files, again.unchanged) == (1, first.files - 1)
-    hits = search_rows(ActorReads(runtime), "tomatoes compost", mode="lexical").hits
+    hits = search(ActorReads(runtime), SearchArgs(query="tomatoes compost", mode="lexical")).hits
     assert hits and hits[0].record.source == "docs/gardening.md"
     assert status_row(runtime).consistent
 
@@ -222,7 +229,7 @@ def test_gitignore_is_respected_in_a_git_checkout(runtime: Runtime, tmp_path: Pa
     (tree / "debug.log.md").write_text("# Log\n\nhidden too")
     report = ingest_path(runtime, tree, project="repo")
     assert report.files == 1
-    assert search_rows(ActorReads(runtime), "hidden", mode="lexical").hits == ()
+    assert search(ActorReads(runtime), SearchArgs(query="hidden", mode="lexical")).hits == ()
 
 
 def test_a_second_process_cannot_open_an_owned_embedded_store(
@@ -270,7 +277,7 @@ def _search_together(runtime: Runtime, queries: tuple[str, ...]) -> dict[str, ob
 
     def run(query: str) -> None:
         try:
-            results[query] = search_rows(reads, query, mode="lexical")
+            results[query] = search(reads, SearchArgs(query=query, mode="lexical"))
         except BaseException as exc:
             errors.append(exc)
 
@@ -306,7 +313,7 @@ def test_vector_and_lexical_halves_of_one_search_run_concurrently(
     configure_logging(data_dir, level="error")
     ingest_path(runtime, small_tree, project="proj")
     stall(monkeypatch, "read", 1.5)
-    rows = search_rows(ActorReads(runtime), "espresso")
+    rows = search(ActorReads(runtime), SearchArgs(query="espresso"))
     assert _sources(rows)[0] == "docs/espresso.md"
     assert in_flight_at_once(data_dir, "read") == 2
     kinds = [e["message"] for e in reader_messages(data_dir)[-3:]]

@@ -13,7 +13,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.device import device_row
-from imprint.reads.memory import memory_row
+from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
@@ -50,13 +50,13 @@ def test_store_takes_the_models_tags_and_records_it(tmp_path: Path, embedder: Em
     try:
         writes = Writes(rt)
         rid = store_memory(writes, "We serialize writes through one actor per workspace.")
-        record = memory_row(writes.reads, rid).record
+        record = memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record
         assert (record.type, record.tagged_by) == ("decision", "model")
         assert record.domains == ("concurrency",) and record.topics == ("actors", "locks")
         assert provider.calls[0]["schema"]["required"] == ["type", "domains", "topics"]
         # What the caller says wins over the model.
         rid = store_memory(writes, "Tabs, not spaces.", type="preference", topics=["style"])
-        record = memory_row(writes.reads, rid).record
+        record = memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record
         assert (record.type, record.topics, record.tagged_by) == ("preference", ("style",), "model")
     finally:
         rt.stop()
@@ -72,7 +72,11 @@ def test_bad_model_output_falls_back_to_rules(
     rt = runtime_with(tmp_path, embedder, FakeProvider(tokens=tokens))
     try:
         writes = Writes(rt)
-        record = memory_row(writes.reads, store_memory(writes, "A note about retries.")).record
+        record = memory_row(
+            writes.reads,
+            writes.reads.open(""),
+            GetMemoryArgs(id=store_memory(writes, "A note about retries.")),
+        ).record
         assert (record.type, record.tagged_by) == ("note", "rules")
     finally:
         rt.stop()
@@ -85,7 +89,11 @@ def test_a_slow_model_is_given_up_at_tagger_timeout(
     rt = runtime_with(tmp_path, embedder, FakeProvider(prompt_gate=released), timeout_sec=0.2)
     try:
         writes = Writes(rt)
-        record = memory_row(writes.reads, store_memory(writes, "Slow model, quick store.")).record
+        record = memory_row(
+            writes.reads,
+            writes.reads.open(""),
+            GetMemoryArgs(id=store_memory(writes, "Slow model, quick store.")),
+        ).record
         assert record.tagged_by == "rules"
     finally:
         released.set()

@@ -34,7 +34,7 @@ def search(
     """Print exactly what the MCP search tool returns."""
     from imprint.actors.lifecycle import running
     from imprint.reads.gateway import ActorReads
-    from imprint.reads.search import search_text
+    from imprint.reads.search import SearchArgs, checked_mode, search_text
 
     root, config = setup()
     args: dict[str, object] = {
@@ -52,19 +52,10 @@ def search(
     if via is not None:
         typer.echo(via)
         return
+    given = {k: v for k, v in args.items() if k in SearchArgs.model_fields}
+    searched = SearchArgs.model_validate({**given, "mode": checked_mode(mode)})
     with running(root, config, reindex=False) as runtime:
-        text = search_text(
-            ActorReads(runtime),
-            query,
-            project,
-            type,
-            lang,
-            layer,
-            limit,
-            mode,  # type: ignore[arg-type]
-            max_chars,
-            workspace,
-        )
+        text = search_text(ActorReads(runtime), searched, max_chars, workspace)
     typer.echo(text)
 
 
@@ -104,7 +95,7 @@ def recall(
     """Print exactly what the MCP recall tool returns."""
     from imprint.actors.lifecycle import running
     from imprint.reads.gateway import ActorReads
-    from imprint.recall.respond import recall_text
+    from imprint.recall.respond import RecallArgs, recall_text
 
     root, config = setup()
     args: dict[str, object] = {
@@ -120,15 +111,10 @@ def recall(
         typer.echo(via)
         return
     with running(root, config, reindex=False) as runtime:
-        text = recall_text(
-            ActorReads(runtime),
-            question,
-            plan or None,
-            max_chars,
-            not no_condense,
-            workspace,
-            cwd=Path.cwd(),
+        asked = RecallArgs(
+            question=question, plan=plan or None, max_chars=max_chars, condense=not no_condense
         )
+        text = recall_text(ActorReads(runtime), asked, workspace, cwd=Path.cwd())
     typer.echo(text)
 
 

@@ -7,31 +7,46 @@ page shows what a tool returns and deletes as the tool does.
 from __future__ import annotations
 
 from imprint.ingest.pipeline import running_ingests
-from imprint.reads.chunks import chunk_rows
+from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.device import device_row
-from imprint.reads.facts import fact_rows
+from imprint.reads.facts import KgQueryArgs, fact_rows
 from imprint.reads.gateway import ActorReads
-from imprint.reads.memory import memory_row
-from imprint.reads.search import format_search, search_rows
-from imprint.reads.sources import source_rows
-from imprint.reads.summary import summary_row
-from imprint.recall.respond import recall_text
+from imprint.reads.memory import GetMemoryArgs, memory_row
+from imprint.reads.search import (
+    SearchArgs,
+    checked_mode,
+    format_search,
+    normalize_max_chars,
+    search,
+)
+from imprint.reads.sources import ListSourcesArgs, source_rows
+from imprint.reads.summary import FileSummaryArgs, summary_row
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import delete_records
 from imprint.writes.repair import status_row
 
 __all__ = [
     "ActorReads",
+    "FileChunksArgs",
+    "FileSummaryArgs",
+    "GetMemoryArgs",
+    "KgQueryArgs",
+    "ListSourcesArgs",
+    "RecallArgs",
+    "SearchArgs",
     "Writes",
+    "checked_mode",
     "chunk_rows",
     "delete_records",
     "device_row",
     "fact_rows",
     "format_search",
     "memory_row",
+    "normalize_max_chars",
     "recall_text",
     "running_ingests",
-    "search_rows",
+    "search",
     "source_rows",
     "status_row",
     "summary_row",

@@ -31,7 +31,7 @@ from imprint.dashboard._html import ago, e, field, layout, link, select, stamp, 
 from imprint.dashboard._security import CSRF_FIELD, CSRF_HEADER, Guard, GuardMiddleware
 from imprint.errors import ImprintError
 from imprint.logs import get_logger, log_files
-from imprint.reads.search import Why
+from imprint.reads.ranking import Why
 from imprint.recall.plan import parse_plan
 from imprint.store.records import RECORD_TYPES
 from imprint.trace import build_waterfall, read_recall_events, recall_summaries, render_svg
@@ -216,8 +216,18 @@ class Pages:
         if not query:
             return self.page("Search", form, "/search")
         try:
-            found = rows.search_rows(self.reads, query, limit=_int(limit, "limit"), **args)
-            text = rows.format_search(found, _int(max_chars, "max_chars"))
+            asked = rows.SearchArgs(
+                query=query,
+                project=args["project"],
+                type=args["type"],
+                lang=args["lang"],
+                layer=args["layer"],
+                limit=_int(limit, "limit"),
+                mode=rows.checked_mode(args["mode"]),
+            )
+            found = rows.search(self.reads, asked, args["workspace"])
+            budget = rows.normalize_max_chars(_int(max_chars, "max_chars"))
+            text = rows.format_search(found, budget)
         except ImprintError as exc:
             return self.page(
                 "Search", form + f'<p class="error">{e(exc)}</p>', "/search", status=400
@@ -322,10 +332,12 @@ class Pages:
             text = await anyio.to_thread.run_sync(
                 lambda: rows.recall_text(
                     self.reads,
-                    values.get("question", ""),
-                    plan or None,
-                    _int(values.get("max_chars", "4000"), "max_chars"),
-                    values.get("condense") == "on",
+                    rows.RecallArgs(
+                        question=values.get("question", ""),
+                        plan=plan or None,
+                        max_chars=_int(values.get("max_chars", "4000"), "max_chars"),
+                        condense=values.get("condense") == "on",
+                    ),
                     values.get("workspace", ""),
                     timeout_sec=self.runtime.config.recall.step_timeout_sec,
                     cwd=self.app.cwd,
@@ -582,14 +594,13 @@ class Pages:
             + "<button>Filter</button></form>"
         )
         try:
-            found, total = rows.source_rows(
-                self.reads,
-                args["project"],
-                args["lang"],
-                args["layer"],
-                _int(limit, "limit"),
-                args["workspace"],
+            listed = rows.ListSourcesArgs(
+                project=args["project"],
+                lang=args["lang"],
+                layer=args["layer"],
+                limit=_int(limit, "limit"),
             )
+            found, total = rows.source_rows(self.reads, self.reads.open(args["workspace"]), listed)
         except ImprintError as exc:
             return self.page(
                 "Sources", form + f'<p class="error">{e(exc)}</p>', "/sources", status=400
@@ -631,7 +642,8 @@ class Pages:
     def _facts(self, ws: str) -> str:
         """The newest facts (kg_query's rows), ended ones included and marked."""
         try:
-            facts = rows.fact_rows(self.reads, include_ended=True, limit=50, workspace=ws)
+            newest = rows.KgQueryArgs(include_ended=True, limit=50)
+            facts = rows.fact_rows(self.reads, self.reads.open(ws), newest)
         except ImprintError as exc:
             return f'<h2>facts</h2><p class="error">{e(exc)}</p>'
         if not facts:
@@ -658,8 +670,12 @@ class Pages:
         source, project, ws = q.get("source", ""), q.get("project", ""), q.get("workspace", "")
         try:
             start = _int(q.get("start", "0"), "start")
-            summary = rows.summary_row(self.reads, source, project, ws)
-            chunks = rows.chunk_rows(self.reads, source, start, start + 9, project, ws)
+            opened = self.reads.open(ws)
+            summary = rows.summary_row(
+                self.reads, opened, rows.FileSummaryArgs(source=source, project=project)
+            )
+            asked = rows.FileChunksArgs(source=source, start=start, end=start + 9, project=project)
+            chunks = rows.chunk_rows(self.reads, opened, asked)
         except ImprintError as exc:
             return self.error("Source", str(exc), "/sources", 404)
         info = [
@@ -725,7 +741,9 @@ class Pages:
         rid = request.path_params["rid"]
         ws = request.query_params.get("workspace", "")
         try:
-            row = rows.memory_row(self.reads, rid, ws, self.app.cwd)
+            row = rows.memory_row(
+                self.reads, self.reads.open(ws), rows.GetMemoryArgs(id=rid), self.app.cwd
+            )
         except ImprintError as exc:
             return self.error("Record", str(exc), "/sources", 404)
         r = row.record

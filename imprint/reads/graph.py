@@ -22,15 +22,25 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clamp, clip, one_line
 from imprint.reads.memory import check_id
-from imprint.reads.neighbors import neighbor_rows
+from imprint.reads.neighbors import NeighborsArgs, neighbor_rows
 from imprint.types import WorkspaceName
 
-__all__ = ["GraphNode", "GraphRows", "graph_rows"]
+__all__ = ["GraphNode", "GraphRows", "GraphScopeArgs", "graph_rows"]
 
 MAX_CHILDREN = 25
 MAX_GRANDCHILDREN = 10
 
 T = TypeVar("T")
+
+
+class GraphScopeArgs(BaseModel):
+    """graph_scope's arguments: a node id as scope (root, project:X, topic:X, source:X,
+    chunk:ID) and how many levels below it, 1-2."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    scope: str = "root"
+    depth: int = 1
 
 
 class GraphNode(BaseModel):
@@ -136,7 +146,7 @@ def _children(
     if kind == "chunk":
         rid = check_id(name, "scope")
         try:
-            hits = neighbor_rows(reads, rid, 8, ws)
+            hits = neighbor_rows(reads, ws, NeighborsArgs(id=rid, k=8))
         except InputError as exc:
             raise InputError(f"scope: no chunk {rid!r} in workspace {ws!r}") from exc
         kids = [(f"chunk:{h.record.id}", f"similar {h.score:.2f}: {h.record.source}") for h in hits]
@@ -146,12 +156,11 @@ def _children(
     )
 
 
-def graph_rows(reads: Reads, scope: str = "root", depth: int = 1, workspace: str = "") -> GraphRows:
+def graph_rows(reads: Reads, ws: WorkspaceName, args: GraphScopeArgs) -> GraphRows:
     """A scope's line and its children (at most 25 projects at the root, the largest); with
     depth 2, up to 10 grandchildren of each."""
-    scope = (scope or "root").strip()
-    depth = clamp(depth, 1, 2)
-    ws = reads.open(workspace)
+    scope = (args.scope or "root").strip()
+    depth = clamp(args.depth, 1, 2)
     with reads.deadline() as deadline:
         if scope == "root":
             return _root(reads, ws, depth, deadline)

@@ -11,9 +11,17 @@ from imprint.actors.read_messages import FetchRecords, SourceRoot
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
 from imprint.store.records import Record
-from imprint.types import MemoryId
+from imprint.types import MemoryId, WorkspaceName
 
-__all__ = ["MemoryRow", "check_id", "memory_row"]
+__all__ = ["GetMemoryArgs", "MemoryRow", "check_id", "memory_row"]
+
+
+class GetMemoryArgs(BaseModel):
+    """get_memory's argument: a record id."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str
 
 
 class MemoryRow(BaseModel):
@@ -30,10 +38,11 @@ def check_id(value: str, argument: str = "id") -> MemoryId:
     return MemoryId(text)
 
 
-def memory_row(reads: Reads, id: str, workspace: str = "", cwd: Path | None = None) -> MemoryRow:
+def memory_row(
+    reads: Reads, ws: WorkspaceName, args: GetMemoryArgs, cwd: Path | None = None
+) -> MemoryRow:
     """The record with this id, or an error naming the id."""
-    rid = check_id(id)
-    ws = reads.open(workspace)
+    rid = check_id(args.id)
     with reads.deadline() as deadline:
         found = deadline.wait(reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "get_memory")
         if rid not in found:

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from imprint.actors.read_messages import FetchRecords, Neighbors
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clamp
 from imprint.reads.memory import check_id
 from imprint.reads.search import SearchHit
+from imprint.types import WorkspaceName
 
-__all__ = ["neighbor_rows"]
+__all__ = ["NeighborsArgs", "neighbor_rows"]
 
 
-def neighbor_rows(reads: Reads, id: str, k: int = 10, workspace: str = "") -> list[SearchHit]:
+class NeighborsArgs(BaseModel):
+    """neighbors' arguments: up to k (1-30) records nearest to the record `id`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str
+    k: int = 10
+
+
+def neighbor_rows(reads: Reads, ws: WorkspaceName, args: NeighborsArgs) -> list[SearchHit]:
     """Up to k (1-30) records nearest to the record `id`, best first."""
-    rid = check_id(id)
-    k = clamp(k, 1, 30)
-    ws = reads.open(workspace)
+    rid = check_id(args.id)
+    k = clamp(args.k, 1, 30)
     with reads.deadline() as deadline:
         known = deadline.wait(reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "neighbors")
         if rid not in known:

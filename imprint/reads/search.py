@@ -1,15 +1,17 @@
 """search rows: hybrid (vector + BM25, reciprocal-rank fusion), semantic or lexical retrieval.
 
-`search_rows` normalizes the arguments and fetches rows through the reader pools;
-`format_search` lays them out in the budgeted evidence format. The MCP tool, the CLI and
-recall steps all call these, so clamps, filters and the compact layout live here only.
+A search's arguments are one model (`SearchArgs`), resolved against `search.*` once, at the
+edge (`SearchArgs.resolve`); `search_rows` fetches the rows of a resolved search through the
+reader pools and `format_search` lays them out in the budgeted evidence format. The MCP
+tool, the CLI, the dashboard and recall steps all come here, so defaults, clamps, filters
+and the compact layout live here only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,27 +22,26 @@ from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import Block, clamp, escape_field, one_line, render_blocks
+from imprint.reads.ranking import Fusion, Ranking, Why, fuse, rerank
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
-from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
     "HINT",
     "MAX_CHARS_RANGE",
     "MODES",
-    "Fusion",
     "Mode",
+    "Search",
+    "SearchArgs",
     "SearchHit",
     "SearchRows",
-    "Why",
-    "coverage",
+    "checked_mode",
     "format_search",
-    "fuse",
     "meta_line",
     "normalize_max_chars",
     "planned_vector_query",
-    "rerank",
+    "search",
     "search_budget",
     "search_many",
     "search_rows",
@@ -53,22 +54,6 @@ log = get_logger(__name__)
 
 MAX_CHARS_RANGE = (1200, 12000)
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
-Ranking = list[tuple[MemoryId, float]]
-
-
-class Why(BaseModel):
-    """Why a hit ranked where it did: the numbers the ranking itself used, not a recomputation.
-
-    Ranks are 1-based within each list the search ran (None: not in that list).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    vector_rank: int | None = None
-    lexical_rank: int | None = None
-    phrase: bool = False  # the record holds the query's words as one exact phrase
-    coverage: float | None = None  # share of the query's terms the chunk holds (hybrid re-rank)
-    fused: float  # the final score, the same as the hit's score
 
 
 class SearchHit(BaseModel):
@@ -77,30 +62,6 @@ class SearchHit(BaseModel):
     record: Record
     score: float
     why: Why | None = None  # for dashboards and benchmarks; the tool's text never shows it
-
-
-class Fusion(BaseModel):
-    """How hybrid search combines its lists; `search.*` settings, see `SearchConfig`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    rrf_k: int = 5
-    vector: float = 1.5
-    lexical: float = 1.0
-    phrase: float = 1.0
-    coverage: float = 0.5
-    depth: int = 20
-
-    @classmethod
-    def from_config(cls, cfg: SearchConfig) -> Fusion:
-        return cls(
-            rrf_k=cfg.rrf_k,
-            vector=cfg.vector_weight,
-            lexical=cfg.lexical_weight,
-            phrase=cfg.phrase_weight,
-            coverage=cfg.coverage_weight,
-            depth=cfg.rerank_depth,
-        )
 
 
 class SearchRows(BaseModel):
@@ -116,20 +77,15 @@ def normalize_max_chars(max_chars: int) -> int:
     return clamp(max_chars, *MAX_CHARS_RANGE)
 
 
-def _check(query: str, mode: str, type: str) -> str:
-    text = query.strip() if isinstance(query, str) else ""
-    if not text:
-        raise InputError("query: must be non-empty text")
-    check_query(text, "query")
-    if mode not in MODES:
+def checked_mode(mode: str | None) -> Mode | None:
+    """A mode typed in where nothing checked it yet (the CLI, the dashboard)."""
+    if mode is not None and mode not in MODES:
         raise InputError(f"mode: {mode!r} is not allowed; one of {', '.join(MODES)}")
-    if type and type not in RECORD_TYPES:
-        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
-    return text
+    return mode  # type: ignore[return-value]  # one of MODES, checked above
 
 
-class _Asked(NamedTuple):
-    """A search's arguments resolved: defaults from `search.*`, query and type checked."""
+class Search(NamedTuple):
+    """A search resolved: defaults from `search.*`, query and type checked, limit clamped."""
 
     mode: Mode
     text: str
@@ -137,114 +93,59 @@ class _Asked(NamedTuple):
     filters: Filters
 
 
-def _asked(
-    cfg: SearchConfig,
-    query: str,
-    project: str = "",
-    type: str = "",
-    lang: str = "",
-    layer: str = "",
-    limit: int | None = None,
-    mode: Mode | None = None,
-) -> _Asked:
-    mode = cfg.mode if mode is None else mode
-    return _Asked(
-        mode=mode,
-        text=_check(query, mode, type),
-        limit=clamp(cfg.limit if limit is None else limit, 1, 50),
-        filters=Filters(project=project, type=type, lang=lang, layer=layer),
-    )
+class SearchArgs(BaseModel):
+    """A search as its caller asks it: the tool's, the CLI's, the dashboard's arguments or a
+    recall step's. `limit` and `mode` None come from `search.limit` and `search.mode`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    query: str
+    project: str = ""
+    type: str = ""
+    lang: str = ""
+    layer: str = ""
+    limit: int | None = None
+    mode: Mode | None = None
+
+    def with_defaults(self, cfg: SearchConfig) -> dict[str, object]:
+        """Every argument, the defaults from `search.*` filled in (what tells two recall
+        steps apart)."""
+        return {
+            **self.model_dump(),
+            "limit": cfg.limit if self.limit is None else self.limit,
+            "mode": cfg.mode if self.mode is None else self.mode,
+        }
+
+    def resolve(self, cfg: SearchConfig) -> Search:
+        """This search as `search_rows` runs it; raises InputError for a query or type it
+        refuses."""
+        text = self.query.strip()
+        if not text:
+            raise InputError("query: must be non-empty text")
+        check_query(text, "query")
+        if self.type and self.type not in RECORD_TYPES:
+            types = ", ".join(RECORD_TYPES)
+            raise InputError(f"type: {self.type!r} is not allowed; one of {types}")
+        return Search(
+            mode=cfg.mode if self.mode is None else self.mode,
+            text=text,
+            limit=clamp(cfg.limit if self.limit is None else self.limit, 1, 50),
+            filters=Filters(project=self.project, type=self.type, lang=self.lang, layer=self.layer),
+        )
 
 
-def planned_vector_query(
-    reads: Reads, workspace: str, query: str, **args: Any
-) -> VectorQuery | None:
-    """The vector read `search_rows(reads, query, **args)` sends; None when it sends none
-    (lexical mode, or arguments it refuses). A recall primes these before its steps run."""
-    try:
-        asked = _asked(reads.runtime.config.search, query, **args)
-    except InputError:
-        return None
+def planned_vector_query(workspace: WorkspaceName, asked: Search) -> VectorQuery | None:
+    """The vector read `search_rows` sends for this search; None when it sends none (lexical
+    mode). A recall primes these before its steps run."""
     if asked.mode not in ("hybrid", "semantic"):
         return None
-    return _vector_query(reads.open(workspace), asked)
+    return _vector_query(workspace, asked)
 
 
-def search_budget(reads: Reads, max_chars: int | None) -> int:
-    """The caller's budget, else `search.max_chars`; clamped to 1200-12000 either way."""
-    if max_chars is None:
-        max_chars = reads.runtime.config.search.max_chars
-    return normalize_max_chars(max_chars)
-
-
-def fuse(
-    vector: Ranking | None,
-    lexical: Ranking | None,
-    phrase: Ranking | None,
-    fusion: Fusion,
-    keep: int | None = None,
-) -> list[tuple[MemoryId, float, Why]]:
-    """Weighted reciprocal-rank fusion: each list adds weight / (rrf_k + rank) to an id.
-
-    The best `keep` (all when None), each with the ranks that made its score.
-    """
-    scores: dict[MemoryId, float] = {}
-    ranks: list[dict[MemoryId, int]] = []
-    for ranking, weight in (
-        (vector, fusion.vector),
-        (lexical, fusion.lexical),
-        (phrase, fusion.phrase),
-    ):
-        positions: dict[MemoryId, int] = {}
-        for rank, (rid, _) in enumerate(ranking or (), start=1):
-            positions.setdefault(rid, rank)
-            scores[rid] = scores.get(rid, 0.0) + weight / (fusion.rrf_k + rank)
-        ranks.append(positions)
-    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:keep]
-    by_vector, by_lexical, by_phrase = ranks
-    return [
-        (
-            rid,
-            score,
-            # Built from trusted values on every search: skip validation.
-            Why.model_construct(
-                vector_rank=by_vector.get(rid),
-                lexical_rank=by_lexical.get(rid),
-                phrase=rid in by_phrase,
-                coverage=None,
-                fused=score,
-            ),
-        )
-        for rid, score in ordered
-    ]
-
-
-def coverage(terms: frozenset[str], record: Record) -> float:
-    """The share of a query's content terms that a chunk's text or source path holds."""
-    if not terms:
-        return 0.0
-    text = f"{record.content}\n{record.source}"
-    lowered = text.lower()
-    return sum(holds_term(text, term, lowered) for term in terms) / len(terms)
-
-
-def rerank(
-    text: str,
-    fused: list[tuple[MemoryId, float, Why]],
-    records: dict[MemoryId, Record],
-    fusion: Fusion,
-) -> list[tuple[MemoryId, float, Why]]:
-    """Add coverage of the query's terms, worth `coverage` times a first rank in one list."""
-    terms = content_terms(text)
-    out = []
-    for rid, score, why in fused:
-        record = records.get(rid)
-        if record is None:
-            continue
-        share = coverage(terms, record)
-        final = score + fusion.coverage * share / (fusion.rrf_k + 1)
-        out.append((rid, final, why.model_copy(update={"coverage": share, "fused": final})))
-    return sorted(out, key=lambda item: (-item[1], item[0]))
+def search_budget(cfg: SearchConfig, max_chars: int | None) -> int:
+    """The caller's budget, else `search.max_chars`; clamped to 1200-12000 either way: the
+    one clamp of a search's (or a recall's) budget, at the edge."""
+    return normalize_max_chars(cfg.max_chars if max_chars is None else max_chars)
 
 
 def candidates(mode: str, limit: int) -> int:
@@ -253,7 +154,7 @@ def candidates(mode: str, limit: int) -> int:
     return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
 
 
-def _vector_query(workspace: WorkspaceName, asked: _Asked) -> VectorQuery:
+def _vector_query(workspace: WorkspaceName, asked: Search) -> VectorQuery:
     """The vector read of a search (one recall primes these for all its search steps)."""
     return VectorQuery(
         workspace=workspace,
@@ -266,7 +167,7 @@ def _vector_query(workspace: WorkspaceName, asked: _Asked) -> VectorQuery:
 class _Sent(NamedTuple):
     """One search's reads, asked and not yet waited for."""
 
-    asked: _Asked
+    asked: Search
     workspace: WorkspaceName
     vector: Pending[Ranking] | None
     lexical: Pending[Ranking] | None
@@ -287,7 +188,7 @@ def _reranks(mode: Mode, fusion: Fusion) -> bool:
     return mode == "hybrid" and fusion.coverage > 0
 
 
-def _send(reads: Reads, workspace: WorkspaceName, asked: _Asked) -> _Sent:
+def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
     mode, text, limit, filters = asked
     pool = candidates(mode, limit)
     vector = lexical = both = None
@@ -384,57 +285,46 @@ def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> Sear
     return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
 
 
-def search_rows(
-    reads: Reads,
-    query: str,
-    project: str = "",
-    type: str = "",
-    lang: str = "",
-    layer: str = "",
-    limit: int | None = None,
-    mode: Mode | None = None,
-    workspace: str = "",
-) -> SearchRows:
-    """Rows for a query: records with their scores, best first, at most `limit` (1-50).
+def search_rows(reads: Reads, workspace: WorkspaceName, asked: Search) -> SearchRows:
+    """Rows for a resolved search: records with their scores, best first, at most its limit.
 
-    `limit` and `mode` left out (None) come from `search.limit` and `search.mode`; the
-    fusion from `search.*` (`Fusion.from_config`). The tool, the CLI, recall steps and the
-    dashboard all resolve here. Each hit carries `why`: the numbers its ranking used.
+    The fusion comes from `search.*` (`Fusion.from_config`). Each hit carries `why`: the
+    numbers its ranking used.
     """
-    cfg = reads.runtime.config.search
-    asked = _asked(cfg, query, project, type, lang, layer, limit, mode)
-    ws = reads.open(workspace)
-    fusion = Fusion.from_config(cfg)
+    fusion = Fusion.from_config(reads.runtime.config.search)
     with reads.deadline() as deadline:
-        ranked = _rank(_send(reads, ws, asked), fusion, deadline)
+        ranked = _rank(_send(reads, workspace, asked), fusion, deadline)
         records = _fetch(reads, [ranked], deadline)
     return _rows(ranked, records, fusion)
 
 
+def search(reads: Reads, args: SearchArgs, workspace: str = "") -> SearchRows:
+    """A search from the edge: resolved against `search.*`, its workspace opened, once each."""
+    asked = args.resolve(reads.runtime.config.search)
+    return search_rows(reads, reads.open(workspace), asked)
+
+
 def search_many(
     reads: Reads,
-    asks: Sequence[Mapping[str, Any]],
-    workspace: str = "",
+    workspace: WorkspaceName,
+    asks: Sequence[Search],
     bind: Callable[[int], AbstractContextManager[object]] = lambda i: nullcontext(),
 ) -> list[SearchRows | Exception]:
-    """`search_rows(reads, **ask, workspace=workspace)` for each ask, answered together (a
-    recall's search steps): every read is asked at once and the candidates' records are
+    """`search_rows(reads, workspace, ask)` for each ask, answered together (a recall's
+    search steps): every read is asked at once and the candidates' records are
     read in ONE fetch, not one per search. Each result is exactly that search's rows, or
     the exception it raised, in order; `bind(i)` is entered while ask i sends its reads.
 
     A search whose reads have not answered within half of what is left of the deadline is
     left for after the others, which are then fetched and answered without waiting for it."""
-    cfg = reads.runtime.config.search
-    fusion = Fusion.from_config(cfg)
+    fusion = Fusion.from_config(reads.runtime.config.search)
     out: list[SearchRows | Exception | None] = [None] * len(asks)
     sent: dict[int, _Sent] = {}
     with reads.deadline() as deadline:
-        for i, ask in enumerate(asks):
+        for i, asked in enumerate(asks):
             try:
-                asked = _asked(cfg, **ask)
-                ws = reads.open(workspace)
                 with bind(i):
-                    sent[i] = _send(reads, ws, asked)
+                    sent[i] = _send(reads, workspace, asked)
             except Exception as exc:
                 out[i] = exc
         soon = Deadline(deadline.left() / 2)
@@ -476,9 +366,9 @@ def meta_line(record: Record, score: float | None = None) -> str:
     return " | ".join(parts)
 
 
-def format_search(rows: SearchRows, max_chars: int = 4000, *, clamp: bool = True) -> str:
-    """`clamp=False` lets recall fit a note line in front within the caller's budget."""
-    max_chars = normalize_max_chars(max_chars) if clamp else max_chars
+def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
+    """The compact layout within `max_chars`, clamped by the caller (`search_budget`); recall
+    fits a note line in front within that budget."""
     shown_query = one_line(rows.query)
     if len(shown_query) > 200:
         shown_query = shown_query[:199] + "…"
@@ -491,17 +381,8 @@ def format_search(rows: SearchRows, max_chars: int = 4000, *, clamp: bool = True
 
 
 def search_text(
-    reads: Reads,
-    query: str,
-    project: str = "",
-    type: str = "",
-    lang: str = "",
-    layer: str = "",
-    limit: int | None = None,
-    mode: Mode | None = None,
-    max_chars: int | None = None,
-    workspace: str = "",
+    reads: Reads, args: SearchArgs, max_chars: int | None = None, workspace: str = ""
 ) -> str:
-    """What the MCP tool and `imprint search` both print; None = the `search` config."""
-    rows = search_rows(reads, query, project, type, lang, layer, limit, mode, workspace)
-    return format_search(rows, search_budget(reads, max_chars))
+    """What `imprint search` prints, as the MCP tool does; None = the `search` config."""
+    rows = search(reads, args, workspace)
+    return format_search(rows, search_budget(reads.runtime.config.search, max_chars))

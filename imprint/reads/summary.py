@@ -14,8 +14,18 @@ from imprint.actors.read_messages import SourceChunks
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clip, escape_field, one_line
+from imprint.types import WorkspaceName
 
-__all__ = ["SummaryRow", "format_summary", "summary_row"]
+__all__ = ["FileSummaryArgs", "SummaryRow", "format_summary", "summary_row"]
+
+
+class FileSummaryArgs(BaseModel):
+    """file_summary's arguments: a source as search shows it, and its project if two share it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    source: str
+    project: str = ""
 
 
 class SummaryRow(BaseModel):
@@ -34,10 +44,10 @@ class SummaryRow(BaseModel):
     preview: str
 
 
-def summary_row(reads: Reads, source: str, project: str = "", workspace: str = "") -> SummaryRow:
-    if not isinstance(source, str) or not source.strip():
+def summary_row(reads: Reads, ws: WorkspaceName, args: FileSummaryArgs) -> SummaryRow:
+    source, project = args.source, args.project
+    if not source.strip():
         raise InputError("source: must be a source path as search shows it (docs/index.md)")
-    ws = reads.open(workspace)
     with reads.deadline() as deadline:
         records, total = deadline.wait(
             reads.ask(SourceChunks(workspace=ws, project=project, source=source)),

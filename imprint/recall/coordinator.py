@@ -34,12 +34,12 @@ from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import Message, bind_deadline, log_handled, traced
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import VectorQuery
-from imprint.errors import DeadlineExceeded, ImprintError, StoreError
+from imprint.errors import DeadlineExceeded, ImprintError, InputError, StoreError
 from imprint.logs import get_logger
 from imprint.reads.gateway import Reads
-from imprint.reads.search import SearchRows, planned_vector_query, search_many
-from imprint.recall.evidence import Item, StepResult, to_items
-from imprint.recall.plan import STEP_FUNCTIONS, Step
+from imprint.reads.search import Search, SearchRows, planned_vector_query, search_many
+from imprint.recall.evidence import Item, StepResult
+from imprint.recall.plan import SearchStep, Step
 from imprint.types import Outcome, RecallId, WorkspaceName
 
 __all__ = [
@@ -77,11 +77,7 @@ class RecallRequest(Message):
 
 
 def _call(reads: Reads, msg: RunStep) -> Any:
-    fn = STEP_FUNCTIONS[msg.task.tool]
-    kwargs = dict(msg.task.args)
-    if msg.task.tool == "get_memory" and msg.cwd:
-        kwargs["cwd"] = Path(msg.cwd)
-    return fn(reads, **kwargs, workspace=msg.workspace)
+    return msg.task.rows(reads, msg.workspace, Path(msg.cwd) if msg.cwd else None)
 
 
 class StepRunner(pykka.ThreadingActor):
@@ -118,7 +114,7 @@ def _result(index: int, task: Step, found: Any, started: float) -> StepResult:
         detail = str(found)
         outcome = Outcome.TIMEOUT if isinstance(found, DeadlineExceeded) else Outcome.ERROR
     else:
-        items, detail = to_items(task.tool, found)
+        items, detail = task.items(found)
         rows = found if isinstance(found, SearchRows) else None
         outcome = Outcome.OK
     return StepResult(
@@ -188,15 +184,32 @@ class RecallCoordinator(pykka.ThreadingActor):
     @traced("recall.gather", skip_late=False)
     def _recall(self, msg: RecallRequest, cwd: str) -> list[StepResult]:
         deadline = msg.deadline if msg.deadline is not None else time.monotonic() + msg.timeout_sec
-        primed = self._prime(msg.workspace, msg.steps)
+        searches = {pos: s for pos, s in enumerate(msg.steps) if isinstance(s, SearchStep)}
+        # Two or more searches are answered together, here, each resolved once.
+        together = self._resolve(searches) if len(searches) > 1 else {}
+        primed = self._prime(msg.workspace, together)
         try:
-            return self._gather(msg, cwd, deadline)
+            return self._gather(msg, cwd, deadline, together)
         finally:
             self._reads.drop_primed(primed)
 
-    def _gather(self, msg: RecallRequest, cwd: str, deadline: float) -> list[StepResult]:
-        searches = [pos for pos, step in enumerate(msg.steps) if step.tool == "search"]
-        together = searches if len(searches) > 1 else []
+    def _resolve(self, searches: dict[int, SearchStep]) -> dict[int, Search | InputError]:
+        cfg = self._reads.runtime.config.search
+        out: dict[int, Search | InputError] = {}
+        for pos, step in searches.items():
+            try:
+                out[pos] = step.args.resolve(cfg)
+            except InputError as exc:  # that step's error, reported in its line
+                out[pos] = exc
+        return out
+
+    def _gather(
+        self,
+        msg: RecallRequest,
+        cwd: str,
+        deadline: float,
+        together: dict[int, Search | InputError],
+    ) -> list[StepResult]:
         futures: dict[int, pykka.Future[StepResult] | StoreError] = {}
         for pos, step in enumerate(msg.steps):
             if pos in together:
@@ -235,25 +248,31 @@ class RecallCoordinator(pykka.ThreadingActor):
         return results
 
     def _searches(
-        self, msg: RecallRequest, positions: list[int], deadline: float
+        self, msg: RecallRequest, together: dict[int, Search | InputError], deadline: float
     ) -> dict[int, StepResult]:
         """A recall's search steps answered together (`search_many`): their reads asked at
         once, their records read in one fetch instead of one per step, and no thread per step
         handing the GIL back and forth. Each step's rows are those of its search alone; each
         step is traced as if a runner had run it, its reads under it."""
         started = time.monotonic()
-        steps = [msg.steps[pos] for pos in positions]
+        asked = {pos: a for pos, a in together.items() if isinstance(a, Search)}
+        positions = list(asked)
 
         def bind(k: int) -> AbstractContextManager[object]:
             return structlog.contextvars.bound_contextvars(step=msg.first_step + positions[k])
 
+        found: dict[int, SearchRows | Exception] = {
+            pos: a for pos, a in together.items() if isinstance(a, InputError)
+        }
         try:
             with bind_deadline(deadline):  # the recall's one deadline, as a runner binds it
-                found = search_many(self._reads, [s.args for s in steps], msg.workspace, bind)
+                rows = search_many(self._reads, msg.workspace, list(asked.values()), bind)
+            found.update(zip(positions, rows, strict=True))
         except Exception as exc:  # each search reports it; the other steps still answer
-            found = [exc] * len(steps)
+            found.update(dict.fromkeys(positions, exc))
         answered: dict[int, StepResult] = {}
-        for pos, step, got in zip(positions, steps, found, strict=True):
+        for pos in together:
+            step, got = msg.steps[pos], found[pos]
             i = msg.first_step + pos
             if isinstance(got, Exception) and not isinstance(got, ImprintError):
                 answered[pos] = _crashed(msg.recall_id, i, step, got)
@@ -263,7 +282,9 @@ class RecallCoordinator(pykka.ThreadingActor):
                 log_handled(self.actor_name, "recall.step", started, started, answered[pos].outcome)
         return answered
 
-    def _prime(self, workspace: WorkspaceName, steps: tuple[Step, ...]) -> list[VectorQuery]:
+    def _prime(
+        self, workspace: WorkspaceName, together: dict[int, Search | InputError]
+    ) -> list[VectorQuery]:
         """Every search step's vector read asked as ONE read before the steps fan out: the
         queries embedded in one inference, the store searched in one call.
 
@@ -273,9 +294,9 @@ class RecallCoordinator(pykka.ThreadingActor):
         try:
             queries = [
                 q
-                for step in steps
-                if step.tool == "search"
-                and (q := planned_vector_query(self._reads, workspace, **step.args)) is not None
+                for asked in together.values()
+                if isinstance(asked, Search)
+                and (q := planned_vector_query(workspace, asked)) is not None
             ]
             self._reads.prime_vectors(queries)
         except Exception as exc:  # the steps read (and report) it themselves

@@ -1,4 +1,4 @@
-"""What each step returns, as evidence items; merged by key, round-robin by rank.
+"""What each kind of step returns, as evidence items; merged by key, round-robin by rank.
 
 A search step keeps one item per source: later chunks of a source already in its results
 are folded into that item's header (`src.md#3 +#2,#5`), so near-duplicate chunks of one
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,7 +21,19 @@ from imprint.reads.summary import SummaryRow, format_summary
 from imprint.store.records import Fact, Record, SourceRow
 from imprint.types import Outcome
 
-__all__ = ["Item", "StepResult", "file_key", "merge", "to_items"]
+__all__ = [
+    "Item",
+    "StepResult",
+    "chunk_items",
+    "fact_items",
+    "file_key",
+    "memory_items",
+    "merge",
+    "neighbor_items",
+    "search_items",
+    "source_items",
+    "summary_items",
+]
 
 
 class Item(BaseModel):
@@ -92,54 +103,54 @@ def _fact(fact: Fact) -> Item:
     )
 
 
-def to_items(tool: str, rows: Any) -> tuple[list[Item], str]:
-    """Evidence items of one step's rows, best first, and a short count for its line."""
-    if tool == "search":
-        assert isinstance(rows, SearchRows)
-        items = _folded(rows.hits)
-        folded = len(rows.hits) - len(items)
-        more = f", {folded} folded" if folded else ""
-        return items, f"{len(rows.hits)} results{more}"
-    if tool == "neighbors":
-        hits: list[SearchHit] = rows
-        return [_record(h.record, h.score) for h in hits], f"{len(hits)} neighbours"
-    if tool == "get_memory":
-        assert isinstance(rows, MemoryRow)
-        return [_record(rows.record)], "1 record"
-    if tool == "file_chunks":
-        assert isinstance(rows, ChunkRows)
-        items = [_record(r) for r in rows.records]
-        return items, f"{len(items)} of {rows.total} chunks"
-    if tool == "file_summary":
-        assert isinstance(rows, SummaryRow)
-        item = Item(
-            key=file_key(rows.project, rows.source),
-            meta=escape_field(
-                f"file:{rows.source} | {rows.project or '-'} | {rows.chunks} chunks | summary"
-            ),
-            content="\n".join(format_summary(rows).splitlines()[1:]),
-            index=f"file:{rows.source} summary",
+def search_items(rows: SearchRows) -> tuple[list[Item], str]:
+    """A search step's evidence, best first (one item per source), and its count."""
+    items = _folded(rows.hits)
+    folded = len(rows.hits) - len(items)
+    more = f", {folded} folded" if folded else ""
+    return items, f"{len(rows.hits)} results{more}"
+
+
+def neighbor_items(hits: list[SearchHit]) -> tuple[list[Item], str]:
+    return [_record(h.record, h.score) for h in hits], f"{len(hits)} neighbours"
+
+
+def memory_items(row: MemoryRow) -> tuple[list[Item], str]:
+    return [_record(row.record)], "1 record"
+
+
+def chunk_items(rows: ChunkRows) -> tuple[list[Item], str]:
+    items = [_record(r) for r in rows.records]
+    return items, f"{len(items)} of {rows.total} chunks"
+
+
+def summary_items(row: SummaryRow) -> tuple[list[Item], str]:
+    item = Item(
+        key=file_key(row.project, row.source),
+        meta=escape_field(
+            f"file:{row.source} | {row.project or '-'} | {row.chunks} chunks | summary"
+        ),
+        content="\n".join(format_summary(row).splitlines()[1:]),
+        index=f"file:{row.source} summary",
+    )
+    return [item], "summary"
+
+
+def source_items(listed: list[SourceRow], total: int) -> tuple[list[Item], str]:
+    items = [
+        Item(
+            key=file_key(r.project, r.source),
+            meta=escape_field(f"file:{r.source} | {r.project or '-'} | {r.chunks} chunks | source"),
+            content=f"{r.source_type} {r.lang or '-'} {r.layer or '-'}",
+            index=f"file:{r.source} source",
         )
-        return [item], "summary"
-    if tool == "list_sources":
-        listed: list[SourceRow]
-        listed, total = rows
-        items = [
-            Item(
-                key=file_key(r.project, r.source),
-                meta=escape_field(
-                    f"file:{r.source} | {r.project or '-'} | {r.chunks} chunks | source"
-                ),
-                content=f"{r.source_type} {r.lang or '-'} {r.layer or '-'}",
-                index=f"file:{r.source} source",
-            )
-            for r in listed
-        ]
-        return items, f"{len(items)} of {total} sources"
-    if tool == "kg_query":
-        facts: list[Fact] = rows
-        return [_fact(f) for f in facts], f"{len(facts)} facts"
-    raise ValueError(f"no evidence conversion for {tool!r}")
+        for r in listed
+    ]
+    return items, f"{len(items)} of {total} sources"
+
+
+def fact_items(facts: list[Fact]) -> tuple[list[Item], str]:
+    return [_fact(f) for f in facts], f"{len(facts)} facts"
 
 
 def merge(results: list[StepResult]) -> list[Item]:

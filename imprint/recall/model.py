@@ -22,7 +22,16 @@ from imprint.actors.read_messages import FetchRecords, SourceChunks
 from imprint.config import SearchConfig
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
-from imprint.recall.plan import Step, parse_plan
+from imprint.reads.search import SearchArgs
+from imprint.recall.plan import (
+    FileChunksStep,
+    FileSummaryStep,
+    GetMemoryStep,
+    NeighborsStep,
+    SearchStep,
+    Step,
+    parse_plan,
+)
 from imprint.types import MemoryId, Outcome, RecallId, WorkspaceName
 
 __all__ = [
@@ -298,10 +307,10 @@ def named_ids(reads: Reads, workspace: WorkspaceName, question: str) -> list[str
 
 def _offered(step: Step, sources: list[str], ids: list[str]) -> bool:
     """Whether a step uses only the paths and ids the planner was given."""
-    if step.tool in ("file_summary", "file_chunks"):
-        return step.args.get("source") in sources
-    if step.tool in ("get_memory", "neighbors"):
-        return step.args.get("id") in ids
+    if isinstance(step, FileSummaryStep | FileChunksStep):
+        return step.args.source in sources
+    if isinstance(step, GetMemoryStep | NeighborsStep):
+        return step.args.id in ids
     return True
 
 
@@ -332,7 +341,7 @@ def plan_steps(
     """
     sources = list(sources or [])
     ids = list(ids or [])
-    baseline = Step(tool="search", args={"query": question})
+    baseline = SearchStep(args=SearchArgs(query=question))
     started = time.monotonic()
     if _left(deadline) <= 0:
         return _plan_alone(baseline, "planning skipped: no time left", 0, Outcome.SKIPPED_LATE)
@@ -376,15 +385,17 @@ def plan_steps(
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         return _plan_alone(baseline, "unparseable plan", ms, Outcome.FALLBACK)
-    steps = [baseline]
+    steps: list[Step] = [baseline]
     dropped = 0
     for raw in data["steps"][:MAX_MODEL_STEPS]:
         try:
-            candidate = parse_plan([baseline.model_dump(), raw], search)[1]
+            candidate = parse_plan([baseline.entry(), raw], search)[1]
         except InputError:
             dropped += 1  # invalid, or a repeat of the baseline
             continue
-        if not _offered(candidate, sources, ids) or any(candidate == s for s in steps):
+        if not _offered(candidate, sources, ids) or any(
+            candidate.entry() == s.entry() for s in steps
+        ):
             dropped += 1
             continue
         steps.append(candidate)

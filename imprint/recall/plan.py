@@ -1,86 +1,198 @@
 """Recall plans: up to 8 steps over the 7 read tools, validated before anything runs.
 
-A step's arguments are a pydantic model derived from the signature of the row function its
-tool calls (the gateway, workspace and output sizes left out), so a step and its tool can
-never drift apart: change the function and the step's model follows.
+A step is one of a discriminated union (on `tool`): each kind carries its row function's own
+argument model, so a step and its tool can never drift apart, and it knows how to run
+itself and what evidence its rows are. A plan is parsed straight into that union.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-import typing
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from imprint.config import SearchConfig
 from imprint.errors import InputError
-from imprint.reads.chunks import chunk_rows
-from imprint.reads.facts import fact_rows
-from imprint.reads.memory import memory_row
-from imprint.reads.neighbors import neighbor_rows
-from imprint.reads.search import search_rows
-from imprint.reads.sources import source_rows
-from imprint.reads.summary import summary_row
+from imprint.reads.chunks import ChunkRows, FileChunksArgs, chunk_rows
+from imprint.reads.facts import KgQueryArgs, fact_rows
+from imprint.reads.gateway import Reads
+from imprint.reads.memory import GetMemoryArgs, MemoryRow, memory_row
+from imprint.reads.neighbors import NeighborsArgs, neighbor_rows
+from imprint.reads.search import SearchArgs, SearchHit, SearchRows, search_rows
+from imprint.reads.sources import ListSourcesArgs, source_rows
+from imprint.reads.summary import FileSummaryArgs, SummaryRow, summary_row
+from imprint.recall import evidence
+from imprint.recall.evidence import Item
+from imprint.store.records import Fact, SourceRow
+from imprint.types import WorkspaceName
 
-__all__ = ["MAX_STEPS", "STEP_FUNCTIONS", "Step", "arg_model", "parse_plan"]
+__all__ = [
+    "MAX_STEPS",
+    "STEPS",
+    "FileChunksStep",
+    "FileSummaryStep",
+    "GetMemoryStep",
+    "KgQueryStep",
+    "ListSourcesStep",
+    "NeighborsStep",
+    "SearchStep",
+    "Step",
+    "parse_plan",
+]
 
 MAX_STEPS = 8
-STEP_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "search": search_rows,
-    "get_memory": memory_row,
-    "neighbors": neighbor_rows,
-    "file_chunks": chunk_rows,
-    "file_summary": summary_row,
-    "list_sources": source_rows,
-    "kg_query": fact_rows,
-}
 WRITES = ("store", "delete", "ingest_content", "ingest_url", "ingest_path", "kg_edit")
-# Not step arguments: the gateway, the recall's own workspace, the server's cwd, sizes.
-EXCLUDED = ("reads", "workspace", "cwd", "max_chars")
+Evidence = tuple[list[Item], str]
 
 
-class Step(BaseModel):
-    """One validated step: a read tool and its arguments, defaults filled in."""
+class _Step(BaseModel):
+    """One validated step: a read tool and its arguments, as the caller gave them."""
 
     model_config = ConfigDict(frozen=True)
 
     tool: str
-    args: dict[str, Any]
+    args: BaseModel
 
     def label(self) -> str:
-        given = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        given = ", ".join(f"{k}={v!r}" for k, v in self.given().items())
         return f"{self.tool}({given})"
 
+    def given(self) -> dict[str, Any]:
+        """The arguments the caller set (the row function fills in the others)."""
+        return self.args.model_dump(exclude_unset=True)
 
-def arg_model(tool: str) -> type[BaseModel]:
-    """The pydantic model of a step's arguments, from its row function's signature."""
-    fn = STEP_FUNCTIONS[tool]
-    hints = typing.get_type_hints(fn)
-    fields: dict[str, Any] = {}
-    for name, param in inspect.signature(fn).parameters.items():
-        if name in EXCLUDED:
-            continue
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[name] = (hints[name], default)
-    model: type[BaseModel] = create_model(
-        f"{tool}_step",
-        __config__=ConfigDict(extra="forbid", strict=True, frozen=True),
-        **fields,
+    def entry(self) -> dict[str, Any]:
+        """This step as a plan writes it."""
+        return {"tool": self.tool, "args": self.given()}
+
+    def key(self, search: SearchConfig) -> str:
+        """What tells two steps apart: every argument, defaults filled in."""
+        return json.dumps([self.tool, self.args.model_dump()], sort_keys=True, default=str)
+
+
+class SearchStep(_Step):
+    tool: Literal["search"] = "search"
+    args: SearchArgs
+
+    def key(self, search: SearchConfig) -> str:
+        return json.dumps([self.tool, self.args.with_defaults(search)], sort_keys=True)
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> SearchRows:
+        return search_rows(reads, ws, self.args.resolve(reads.runtime.config.search))
+
+    def items(self, rows: SearchRows) -> Evidence:
+        return evidence.search_items(rows)
+
+
+class GetMemoryStep(_Step):
+    tool: Literal["get_memory"] = "get_memory"
+    args: GetMemoryArgs
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> MemoryRow:
+        return memory_row(reads, ws, self.args, cwd)
+
+    def items(self, rows: MemoryRow) -> Evidence:
+        return evidence.memory_items(rows)
+
+
+class NeighborsStep(_Step):
+    tool: Literal["neighbors"] = "neighbors"
+    args: NeighborsArgs
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> list[SearchHit]:
+        return neighbor_rows(reads, ws, self.args)
+
+    def items(self, rows: list[SearchHit]) -> Evidence:
+        return evidence.neighbor_items(rows)
+
+
+class FileChunksStep(_Step):
+    tool: Literal["file_chunks"] = "file_chunks"
+    args: FileChunksArgs
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> ChunkRows:
+        return chunk_rows(reads, ws, self.args)
+
+    def items(self, rows: ChunkRows) -> Evidence:
+        return evidence.chunk_items(rows)
+
+
+class FileSummaryStep(_Step):
+    tool: Literal["file_summary"] = "file_summary"
+    args: FileSummaryArgs
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> SummaryRow:
+        return summary_row(reads, ws, self.args)
+
+    def items(self, rows: SummaryRow) -> Evidence:
+        return evidence.summary_items(rows)
+
+
+class ListSourcesStep(_Step):
+    tool: Literal["list_sources"] = "list_sources"
+    args: ListSourcesArgs
+
+    def rows(
+        self, reads: Reads, ws: WorkspaceName, cwd: Path | None
+    ) -> tuple[list[SourceRow], int]:
+        return source_rows(reads, ws, self.args)
+
+    def items(self, rows: tuple[list[SourceRow], int]) -> Evidence:
+        return evidence.source_items(*rows)
+
+
+class KgQueryStep(_Step):
+    tool: Literal["kg_query"] = "kg_query"
+    args: KgQueryArgs
+
+    def rows(self, reads: Reads, ws: WorkspaceName, cwd: Path | None) -> list[Fact]:
+        return fact_rows(reads, ws, self.args)
+
+    def items(self, rows: list[Fact]) -> Evidence:
+        return evidence.fact_items(rows)
+
+
+Step = Annotated[
+    SearchStep
+    | GetMemoryStep
+    | NeighborsStep
+    | FileChunksStep
+    | FileSummaryStep
+    | ListSourcesStep
+    | KgQueryStep,
+    Field(discriminator="tool"),
+]
+# The step kinds by tool name, in the order error messages list them.
+STEPS: dict[str, type[_Step]] = {
+    kind.model_fields["tool"].default: kind
+    for kind in (
+        SearchStep,
+        GetMemoryStep,
+        NeighborsStep,
+        FileChunksStep,
+        FileSummaryStep,
+        ListSourcesStep,
+        KgQueryStep,
     )
+}
+_STEP: TypeAdapter[Step] = TypeAdapter(Step)
+
+
+def _arguments(kind: type[_Step]) -> type[BaseModel]:
+    """A step kind's argument model."""
+    model = kind.model_fields["args"].annotation
+    assert isinstance(model, type) and issubclass(model, BaseModel)
     return model
-
-
-_MODELS = {tool: arg_model(tool) for tool in STEP_FUNCTIONS}
 
 
 def _step_error(index: int, tool: str, exc: ValidationError) -> InputError:
     err = exc.errors()[0]
-    # loc[0] is the argument; a union (`int | None`) adds the member that refused it.
-    name = str(err["loc"][0]) if err["loc"] else ""
-    allowed = ", ".join(_MODELS[tool].model_fields)
+    # loc is (tool, "args", the argument, ...): a union (`int | None`) adds the member that
+    # refused it.
+    name = str(err["loc"][2]) if len(err["loc"]) > 2 else ""
+    allowed = ", ".join(_arguments(STEPS[tool]).model_fields)
     if err["type"] == "extra_forbidden":
         why = f"unknown argument {name!r}; allowed: {allowed}"
     elif err["type"] == "missing":
@@ -88,17 +200,6 @@ def _step_error(index: int, tool: str, exc: ValidationError) -> InputError:
     else:
         why = f"{name}: {err.get('input')!r} is not allowed; {err['msg'].rstrip('.')}"
     return InputError(f"plan: step {index} ({tool}): {why}")
-
-
-def _resolved(tool: str, args: dict[str, Any], search: SearchConfig) -> dict[str, Any]:
-    """Arguments as the row function will see them, so a default and its value are one step."""
-    if tool == "search":
-        return {
-            **args,
-            "limit": search.limit if args["limit"] is None else args["limit"],
-            "mode": search.mode if args["mode"] is None else args["mode"],
-        }
-    return args
 
 
 # A plan is a list of step objects whose args hold strings, numbers and short lists: four
@@ -154,12 +255,11 @@ def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
         tool, args = raw["tool"], raw.get("args") or {}
         if tool in WRITES:
             raise InputError(
-                f"plan: step {index}: {tool!r} is a write; steps may only read: "
-                + ", ".join(STEP_FUNCTIONS)
+                f"plan: step {index}: {tool!r} is a write; steps may only read: " + ", ".join(STEPS)
             )
-        if tool not in STEP_FUNCTIONS:
+        if tool not in STEPS:
             raise InputError(
-                f"plan: step {index}: unknown tool {tool!r}; allowed: " + ", ".join(STEP_FUNCTIONS)
+                f"plan: step {index}: unknown tool {tool!r}; allowed: " + ", ".join(STEPS)
             )
         if not isinstance(args, dict):
             raise InputError(f"plan: step {index} ({tool}): args must be an object")
@@ -169,13 +269,10 @@ def parse_plan(plan: Any, search: SearchConfig | None = None) -> list[Step]:
                 "every step runs in the recall's workspace"
             )
         try:
-            model = _MODELS[tool].model_validate(args)
+            step = _STEP.validate_python({"tool": tool, "args": args}, strict=True)
         except ValidationError as exc:
             raise _step_error(index, tool, exc) from exc
-        # The row function fills in defaults; the step keeps what the caller set.
-        step = Step(tool=tool, args=model.model_dump(exclude_unset=True))
-        full = _resolved(tool, model.model_dump(), search)
-        key = json.dumps([tool, full], sort_keys=True, default=str)
+        key = step.key(search)
         if key in seen:
             raise InputError(f"plan: step {index} repeats step {seen[key]}")
         seen[key] = index

@@ -15,13 +15,21 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import Block, Layout, clip, layout_blocks, one_line
-from imprint.reads.search import format_search, normalize_max_chars, search_budget, search_rows
+from imprint.reads.search import (
+    SearchArgs,
+    format_search,
+    normalize_max_chars,
+    search_budget,
+    search_rows,
+)
 from imprint.recall.coordinator import run_plan, start_plan
 from imprint.recall.evidence import StepResult, merge
 from imprint.recall.model import (
@@ -32,11 +40,11 @@ from imprint.recall.model import (
     named_sources,
     plan_steps,
 )
-from imprint.recall.plan import Step, parse_plan
+from imprint.recall.plan import SearchStep, Step, parse_plan
 from imprint.store.lexical import check_query
-from imprint.types import Outcome
+from imprint.types import Outcome, WorkspaceName
 
-__all__ = ["condensed", "format_recall", "layout_recall", "recall_text"]
+__all__ = ["RecallArgs", "condensed", "format_recall", "layout_recall", "recall_text"]
 
 log = get_logger("imprint.recall")
 
@@ -71,23 +79,32 @@ def _step_lines(results: list[StepResult], level: int) -> list[str]:
     return [line]
 
 
-def format_recall(
-    question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
-) -> str:
+class RecallArgs(BaseModel):
+    """A recall as its caller asks it (the tool, the CLI, the dashboard). `plan` is checked
+    by `parse_plan`; `max_chars` None = `search.max_chars`, as search's own default, so that
+    recall without a plan stays byte-identical to search."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: str
+    plan: Any = None
+    max_chars: int | None = None
+    condense: bool = True
+
+
+def format_recall(question: str, results: list[StepResult], max_chars: int) -> str:
     """A line per step, then the merged evidence as numbered blocks under one budget.
 
     The step lines give way first: when they would crowd out every block (or the line that
     counts the hidden results), they compact, down to one line for all steps, so the
     response keeps at least one block whenever there is one, and always that count.
     """
-    return layout_recall(question, results, max_chars, clamp=clamp).text
+    return layout_recall(question, results, max_chars).text
 
 
-def layout_recall(
-    question: str, results: list[StepResult], max_chars: int, *, clamp: bool = True
-) -> Layout:
-    """`format_recall`, saying how many blocks it shows in full (1..shown) and lists."""
-    max_chars = normalize_max_chars(max_chars) if clamp else max_chars
+def layout_recall(question: str, results: list[StepResult], max_chars: int) -> Layout:
+    """`format_recall`, saying how many blocks it shows in full (1..shown) and lists;
+    `max_chars` is clamped by the caller (`search_budget`), recall fits a note line in it."""
     items = merge(results)
     shown_q = clip(one_line(question), 160)
     head = f'recall "{shown_q}": {len(results)} steps, {len(items)} records'
@@ -159,25 +176,23 @@ def condensed(
 
 def recall_text(
     reads: Reads,
-    question: str,
-    plan: Any = None,
-    max_chars: int | None = None,
-    condense: bool = True,
+    args: RecallArgs,
     workspace: str = "",
     *,
     timeout_sec: float | None = None,
     cwd: Path | None = None,
     recall_id: str = "",
 ) -> str:
-    """What the MCP tool and `imprint recall` print. `max_chars` None = `search.max_chars`,
-    as search's own default, so that recall without a plan stays byte-identical to search;
-    `timeout_sec` None = `recall.step_timeout_sec`. `recall_id` lets a caller (the
-    dashboard) find this recall's trace in the log; empty = a fresh one."""
-    max_chars = search_budget(reads, max_chars)
-    if not isinstance(question, str) or not question.strip():
+    """What the MCP tool and `imprint recall` print: the arguments resolved against config
+    and the workspace opened here, once. `timeout_sec` None = `recall.step_timeout_sec`.
+    `recall_id` lets a caller (the dashboard) find this recall's trace in the log; empty =
+    a fresh one."""
+    cfg = reads.runtime.config
+    question, plan = args.question, args.plan
+    max_chars = search_budget(cfg.search, args.max_chars)
+    if not question.strip():
         raise InputError("question: must be non-empty text")
     check_query(question.strip(), "question")
-    cfg = reads.runtime.config
     no_plan = plan is None or plan == "" or plan == []
     # A bad plan is rejected before anything runs.
     steps = None if no_plan else parse_plan(plan, cfg.search)
@@ -200,8 +215,9 @@ def recall_text(
     started = time.monotonic()
     outcome = Outcome.ERROR
     try:
+        ws = reads.open(workspace)
         text = _recall(
-            reads, question, steps, max_chars, condense, workspace, timeout_sec, cwd, recall_id
+            reads, question, steps, max_chars, args.condense, ws, timeout_sec, cwd, recall_id
         )
         outcome = Outcome.OK
         return text
@@ -220,7 +236,7 @@ def _recall(
     steps: list[Step] | None,
     max_chars: int,
     condense: bool,
-    workspace: str,
+    ws: WorkspaceName,
     timeout_sec: float,
     cwd: Path | None,
     recall_id: str,
@@ -237,9 +253,8 @@ def _recall(
             )
         budget = max_chars - _note_room(note)
         if steps is None:
-            rows = search_rows(reads, question, workspace=workspace)
-            return _with_note(note, format_search(rows, budget, clamp=False), max_chars)
-        ws = reads.open(workspace)
+            rows = search_rows(reads, ws, _baseline(question).args.resolve(cfg.search))
+            return _with_note(note, format_search(rows, budget), max_chars)
         results = run_plan(
             reads,
             ws,
@@ -248,23 +263,26 @@ def _recall(
             recall_id=recall_id,
             cwd=str(cwd) if cwd else "",
         )
-        return _with_note(note, format_recall(question, results, budget), max_chars)
+        # Kept as it always printed: this budget clamped up to 1200 again, the note then
+        # cut from the end (the model path's note fits in front instead).
+        shown = format_recall(question, results, normalize_max_chars(budget))
+        return _with_note(note, shown, max_chars)
     return _model_recall(
         reads,
         question,
         steps,
         max_chars,
         condense,
-        workspace,
+        ws,
         timeout_sec=timeout_sec,
         cwd=cwd,
         recall_id=recall_id,
     )
 
 
-def _baseline(question: str) -> Step:
+def _baseline(question: str) -> SearchStep:
     """The plain search of the question: step 1 of every planned recall."""
-    return Step(tool="search", args={"query": question})
+    return SearchStep(args=SearchArgs(query=question))
 
 
 def _model_recall(
@@ -273,7 +291,7 @@ def _model_recall(
     steps: list[Step] | None,
     max_chars: int,
     condense: bool,
-    workspace: str,
+    ws: WorkspaceName,
     *,
     timeout_sec: float,
     cwd: Path | None,
@@ -281,7 +299,6 @@ def _model_recall(
 ) -> str:
     runtime = reads.runtime
     deadline = time.monotonic() + runtime.config.recall.llm_timeout_sec  # ONE, for both phases
-    ws = reads.open(workspace)
     inference = runtime.inference()
     where = str(cwd) if cwd else ""
     planned = None
@@ -320,8 +337,9 @@ def _model_recall(
             budget = max_chars - _note_room(planned.note)
             rows = gathering.wait()[0].rows
             if rows is None:  # the gathered search failed: search again, as `search` would
-                rows = search_rows(reads, question, workspace=ws)
-            return _with_note(planned.note, format_search(rows, budget, clamp=False), max_chars)
+                asked = _baseline(question).args.resolve(runtime.config.search)
+                rows = search_rows(reads, ws, asked)
+            return _with_note(planned.note, format_search(rows, budget), max_chars)
         # Only the steps the model added run after planning; the baseline is gathered.
         added = start_plan(
             reads,
@@ -352,5 +370,5 @@ def _model_recall(
     if reply.note:
         note = f"{reply.note}; the evidence follows"
         budget = max_chars - _note_room(note)
-        return _with_note(note, format_recall(question, results, budget, clamp=False), max_chars)
+        return _with_note(note, format_recall(question, results, budget), max_chars)
     return condensed(question, results, planned, reply, max_chars)

@@ -26,7 +26,7 @@ from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from imprint import __version__
-from imprint.errors import failure_line
+from imprint.errors import ImprintError, failure_line
 from imprint.logs import get_logger
 from imprint.server.error_lines import bounded, one_line, shown
 from imprint.server.schema import untitled
@@ -191,13 +191,19 @@ class ImprintServer(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
-            raise ToolError(_failed(name, exc.__cause__ or exc)) from exc
+            # The one place a tool's failure becomes the client's line: an ImprintError is
+            # expected (its own text), anything else is reported by `_failed`.
+            raised = exc.__cause__ or exc
+            if isinstance(raised, ImprintError):
+                raise ToolError(bounded(str(raised))) from exc
+            raise ToolError(_failed(name, raised)) from exc
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(bounded(one_line(cause))) from exc
             if isinstance(cause, ToolError):
-                # Our own one-line message, without the SDK's "Error executing tool" prefix.
+                # A tool's own one-line ToolError, without the SDK's "Error executing tool"
+                # prefix.
                 raise ToolError(bounded(str(cause))) from exc
             raise
 

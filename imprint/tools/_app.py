@@ -1,4 +1,6 @@
-"""What every tool module shares: the runtime, the read and write gateways, error translation."""
+"""What every tool module shares: the runtime, the read and write gateways, and running row
+functions off the event loop. Errors are translated once, by the server
+(`ImprintServer.call_tool`)."""
 
 from __future__ import annotations
 
@@ -12,19 +14,19 @@ from typing import ParamSpec, TypeVar
 import anyio
 import structlog
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from imprint.actors._trace import new_request_id
 from imprint.actors.lifecycle import Runtime
-from imprint.errors import ImprintError
-from imprint.reads.gateway import ActorReads
+from imprint.reads.gateway import ActorReads, Reads
+from imprint.types import WorkspaceName
 from imprint.writes.gateway import Writes
 
-__all__ = ["READ", "REPLACE", "WRITE", "App", "run_tool", "tool"]
+__all__ = ["READ", "REPLACE", "WRITE", "App", "read_tool", "run_tool", "tool"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+A = TypeVar("A")
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -44,17 +46,25 @@ class App:
 
 
 async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Run a blocking row function in a worker thread; Imprint errors become tool errors.
+    """Run a blocking row function in a worker thread.
 
     Waiting on pykka futures blocks, so it never happens on the event loop. Each call gets a
     request id here, at the edge: the worker thread runs in a copy of this context, and every
-    actor message the call causes carries the id.
+    actor message the call causes carries the id. What it raises, the server translates.
     """
     with structlog.contextvars.bound_contextvars(request_id=new_request_id()):
-        try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-        except ImprintError as exc:
-            raise ToolError(str(exc)) from exc
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+
+async def read_tool(
+    app: App, fn: Callable[[Reads, WorkspaceName, A], T], args: A, workspace: str
+) -> T:
+    """A read tool's row function on its argument model, in the workspace opened once."""
+
+    def read() -> T:
+        return fn(app.reads, app.reads.open(workspace), args)
+
+    return await run_tool(read)
 
 
 def tool(

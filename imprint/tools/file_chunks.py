@@ -7,9 +7,9 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.chunks import ChunkRows, chunk_rows
+from imprint.reads.chunks import ChunkRows, FileChunksArgs, chunk_rows
 from imprint.reads.layout import clamp, escape_field
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["format_chunks", "register"]
 
@@ -52,5 +52,6 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Read one source in order: whole chunks start..end (indexes), the true total and
         where to continue, within max_chars. To read around a hit."""
-        rows = await run_tool(chunk_rows, app.reads, source, start, end, project, workspace)
+        args = FileChunksArgs(source=source, start=start, end=end, project=project)
+        rows = await read_tool(app, chunk_rows, args, workspace)
         return format_chunks(rows, max_chars)

@@ -7,8 +7,8 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.summary import format_summary, summary_row
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.reads.summary import FileSummaryArgs, format_summary, summary_row
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["register"]
 
@@ -22,5 +22,6 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Profile of one source: chunk count, mtime, language, layer, record types, topics
         and a preview."""
-        row = await run_tool(summary_row, app.reads, source, project, workspace)
+        args = FileSummaryArgs(source=source, project=project)
+        row = await read_tool(app, summary_row, args, workspace)
         return format_summary(row)

@@ -8,9 +8,11 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from imprint.reads.gateway import Reads
 from imprint.reads.layout import escape_field
-from imprint.reads.memory import MemoryRow, memory_row
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.reads.memory import GetMemoryArgs, MemoryRow, memory_row
+from imprint.tools._app import READ, App, read_tool, tool
+from imprint.types import WorkspaceName
 
 __all__ = ["format_memory", "register"]
 
@@ -39,5 +41,9 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """One whole record: content, project, source#chunk, type, tags, and path_context
         (server cwd; whether the source file exists here). For when an excerpt is not enough."""
-        row = await run_tool(memory_row, app.reads, id, workspace, app.cwd)
+
+        def here(reads: Reads, ws: WorkspaceName, args: GetMemoryArgs) -> MemoryRow:
+            return memory_row(reads, ws, args, app.cwd)
+
+        row = await read_tool(app, here, GetMemoryArgs(id=id), workspace)
         return format_memory(row)

@@ -10,9 +10,9 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.graph import GraphRows, graph_rows
+from imprint.reads.graph import GraphRows, GraphScopeArgs, graph_rows
 from imprint.reads.layout import escape_field
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["format_graph", "register"]
 
@@ -43,4 +43,5 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Browse the workspace: root lists projects and topics; a project its sources and
         topics; a topic or source its chunks; a chunk its nearest. Ids work as scope."""
-        return format_graph(await run_tool(graph_rows, app.reads, scope, depth, workspace))
+        args = GraphScopeArgs(scope=scope, depth=depth)
+        return format_graph(await read_tool(app, graph_rows, args, workspace))

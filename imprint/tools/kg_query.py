@@ -8,10 +8,10 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.facts import fact_rows
+from imprint.reads.facts import KgQueryArgs, fact_rows
 from imprint.reads.layout import escape_field
 from imprint.store.records import Fact
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["format_facts", "register"]
 
@@ -43,7 +43,8 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Facts from kg_edit, a line each: fact:id | subject | predicate | object |
         validity [source]. Current ones unless include_ended."""
-        facts = await run_tool(
-            fact_rows, app.reads, subject, predicate, include_ended, limit, workspace
+        args = KgQueryArgs(
+            subject=subject, predicate=predicate, include_ended=include_ended, limit=limit
         )
+        facts = await read_tool(app, fact_rows, args, workspace)
         return format_facts(facts)

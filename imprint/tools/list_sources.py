@@ -8,9 +8,9 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.layout import escape_field
-from imprint.reads.sources import source_rows
+from imprint.reads.sources import ListSourcesArgs, source_rows
 from imprint.store.records import SourceRow
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["format_sources", "register"]
 
@@ -46,5 +46,6 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Ingested sources (files, URLs, named content), a line each: project, source,
         chunks, type, language, layer; and how many match."""
-        rows, total = await run_tool(source_rows, app.reads, project, lang, layer, limit, workspace)
+        args = ListSourcesArgs(project=project, lang=lang, layer=layer, limit=limit)
+        rows, total = await read_tool(app, source_rows, args, workspace)
         return format_sources(rows, total)

@@ -8,9 +8,9 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.reads.layout import Block, render_blocks
-from imprint.reads.neighbors import neighbor_rows
+from imprint.reads.neighbors import NeighborsArgs, neighbor_rows
 from imprint.reads.search import SearchHit, meta_line, normalize_max_chars
-from imprint.tools._app import READ, App, run_tool, tool
+from imprint.tools._app import READ, App, read_tool, tool
 
 __all__ = ["format_neighbors", "register"]
 
@@ -37,5 +37,5 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Records nearest in meaning to one record (itself excluded), as numbered blocks
         with scores."""
-        hits = await run_tool(neighbor_rows, app.reads, id, k, workspace)
+        hits = await read_tool(app, neighbor_rows, NeighborsArgs(id=id, k=k), workspace)
         return format_neighbors(id, hits, max_chars)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["register"]
@@ -36,13 +36,11 @@ def register(server: MCPServer, app: App) -> None:
         answer citing [n]: a pointer to the cited evidence, not a fact; verify it.
         Plan: [{"tool": "search", "args": {"query": "ingest order"}},
         {"tool": "kg_query", "args": {"subject": "x"}}]"""
+        args = RecallArgs(question=question, plan=plan, max_chars=max_chars, condense=condense)
         return await run_tool(
             recall_text,
             app.reads,
-            question,
-            plan,
-            max_chars,
-            condense,
+            args,
             workspace,
             timeout_sec=app.runtime.config.recall.step_timeout_sec,
             cwd=app.cwd,

@@ -11,13 +11,13 @@ from imprint.reads.layout import one_line
 from imprint.reads.search import (
     HINT,
     Mode,
+    SearchArgs,
     SearchRows,
     format_search,
     meta_line,
-    normalize_max_chars,
     search_budget,
-    search_rows,
 )
+from imprint.reads.search import search as run_search
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["format_full", "register"]
@@ -45,18 +45,19 @@ def register(server: MCPServer, app: App) -> None:
         Hybrid = vector + BM25. Returns numbered blocks, each
         `[n] id | project | source#chunk | type | score` + excerpt, within max_chars; a last
         line counts hidden results. Read more: get_memory(id), file_chunks(source)."""
-        rows = await run_tool(
-            search_rows, app.reads, query, project, type, lang, layer, limit, mode, workspace
+        args = SearchArgs(
+            query=query, project=project, type=type, lang=lang, layer=layer, limit=limit, mode=mode
         )
-        budget = search_budget(app.reads, max_chars)
+        rows = await run_tool(run_search, app.reads, args, workspace)
+        budget = search_budget(app.runtime.config.search, max_chars)
         if detail == "full":
             return format_full(rows, budget)
         return format_search(rows, budget)
 
 
 def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
-    """Whole records one after another while they fit; the rest counted."""
-    max_chars = normalize_max_chars(max_chars)
+    """Whole records one after another while they fit (`max_chars` clamped by the caller,
+    `search_budget`); the rest counted."""
     if not rows.hits:
         return format_search(rows, max_chars)
     head = f'search "{one_line(rows.query)[:200]}" ({rows.mode}, full): {len(rows.hits)} results'

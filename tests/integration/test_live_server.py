@@ -28,8 +28,8 @@ from imprint.providers import Provider, is_loopback_host, make_provider
 from imprint.providers.local import bundled_gguf
 from imprint.reads.device import device_row
 from imprint.reads.gateway import ActorReads
-from imprint.reads.memory import memory_row
-from imprint.recall.respond import recall_text
+from imprint.reads.memory import GetMemoryArgs, memory_row
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
@@ -138,13 +138,18 @@ def test_tagging_planning_and_answering_run_through_a_live_server(
         before = live_server.completions()
         rid = store_memory(writes, "We decided to serialize all writes through one actor.")
         assert live_server.completions() == before + 1
-        assert memory_row(writes.reads, rid).record.tagged_by == "model"
+        assert (
+            memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record.tagged_by
+            == "model"
+        )
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
         assert live_server.completions() == before + 1 + len(TOPICS)
 
         # Planning (no plan given): one request; its plan kept or a fallback from its reply.
         before = live_server.completions()
-        planned = recall_text(ActorReads(rt), "How should I brew a ristretto?", max_chars=2000)
+        planned = recall_text(
+            ActorReads(rt), RecallArgs(question="How should I brew a ristretto?", max_chars=2000)
+        )
         assert live_server.completions() - before in (1, 2)  # plan, and answer if it planned
         assert len(planned) <= 2000 and not any(f in planned for f in FAILURES), planned
         assert "espresso.md" in planned, planned
@@ -152,7 +157,10 @@ def test_tagging_planning_and_answering_run_through_a_live_server(
         # Answering (a caller's plan: no planning): exactly one request, the answer.
         before = live_server.completions()
         plan = [{"tool": "search", "args": {"query": "ristretto grind finer"}}]
-        answered = recall_text(ActorReads(rt), "How do I brew a ristretto?", plan, 2000)
+        answered = recall_text(
+            ActorReads(rt),
+            RecallArgs(question="How do I brew a ristretto?", plan=plan, max_chars=2000),
+        )
         assert live_server.completions() == before + 1
         assert len(answered) <= 2000 and not any(f in answered for f in FAILURES), answered
         if answered.startswith("note: "):  # the model's reply failed the citation gate
@@ -187,7 +195,9 @@ def test_the_same_server_at_a_lan_address_is_refused_before_any_request(
     before = live_server.completions()
     try:
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
-        text = recall_text(ActorReads(rt), "How should I brew a ristretto?", max_chars=2000)
+        text = recall_text(
+            ActorReads(rt), RecallArgs(question="How should I brew a ristretto?", max_chars=2000)
+        )
     finally:
         rt.stop()
     assert text.startswith(

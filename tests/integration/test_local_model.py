@@ -110,7 +110,7 @@ def test_recall_model_path_runs_on_the_bundled_model(tmp_path: Path, embedder: A
     from imprint.config import Config
     from imprint.ingest.pipeline import ingest_path
     from imprint.reads.gateway import ActorReads
-    from imprint.recall.respond import recall_text
+    from imprint.recall.respond import RecallArgs, recall_text
     from tests.conftest import TOPICS, write_tree
 
     config = Config()
@@ -123,7 +123,9 @@ def test_recall_model_path_runs_on_the_bundled_model(tmp_path: Path, embedder: A
     try:
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
         started = time.monotonic()
-        text = recall_text(ActorReads(rt), "How should I brew a ristretto?", max_chars=2000)
+        text = recall_text(
+            ActorReads(rt), RecallArgs(question="How should I brew a ristretto?", max_chars=2000)
+        )
         took = time.monotonic() - started
         state = rt.inference_state()
     finally:

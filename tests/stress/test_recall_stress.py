@@ -16,7 +16,7 @@ from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
-from imprint.recall.respond import recall_text
+from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.trace import MODEL_PHASES, load_recalls, render_trace
 from tests.conftest import TOPICS, write_tree
@@ -60,7 +60,9 @@ def test_sixteen_recalls_behind_a_busy_model(tmp_path: Path, embedder: Embedder)
         def one(i: int) -> None:
             start.wait()
             t0 = time.monotonic()
-            text = recall_text(ActorReads(rt), f"espresso question {i}", plan=None)
+            text = recall_text(
+                ActorReads(rt), RecallArgs(question=f"espresso question {i}", plan=None)
+            )
             results[i] = (text, time.monotonic() - t0)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(RECALLS)]
@@ -140,11 +142,13 @@ def test_trace_renders_steps_with_queue_and_run_times(
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
         recall_text(
             ActorReads(rt),
-            "q",
-            [
-                {"tool": "search", "args": {"query": "espresso"}},
-                {"tool": "kg_query", "args": {"subject": "x"}},
-            ],
+            RecallArgs(
+                question="q",
+                plan=[
+                    {"tool": "search", "args": {"query": "espresso"}},
+                    {"tool": "kg_query", "args": {"subject": "x"}},
+                ],
+            ),
         )
     finally:
         rt.stop()
