@@ -3,7 +3,7 @@ warm, intent-only and plan+answer.
 
 Run from the repository root (`benchmark/runtime.py` is the command line):
 
-    .venv/bin/python benchmark/runtime.py recall --llm [--threads 2] [--timeout 30]
+    .venv/bin/python -m benchmark.runtime recall --llm [--threads 2] [--timeout 30]
                                                  [--corpus ../shared/corpus]
                                                  [--lookups benchmark/recall.json]
                                                  [--data-dir PATH]

@@ -2,10 +2,8 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmark/store.py [--corpus ../shared/corpus] [--corpus-limit FILES]
+    .venv/bin/python -m benchmark.store [--corpus ../shared/corpus] [--corpus-limit FILES]
                                         [--sizes 1000,10000] [--queries 50]
-
-(`python -m benchmark.store ...` is the same.)
 
 It prints one table to stdout (progress goes to stderr) and writes the same figures as JSON
 to `benchmark/out/store-<UTC timestamp>.json`. Everything it stores lives in one temporary
@@ -65,11 +63,6 @@ from typing import Any
 
 import numpy as np
 
-from imprint.actors.write_messages import Check, Write
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 from benchmark import _common as common
 from benchmark._common import (
     DEFAULT_CORPUS,
@@ -81,6 +74,7 @@ from benchmark._common import (
     note,
 )
 from imprint.actors.lifecycle import Runtime
+from imprint.actors.write_messages import Check, Write
 from imprint.config import Config, load_config
 from imprint.ingest.pipeline import ingest_path, walk
 from imprint.ingest.tags import supported
