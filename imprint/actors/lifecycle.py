@@ -152,10 +152,6 @@ class Runtime:
                 batcher = self._query_embedder
         return batcher
 
-    def embed_query_direct(self, text: str) -> np.ndarray:
-        """The same embedding in the caller's thread, unbatched and uncached (benchmarks)."""
-        return self.embedder().embed([text])[0]
-
     def workspace(self, name: str = "", *, create: bool = False) -> WorkspaceStore:
         """Open (once) and return a workspace. Empty name = the active workspace."""
         return self._workspace(name, create=create).store

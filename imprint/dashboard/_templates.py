@@ -2,8 +2,8 @@
 
 Two choices keep the pages the bytes they were before the templates: a `{{ }}` value is
 escaped the way `html.escape` spells it (`&#x27;`, `&quot;`; markupsafe writes `&#39;`,
-`&#34;`), and a line break in a template with the indentation after it is layout, not output.
-Write a space that must stand at the end of a line inside the line instead.
+`&#34;`), and a line break in a template with the indentation after it is layout, not output
+(a space that must begin a line is written `{{ " " }}`).
 """
 
 from __future__ import annotations

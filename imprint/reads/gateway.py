@@ -10,6 +10,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, cast
 
+import numpy as np
+
 from imprint._primed import Primed
 from imprint.actors import read_messages as m
 from imprint.actors.lifecycle import Runtime
@@ -172,8 +174,12 @@ class DirectReads(_Gateway):
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+
+        def embed(text: str) -> np.ndarray:
+            return runtime.embedder().embed([text])[0]
+
         self._logic: dict[m.Family, Reading] = {
-            family: reading_for(family, runtime, runtime.embed_query_direct) for family in m.Family
+            family: reading_for(family, runtime, embed) for family in m.Family
         }
 
     def open(self, workspace: str) -> WorkspaceName:
