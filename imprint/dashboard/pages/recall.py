@@ -30,16 +30,8 @@ def routes(site: Site) -> list[Route]:
     def page(
         request: Request, values: dict[str, str], status: int = 200, **more: object
     ) -> Response:
-        return site.page(
-            request,
-            "recall.html",
-            "Recall",
-            "/recall",
-            status=status,
-            values=values,
-            example_plan=EXAMPLE_PLAN,
-            **more,
-        )
+        more.update(values=values, example_plan=EXAMPLE_PLAN)
+        return site.page(request, "recall.html", "Recall", "/recall", status=status, **more)
 
     def recall_form(request: Request) -> Response:
         return page(request, {})

@@ -50,16 +50,8 @@ def routes(site: Site) -> list[Route]:
             context["facts_error"] = exc
         else:
             context["facts"] = facts
-        return site.page(
-            request,
-            "sources.html",
-            "Sources",
-            "/sources",
-            found=found,
-            total=total,
-            facts_shown=FACTS_SHOWN,
-            **context,
-        )
+        context.update(found=found, total=total, facts_shown=FACTS_SHOWN)
+        return site.page(request, "sources.html", "Sources", "/sources", **context)
 
     def source(request: Request) -> Response:
         q = request.query_params
