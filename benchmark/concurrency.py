@@ -1,10 +1,8 @@
 """Concurrency: a 4-step recall beside the same 4 steps run one after another.
 
-    .venv/bin/python benchmark/concurrency.py [--data-dir /tmp/bench-recall-data] [--repeats 7]
+    .venv/bin/python -m benchmark.concurrency [--data-dir /tmp/bench-recall-data] [--repeats 7]
 
-(`python -m benchmark.concurrency ...` is the same.)
-
-Uses a data dir where `benchmark/runtime.py recall` ingested the corpus (it ingests the
+Uses a data dir where `python -m benchmark.runtime recall` ingested the corpus (it ingests the
 corpus itself when the folder is new, which takes minutes). For each 4-step plan it times
 (a) `run_plan`: the RecallCoordinator fans the steps out to StepRunners at once, and
 (b) the same step functions called in turn in one thread, through the same reader pools.
@@ -25,9 +23,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark._common import DEFAULT_CORPUS as CORPUS
 from benchmark._common import settle_merges

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmark/dashboard.py [--corpus ../shared/corpus] [--corpus-limit FILES]
+    .venv/bin/python -m benchmark.dashboard [--corpus ../shared/corpus] [--corpus-limit FILES]
                                             [--runs 20]
 
 Method: a temporary data dir (IMPRINT_DATA_DIR points there; removed at the end) gets the
@@ -33,9 +33,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import _common as common
 from benchmark._common import OUT_DIR, latency, note

@@ -32,9 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 from benchmark._common import DEFAULT_CORPUS, Latency, data_dir, latency, note
 
 __all__ = ["Handshake", "measure_handshake", "prepare_store"]

@@ -1,7 +1,7 @@
 """recall's model path: wall time through a live OpenAI-compatible server beside the in-process
 model, the same GGUF in both.
 
-    PYTHONPATH=. .venv/bin/python benchmark/live_server.py [--threads 1] [--repeats 3]
+    .venv/bin/python -m benchmark.live_server [--threads 1] [--repeats 3]
 
 Method: one data dir gets a small corpus (pykka's docs from ../shared/corpus when present,
 else a few built-in notes), ingested with rule tags. Then, for each way of running the model,
@@ -35,9 +35,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark._common import free_port, wait_answering
 from imprint.actors.lifecycle import Runtime

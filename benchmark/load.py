@@ -1,10 +1,8 @@
 """Load: 8 MCP clients at once (4 stdio bridges to the shared owner, 4 streamable HTTP) for
 a fixed time, each sending a realistic mix of calls; throughput, latency per tool, errors.
 
-    .venv/bin/python benchmark/load.py [--seconds 60] [--stdio 4] [--http 4]
+    .venv/bin/python -m benchmark.load [--seconds 60] [--stdio 4] [--http 4]
                                        [--corpus ../shared/corpus/pykka] [--out FOLDER]
-
-(`python -m benchmark.load ...` is the same.)
 
 Method. A fresh data dir ingests the corpus folder (project `load`) in-process; then one
 `imprint serve --http` owns the data dir and serves both transports: the stdio clients run
@@ -30,9 +28,6 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import anyio
 import numpy as np

@@ -25,9 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 from benchmark._common import DEFAULT_CORPUS, note
 from benchmark.store import corpus_files, limited_copy
 

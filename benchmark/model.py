@@ -1,8 +1,6 @@
 """The bundled model's speed: load time, prompt processing and generation tokens/s.
 
-    .venv/bin/python benchmark/model.py [--model PATH] [--threads 1,2] [--repeats 3]
-
-(`python -m benchmark.model ...` is the same.)
+    .venv/bin/python -m benchmark.model [--model PATH] [--threads 1,2] [--repeats 3]
 
 Method: for each thread count, load the GGUF (timed), then per repeat
 - prompt processing: reset the model, evaluate a ~400-token prompt (the corpus text
@@ -23,9 +21,6 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark._common import DEFAULT_CORPUS, OUT_DIR
 from imprint.providers.local import bundled_gguf

@@ -4,7 +4,7 @@
 Run from the repository root (`benchmark/runtime.py` is the command line; `--llm` runs
 `benchmark/recall_llm.py` instead):
 
-    .venv/bin/python benchmark/runtime.py recall [--corpus ../shared/corpus]
+    .venv/bin/python -m benchmark.runtime recall [--corpus ../shared/corpus]
                                                  [--lookups benchmark/recall.json]
                                                  [--data-dir PATH] [--repeats 3]
 

@@ -3,13 +3,14 @@ warm, intent-only and plan+answer.
 
 Run from the repository root (`benchmark/runtime.py` is the command line):
 
-    .venv/bin/python benchmark/runtime.py recall --llm [--threads 2] [--timeout 30]
+    .venv/bin/python -m benchmark.runtime recall --llm [--threads 2] [--timeout 30]
                                                  [--corpus ../shared/corpus]
                                                  [--lookups benchmark/recall.json]
                                                  [--data-dir PATH]
 
 The store, the lookups, caller tokens and gold visible are those of `benchmark/recall.py`.
-The tables and the README are rendered by `benchmark/_recall_llm_report.py`.
+The table and the README are rendered by `benchmark/_recall_llm_results.py` (the README
+from `benchmark/templates/recall_llm.md`).
 
 recall --llm [--threads 2] [--timeout 30]
 -----------------------------------------

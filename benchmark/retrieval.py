@@ -2,13 +2,13 @@
 per mode and per half (issue 16).
 
 Run from the repository root, on a data dir where the corpus is already ingested with one
-project per corpus folder (`benchmark/snapshot_reads.py build` makes one):
+project per corpus folder (`python -m benchmark.snapshot_reads build` makes one):
 
-    .venv/bin/python benchmark/retrieval.py --data-dir PATH [--queries benchmark/retrieval.json]
+    .venv/bin/python -m benchmark.retrieval --data-dir PATH [--queries benchmark/retrieval.json]
                                             [--repeats 3] [--corpus ../shared/corpus]
                                             [--publish [--out FOLDER]]
 
-(`python -m benchmark.retrieval ...` is the same.) The data dir is opened by this process
+The data dir is opened by this process
 (Chroma's embedded store has one owner): give it a copy, never a folder a server is using.
 
 Method
@@ -50,9 +50,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import _common as common
 from benchmark._common import DEFAULT_CORPUS, PUBLISHED, REPO, note, revisions_table

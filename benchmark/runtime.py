@@ -2,12 +2,12 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmark/runtime.py recall [--corpus ../shared/corpus]
+    .venv/bin/python -m benchmark.runtime recall [--corpus ../shared/corpus]
                                                  [--lookups benchmark/recall.json]
                                                  [--data-dir PATH] [--repeats 3]
-    .venv/bin/python benchmark/runtime.py recall --llm [--threads 2] [--timeout 30] [...]
+    .venv/bin/python -m benchmark.runtime recall --llm [--threads 2] [--timeout 30] [...]
 
-(`python -m benchmark.runtime recall ...` is the same.) `recall` is `benchmark/recall.py`:
+`recall` is `benchmark/recall.py`:
 separate tool calls against one recall with the equivalent plan. `recall --llm` is
 `benchmark/recall_llm.py`: recall's model path with the bundled SmolLM2-135M, cold and warm.
 Each module's docstring gives its method; both publish to `benchmark/published/`.
@@ -19,9 +19,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import recall, recall_llm
 from benchmark._common import DEFAULT_CORPUS, PUBLISHED, data_dir

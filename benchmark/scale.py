@@ -55,9 +55,6 @@ from typing import Any
 
 import numpy as np
 
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
-
 from benchmark import _common as common
 from benchmark._common import DEFAULT_CORPUS, OUT_DIR, PUBLISHED, Latency, latency, note
 from benchmark._scale_tools import measure_tools, plot_tools, table_tools

@@ -1,10 +1,10 @@
 """Byte-identity check for refactors: every read tool's output on one data dir, to a file.
 
-    python benchmark/snapshot_reads.py build --data-dir D [--corpus ../shared/corpus]
-    python benchmark/snapshot_reads.py snapshot --data-dir D --out before.json
+    python -m benchmark.snapshot_reads build --data-dir D [--corpus ../shared/corpus]
+    python -m benchmark.snapshot_reads snapshot --data-dir D --out before.json
     (change the code)
-    python benchmark/snapshot_reads.py snapshot --data-dir D --out after.json
-    python benchmark/snapshot_reads.py compare before.json after.json [--also before2.json]
+    python -m benchmark.snapshot_reads snapshot --data-dir D --out after.json
+    python -m benchmark.snapshot_reads compare before.json after.json [--also before2.json]
 
 `build` ingests the corpus and adds a few memories and facts through the MCP tools;
 `snapshot` calls only read tools through an in-memory MCP session (the interface that a

@@ -2,10 +2,8 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmark/store.py [--corpus ../shared/corpus] [--corpus-limit FILES]
+    .venv/bin/python -m benchmark.store [--corpus ../shared/corpus] [--corpus-limit FILES]
                                         [--sizes 1000,10000] [--queries 50]
-
-(`python -m benchmark.store ...` is the same.)
 
 It prints one table to stdout (progress goes to stderr) and writes the same figures as JSON
 to `benchmark/out/store-<UTC timestamp>.json`. Everything it stores lives in one temporary
@@ -64,9 +62,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmark import _common as common
 from benchmark._common import (

@@ -1,10 +1,8 @@
 """Recalls queued behind a busy model on a busy CPU: how late past their deadline they answer.
 
-    .venv/bin/python benchmark/stress.py [--recalls 16,64] [--deadline 2]
+    .venv/bin/python -m benchmark.stress [--recalls 16,64] [--deadline 2]
                                          [--conditions a,b,c,d] [--data-dir PATH]
                                          [--corpus ../shared/corpus/pykka] [--out FOLDER]
-
-(`python -m benchmark.stress ...` is the same.)
 
 Method. recall's model path is on (`recall.llm`, provider `local`, `recall.llm_timeout_sec` =
 the deadline). For each condition and each count N, a fresh runtime over the same ingested
@@ -47,9 +45,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if not __package__:  # run as a file: the repository, not benchmark/, goes first on the path
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import numpy as np
 

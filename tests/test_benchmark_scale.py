@@ -120,7 +120,7 @@ def test_a_published_run_is_drawn_again_from_its_results(tmp_path: Path) -> None
     (latency by size, the distribution per mode, fan-out, memory) into the README."""
     res = scale.Results(
         started_at="2026-11-30T12:00:00Z",
-        command=["benchmark/scale.py", "--sizes", "1k,2k", "--server-sizes", "1k"],
+        command=["-m", "benchmark.scale", "--sizes", "1k,2k", "--server-sizes", "1k"],
         machine={"cpus": 2, "loadavg_start": [1.0] * 3, "loadavg_end": [1.0] * 3},
         config={},
         sentences={"count": 10},
@@ -178,7 +178,7 @@ def test_every_read_tool_is_timed_through_an_mcp_session(tmp_path: Path) -> None
 
     res = scale.Results(
         started_at="2026-11-30T12:00:00Z",
-        command=["benchmark/scale.py", "--sizes", "200"],
+        command=["-m", "benchmark.scale", "--sizes", "200"],
         machine={"cpus": 2, "loadavg_start": [1.0] * 3, "loadavg_end": [1.0] * 3},
         config={},
         sentences=done.sentences,

@@ -15,10 +15,10 @@ import os
 import tempfile
 import time
 import webbrowser
+from html import escape
 from pathlib import Path
 
 from imprint._fs import private_dir
-from imprint.dashboard._html import e
 from imprint.dashboard._security import TOKEN_TTL_SEC
 
 __all__ = ["browser_dir", "open_browser_at", "redirect_file"]
@@ -49,7 +49,7 @@ def redirect_file(data_dir: Path, url: str, *, now: float | None = None) -> Path
                 old.unlink()
     fd, name = tempfile.mkstemp(prefix="open-", suffix=".html", dir=folder)  # 0600
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(PAGE.format(url=e(url)))
+        handle.write(PAGE.format(url=escape(url, quote=True)))
     return Path(name)
 
 

@@ -1,0 +1,96 @@
+"""A record's page with its tags, and deleting a record or a whole source behind a
+confirmation page (the delete itself is a POST with the CSRF token)."""
+
+from __future__ import annotations
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from imprint._shown import shown
+from imprint.dashboard import _rows as rows
+from imprint.dashboard._site import Site
+from imprint.dashboard._templates import stamp
+from imprint.errors import ImprintError
+from imprint.logs import get_logger
+
+__all__ = ["routes"]
+
+log = get_logger("imprint.dashboard")
+
+
+def routes(site: Site) -> list[Route]:
+    def memory(request: Request) -> Response:
+        rid = request.path_params["rid"]
+        ws = request.query_params.get("workspace", "")
+        try:
+            row = rows.memory_row(
+                site.reads, site.reads.open(ws), rows.GetMemoryArgs(id=rid), site.app.cwd
+            )
+        except ImprintError as exc:
+            return site.error(request, "Record", str(exc), "/sources", 404)
+        r = row.record
+        info = [
+            ("id", r.id),
+            ("project", r.project or "-"),
+            ("source", shown(f"{r.source or '(inline)'}#{r.chunk_index} of {r.chunk_count}")),
+            ("source type", r.source_type),
+            ("type", r.type),
+            ("tagged by", r.tagged_by),
+            ("lang", r.lang or "-"),
+            ("layer", r.layer or "-"),
+            ("kind", r.kind or "-"),
+            ("domains", ", ".join(r.domains) or "-"),
+            ("topics", ", ".join(r.topics) or "-"),
+            ("created", stamp(r.created_at)),
+            ("source on this computer", row.path_context.get("path", "not found here")),
+        ]
+        whole_source = not (r.source_type == "memory" or r.chunk_count <= 1)
+        return site.page(
+            request,
+            "memory.html",
+            f"Record {r.id}",
+            "/sources",
+            r=r,
+            ws=ws,
+            info=info,
+            whole_source=whole_source,
+        )
+
+    def delete_confirm(request: Request) -> Response:
+        q = request.query_params
+        rid, source = q.get("id", ""), q.get("source", "")
+        project, ws = q.get("project", ""), q.get("workspace", "")
+        if bool(rid) == bool(source):
+            return site.error(request, "Delete", "id, source: give exactly one", "/sources")
+        what = (
+            f"record {rid}" if rid else f"source {shown(source)} ({project or '-'}) and its chunks"
+        )
+        hidden = (("id", rid), ("source", source), ("project", project), ("workspace", ws))
+        return site.page(request, "delete.html", "Delete?", "/sources", what=what, hidden=hidden)
+
+    async def delete(request: Request) -> Response:
+        values = await site.form(request)
+        if values is None:
+            return site.refused(request)
+        try:
+            text = await anyio.to_thread.run_sync(
+                lambda: rows.delete_records(
+                    site.app,
+                    values.get("id", ""),
+                    values.get("source", ""),
+                    values.get("project", ""),
+                    values.get("workspace", ""),
+                )
+            )
+        except ImprintError as exc:
+            return site.error(request, "Delete", str(exc), "/sources")
+        log.info("dashboard.deleted", what=text)
+        return site.page(request, "deleted.html", "Deleted", "/sources", text=text)
+
+    return [
+        Route("/memory/{rid}", memory),
+        Route("/delete", delete_confirm, methods=["GET"]),
+        Route("/delete", delete, methods=["POST"]),
+    ]
