@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from imprint import config as cfg
 from imprint._shown import shown
 from imprint.actors.lifecycle import Runtime
+from imprint.config import LIVE_KEYS
 from imprint.dashboard import _rows as rows
 from imprint.dashboard._html import ago, e, field, layout, link, select, stamp, table
 from imprint.dashboard._security import CSRF_FIELD, CSRF_HEADER, Guard, GuardMiddleware
@@ -46,9 +47,6 @@ __all__ = ["LIVE_KEYS", "Owner", "build_app"]
 
 log = get_logger("imprint.dashboard")
 STATIC = Path(__file__).parent / "static"
-# Keys the running process reads on every call: a change applies at once. Every other key
-# is read when the owner starts, so a change needs a restart.
-LIVE_KEYS = ("recall.llm", "recall.llm_timeout_sec", "recall.step_timeout_sec")
 SECRET_SUFFIXES = ("api_key",)
 TRACE_LIMIT = 50
 EXAMPLE_PLAN = (
