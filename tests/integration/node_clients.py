@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-__all__ = ["NODE_MODULES", "client", "client_env", "pinned"]
+__all__ = ["NODE_MODULES", "client", "client_env", "pinned", "run_client"]
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
@@ -68,3 +69,19 @@ def client_env(home: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def run_client(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A client's command line run in `cwd`, its output captured; `env` by default is
+    client_env with `cwd` as HOME."""
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        cwd=cwd,
+        env=client_env(cwd) if env is None else env,
+    )

@@ -14,7 +14,7 @@ from typing import IO, Any
 import pytest
 
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, client_env
+from tests.integration.node_clients import client, client_env, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -36,9 +36,7 @@ def _folders(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        args, capture_output=True, text=True, timeout=240, check=False, cwd=cwd, env=env
-    )
+    proc = run_client(args, cwd, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 

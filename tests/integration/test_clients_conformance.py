@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration.bearer_proxy import bearer_proxy
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, client_env
+from tests.integration.node_clients import client, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -31,22 +31,8 @@ SCENARIOS = (
 
 def _scenario(url: str, scenario: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """One scenario of the suite against `url`."""
-    return subprocess.run(
-        [
-            client("@modelcontextprotocol/conformance"),
-            "server",
-            "--url",
-            url,
-            "--scenario",
-            scenario,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=cwd,
-        env=client_env(cwd),
-    )
+    conformance = client("@modelcontextprotocol/conformance")
+    return run_client([conformance, "server", "--url", url, "--scenario", scenario], cwd)
 
 
 def test_conformance_scenarios_pass_through_the_bearer_proxy(

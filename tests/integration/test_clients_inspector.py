@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, client_env
+from tests.integration.node_clients import client, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -38,15 +38,7 @@ def _targets(data_dir: Path, url: str, token: str) -> dict[str, list[str]]:
 def _inspect(
     target: list[str], cwd: Path, *method: str
 ) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = subprocess.run(
-        [client(INSPECTOR), "--cli", *target, *method],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=cwd,
-        env=client_env(cwd),
-    )
+    proc = run_client([client(INSPECTOR), "--cli", *target, *method], cwd)
     try:
         answer = json.loads(proc.stdout)
     except ValueError:
