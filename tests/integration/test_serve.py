@@ -5,12 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +20,11 @@ from mcp.client.stdio import StdioServerParameters
 
 from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
+from tests.integration.conftest import http_server as _http_server
+from tests.integration.conftest import owner_env as _env
 from tests.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _env(data_dir: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "IMPRINT_DATA_DIR": str(data_dir),
-        # A daemon a failed teardown leaves behind still goes away by itself.
-        "IMPRINT_SERVER_IDLE_EXIT_SEC": "60",
-    }
 
 
 def _stdio(data_dir: Path, cwd: Path, pidfile: Path | None = None) -> StdioServerParameters:
@@ -205,44 +196,6 @@ def test_a_killed_daemon_is_replaced_and_recovers(data_dir: Path, tmp_path: Path
     found = anyio.run(visible)
     assert all(rid in found for rid in first + second)
     assert "indexes: consistent" in _status(data_dir).stdout
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _http_server(
-    data_dir: Path, cwd: Path, *extra: str
-) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """`imprint serve --http` on a free port, answering; SIGTERM on the way out."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "imprint.cli", "serve", "--http", "--port", str(port), *extra],
-        env=_env(data_dir),
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise AssertionError(err) from exc
-                time.sleep(0.1)  # polling a starting server; nothing to wait on
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
 
 
 @contextlib.asynccontextmanager

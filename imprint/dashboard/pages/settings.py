@@ -12,6 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from imprint import config as cfg
+from imprint.config import LIVE_KEYS
 from imprint.dashboard._site import Site
 from imprint.errors import ImprintError
 from imprint.logs import get_logger
@@ -19,9 +20,6 @@ from imprint.logs import get_logger
 __all__ = ["LIVE_KEYS", "routes"]
 
 log = get_logger("imprint.dashboard")
-# Keys the running process reads on every call: a change applies at once. Every other key
-# is read when the owner starts, so a change needs a restart.
-LIVE_KEYS = ("recall.llm", "recall.llm_timeout_sec", "recall.step_timeout_sec")
 SECRET_SUFFIXES = ("api_key",)
 
 
