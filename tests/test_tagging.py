@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from imprint.ingest.pipeline import ingest_path
 from imprint.reads.device import device_row
 from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.store.embedder import Embedder
+from imprint.store.records import Record
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
@@ -43,20 +45,24 @@ def released() -> Iterator[threading.Event]:
     event.set()
 
 
+def _stored(writes: Writes, content: str, **kwargs: Any) -> Record:
+    """Store a memory and read its record back, as get_memory would."""
+    rid = store_memory(writes, content, **kwargs)
+    return memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record
+
+
 def test_store_takes_the_models_tags_and_records_it(tmp_path: Path, embedder: Embedder) -> None:
     """With tagger.llm on, a memory gets the model's type, domains and topics."""
     provider = FakeProvider(tokens=[GOOD[:10], GOOD[10:]])
     rt = runtime_with(tmp_path, embedder, provider)
     try:
         writes = Writes(rt)
-        rid = store_memory(writes, "We serialize writes through one actor per workspace.")
-        record = memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record
+        record = _stored(writes, "We serialize writes through one actor per workspace.")
         assert (record.type, record.tagged_by) == ("decision", "model")
         assert record.domains == ("concurrency",) and record.topics == ("actors", "locks")
         assert provider.calls[0]["schema"]["required"] == ["type", "domains", "topics"]
         # What the caller says wins over the model.
-        rid = store_memory(writes, "Tabs, not spaces.", type="preference", topics=["style"])
-        record = memory_row(writes.reads, writes.reads.open(""), GetMemoryArgs(id=rid)).record
+        record = _stored(writes, "Tabs, not spaces.", type="preference", topics=["style"])
         assert (record.type, record.topics, record.tagged_by) == ("preference", ("style",), "model")
     finally:
         rt.stop()
@@ -71,12 +77,7 @@ def test_bad_model_output_falls_back_to_rules(
     """Output that is not JSON, or breaks the schema, leaves the rule-based tags."""
     rt = runtime_with(tmp_path, embedder, FakeProvider(tokens=tokens))
     try:
-        writes = Writes(rt)
-        record = memory_row(
-            writes.reads,
-            writes.reads.open(""),
-            GetMemoryArgs(id=store_memory(writes, "A note about retries.")),
-        ).record
+        record = _stored(Writes(rt), "A note about retries.")
         assert (record.type, record.tagged_by) == ("note", "rules")
     finally:
         rt.stop()
@@ -88,12 +89,7 @@ def test_a_slow_model_is_given_up_at_tagger_timeout(
     """A model that does not answer within tagger.timeout_sec: the rules tag, the store lands."""
     rt = runtime_with(tmp_path, embedder, FakeProvider(prompt_gate=released), timeout_sec=0.2)
     try:
-        writes = Writes(rt)
-        record = memory_row(
-            writes.reads,
-            writes.reads.open(""),
-            GetMemoryArgs(id=store_memory(writes, "Slow model, quick store.")),
-        ).record
+        record = _stored(Writes(rt), "Slow model, quick store.")
         assert record.tagged_by == "rules"
     finally:
         released.set()
