@@ -16,6 +16,7 @@ import httpx
 import pykka
 import pytest
 
+from imprint import _faults
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.store.embedder import Embedder
@@ -82,6 +83,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     for name in list(os.environ):
         if name.startswith("IMPRINT_") and name != "IMPRINT_DATA_DIR":
             monkeypatch.delenv(name)
+    _faults.reset()  # a point armed again counts its passes from one
     yield
     pykka.ActorRegistry.stop_all()
 

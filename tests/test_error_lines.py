@@ -18,7 +18,6 @@ from imprint.dashboard import Guard, build_app
 from imprint.errors import ConfigError, InputError
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
-from imprint.tools import status as status_tool
 from tests.dashboard_support import owner
 from tests.test_tools import Session
 
@@ -173,18 +172,14 @@ def test_a_bug_names_its_tool_and_class_and_logs_the_traceback(
 ) -> None:
     """An exception that is not a store or input failure (a bug) answers one line with the
     tool, the class and the message, and its traceback is logged (not only
-    `Error executing tool status`); the next call works."""
-
-    def broken(*_args: object, **_kwargs: object) -> None:
-        raise ZeroDivisionError("the planted bug")
-
-    monkeypatch.setattr(status_tool, "status_row", broken)
+    `Error executing tool status`); the next call works. The bug is planted in the status
+    row (IMPRINT_FAIL, imprint/_faults.py) for the first call only."""
+    monkeypatch.setenv("IMPRINT_FAIL", "status.row:1")
     with structlog.testing.capture_logs() as logs:
         message = _one_line(session.error("status"))
-    assert message.startswith("status: unexpected ZeroDivisionError: the planted bug")
+    assert message.startswith("status: unexpected RuntimeError: failpoint status.row")
     crashed = [e for e in logs if e["event"] == "tool.crashed"]
-    assert crashed and isinstance(crashed[0]["exc_info"], ZeroDivisionError)
-    monkeypatch.undo()
+    assert crashed and isinstance(crashed[0]["exc_info"], RuntimeError)
     assert session.ok("status").startswith("workspace default")
 
 

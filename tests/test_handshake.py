@@ -264,12 +264,9 @@ def test_a_session_that_does_not_open_with_initialize_gets_the_sdk_answers(
 def test_a_runtime_that_fails_to_start_is_reported_to_the_session(
     started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A start failure in the background is not lost: a tool call gets an error naming it."""
-
-    def broken(self: Runtime) -> Runtime:
-        raise StoreError("store: the disk is on fire")
-
-    monkeypatch.setattr(Runtime, "start", broken)
+    """A start failure in the background (the fact readers failing to start: IMPRINT_FAIL)
+    is not lost: a tool call gets an error naming it."""
+    monkeypatch.setenv("IMPRINT_FAIL", "readers.start.fact")
     d = _start(started, tmp_path / "data", warm_embedder=False)
     call = {"name": "search", "arguments": {"query": "anything"}}
     with _session(d.path) as (sock, reader):
@@ -277,8 +274,8 @@ def test_a_runtime_that_fails_to_start_is_reported_to_the_session(
         got = _ask(
             sock, reader, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
         )
-    assert "the disk is on fire" in json.dumps(got)
-    with pytest.raises(StoreError, match="failed to start: store: the disk is on fire"):
+    assert "the store failed to start: failpoint readers.start.fact" in json.dumps(got)
+    with pytest.raises(StoreError, match=r"failed to start: failpoint readers\.start\.fact$"):
         d.wait_runtime()
 
 

@@ -15,12 +15,12 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from chromadb.api.models.Collection import Collection
 from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
-from imprint.errors import StoreError
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
@@ -28,8 +28,7 @@ from imprint.reads.search import SearchArgs, search
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
-from imprint.store.records import Record, SourceEntry, WriteBatch, make_id
-from imprint.store.vectors import VectorIndex
+from imprint.store.records import Record, SourceEntry, WriteBatch, content_sha, make_id
 from imprint.writes.repair import status_row
 
 HANG_LIMIT_SEC = 30.0
@@ -193,19 +192,22 @@ def test_chunks_per_source_are_capped_with_a_clear_error(rt: Runtime, tmp_path: 
 
 
 POISON = "poisonedwrite"
+POISONED = f"A {POISON} memory."
 
 
 @pytest.fixture
 def poisoned_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chroma refuses, every time, any upsert holding a record with POISON in it."""
-    real = VectorIndex.upsert
+    """Chroma refuses, every time, any upsert holding the vector of POISONED (the record's
+    text reaches Chroma as its `content_sha`)."""
+    real = Collection.upsert
+    poisoned = content_sha(POISONED)
 
-    def upsert(self: VectorIndex, records: Any, embeddings: Any) -> None:
-        if any(POISON in r.content for r in records):
-            raise StoreError("chroma: refused (test)")
-        real(self, records, embeddings)
+    def upsert(self: Collection, *args: Any, **kwargs: Any) -> None:
+        if any(m.get("content_sha") == poisoned for m in kwargs.get("metadatas") or ()):
+            raise RuntimeError("chroma: refused (test)")
+        real(self, *args, **kwargs)
 
-    monkeypatch.setattr(VectorIndex, "upsert", upsert)
+    monkeypatch.setattr(Collection, "upsert", upsert)
 
 
 def store(runtime: Runtime, cwd: Path, content: str) -> tuple[bool, str]:
@@ -220,7 +222,7 @@ def test_failing_journal_entry_is_quarantined_at_open(
     first = Runtime(data_dir, Config(), embedder=embedder).start()
     try:
         assert not store(first, tmp_path, "A sound memory about lapis gardens.")[0]
-        is_error, text = store(first, tmp_path, f"A {POISON} memory.")
+        is_error, text = store(first, tmp_path, POISONED)
         assert is_error and "refused" in text
     finally:
         first.stop()
@@ -233,7 +235,8 @@ def test_failing_journal_entry_is_quarantined_at_open(
         assert lexical(second, "lapis") == [""]
         assert not store(second, tmp_path, "A later memory about jasper.")[0]
         assert lexical(second, "jasper") == [""]
-        assert second.workspace("").sqlite.quarantined()[0][2].startswith("StoreError")
+        reason = second.workspace("").sqlite.quarantined()[0][2]
+        assert reason == "RuntimeError: chroma: refused (test)"
     finally:
         second.stop()
 
@@ -243,7 +246,7 @@ def test_failing_write_is_quarantined_before_the_next_write(
 ) -> None:
     """In one process, the write after a failed one first replays it once; failing again, it
     is set aside and the new write goes through (the old one is never replayed over it)."""
-    is_error, _ = store(rt, tmp_path, f"A {POISON} memory.")
+    is_error, _ = store(rt, tmp_path, POISONED)
     assert is_error
     assert status_row(rt).journal_pending == 1
     is_error, text = store(rt, tmp_path, "A later memory about jasper.")

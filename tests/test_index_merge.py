@@ -6,18 +6,16 @@ not asserted here."""
 from __future__ import annotations
 
 import random
-import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 import structlog
 
-from imprint.actors.write_messages import MergeIndex, Write
+from imprint.actors.write_messages import Check, MergeIndex, Write
 from imprint.actors.writer import Writer, WriterActor, WriterProxy
 from imprint.store.embedder import Embedder
 from imprint.store.records import Filters, Record, WriteBatch
-from imprint.store.sqlite_read import SqliteReader
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
@@ -182,30 +180,27 @@ def test_the_writer_merges_after_the_writes_already_queued(
 def test_a_failed_merge_step_is_logged_and_writes_go_on(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A merge step that fails (the disk full, say) stops merging until the next write,
-    which is applied as usual: the index answers, with more segments to read."""
+    """A merge step that fails (the disk full, say: an SQLite error at `writer.merge`,
+    IMPRINT_FAIL) stops merging until the next write, which is applied as usual: the index
+    answers, with more segments to read."""
     store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
     logic = Writer(store, embedder)
-    failed = threading.Event()
-
-    def failing(pages: int = 0) -> bool:
-        failed.set()
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(store.sqlite, "merge_index", failing)
+    monkeypatch.setenv("IMPRINT_FAIL", "writer.merge")
     with structlog.testing.capture_logs() as logs:
         assert logic.merge_step() is False
     assert [e["event"] for e in logs] == ["writer.merge_failed"]
-    assert logs[0]["error"] == "database or disk is full"
+    assert logs[0]["error"] == "failpoint writer.merge"
     ref = WriterActor.start(logic)
     writer: WriterProxy = ref.proxy()  # type: ignore[assignment]
     try:
         rng = random.Random(5)
-        for k in range(3):
-            failed.clear()
-            ack = writer.write(Write(batch=WriteBatch(upserts=_records(rng, k * 3, 3))))
-            assert ack.get(timeout=60).upserted == 3
-            assert failed.wait(30)  # each write asks for a merge again
+        with structlog.testing.capture_logs() as logs:
+            for k in range(3):
+                ack = writer.write(Write(batch=WriteBatch(upserts=_records(rng, k * 3, 3))))
+                assert ack.get(timeout=60).upserted == 3
+                writer.check(Check()).get(timeout=60)  # behind the write's merge step
+                failed = [e for e in logs if e["event"] == "writer.merge_failed"]
+                assert len(failed) == k + 1  # each write asks for a merge again
         assert len(store.sqlite.ids()) == 9
     finally:
         ref.stop()
@@ -254,29 +249,28 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
     by another connection right after a merge step is still seen."""
     store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
     logic = Writer(store, embedder)
-    listed: list[str] = []
-    ids = SqliteReader.ids
+    # A 0 s delay at the check's listing logs each time it lists every id (imprint/_faults.py).
+    monkeypatch.setenv("IMPRINT_DELAY", "writer.check.list_ids:0")
 
-    def spy(self: SqliteReader) -> set[str]:
-        listed.append("sqlite")
-        return ids(self)
+    def listed() -> int:
+        return sum(e["event"] == "fault.delay" for e in logs)
 
-    monkeypatch.setattr(SqliteReader, "ids", spy)
     try:
         rng = random.Random(17)
         for k in range(12):
             logic.write(WriteBatch(upserts=_records(rng, k * 3, 3)))
-        first = logic.check()
-        assert len(listed) == 1 and first.fts_ok and first.records == 36
-        assert logic.merge_step() is True
-        assert logic.check() == first and len(listed) == 1  # kept
-        while logic.merge_step():
-            pass
-        assert logic.check() == first and len(listed) == 1
-        drop_one_fts_entry(store.sqlite_path)  # a hand edit through another connection
-        logic.merge_step()
-        damaged = logic.check()
-        assert len(listed) == 2 and not damaged.fts_ok
+        with structlog.testing.capture_logs() as logs:
+            first = logic.check()
+            assert listed() == 1 and first.fts_ok and first.records == 36
+            assert logic.merge_step() is True
+            assert logic.check() == first and listed() == 1  # kept
+            while logic.merge_step():
+                pass
+            assert logic.check() == first and listed() == 1
+            drop_one_fts_entry(store.sqlite_path)  # a hand edit through another connection
+            logic.merge_step()
+            damaged = logic.check()
+            assert listed() == 2 and not damaged.fts_ok
     finally:
         store.close()
 
@@ -284,34 +278,27 @@ def test_a_kept_status_answer_holds_across_merge_steps_not_across_other_commits(
 def test_a_merge_step_that_crashes_does_not_stop_later_merges(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Not an SQLite error (a bug, say): the step fails, and the next write still asks for
-    merging again instead of finding a merge forever marked as queued."""
+    """Not an SQLite error (a bug, say: the first step raises at `writer.merge_step`,
+    IMPRINT_FAIL): the step fails, and the next write still asks for merging again instead
+    of finding a merge forever marked as queued."""
     store = WorkspaceStore(tmp_path / "data", WorkspaceName("default"), embedder)
     logic = Writer(store, embedder)
-    calls: list[str] = []
-    merged = threading.Event()
-    real = logic.merge_step
-
-    def flaky() -> bool:
-        if not calls:
-            calls.append("crash")
-            raise RuntimeError("a bug")
-        calls.append("step")
-        more = real()
-        if not more:
-            merged.set()
-        return more
-
-    monkeypatch.setattr(logic, "merge_step", flaky)
+    monkeypatch.setenv("IMPRINT_FAIL", "writer.merge_step:1")
     ref = WriterActor.start(logic)
-    writer = ref.proxy()
+    writer: WriterProxy = ref.proxy()  # type: ignore[assignment]
     try:
         rng = random.Random(19)
-        for k in range(2):
-            batch = WriteBatch(upserts=_records(rng, k * 3, 3))
-            writer.write(Write(batch=batch)).get(timeout=60)
-        assert merged.wait(60)
-        assert calls[0] == "crash" and "step" in calls
+        with structlog.testing.capture_logs() as logs:
+            for k in range(2):
+                batch = WriteBatch(upserts=_records(rng, k * 3, 3))
+                writer.write(Write(batch=batch)).get(timeout=60)
+            writer.check(Check()).get(timeout=60)  # behind the second write's merge step
+        merges = [
+            e["outcome"]
+            for e in logs
+            if e["event"] == "actor.message" and e["message"] == "merge_index"
+        ]
+        assert merges[:2] == ["error", "ok"], merges
     finally:
         ref.stop()
         store.close()

@@ -15,7 +15,7 @@ import pytest
 from mcp.client import Client
 
 from benchmark._direct import DirectReads
-from imprint.actors import read_messages, readers
+from imprint.actors import read_messages
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import (
@@ -25,6 +25,7 @@ from imprint.actors.read_messages import (
     LexicalQuery,
     ReadMessage,
 )
+from imprint.actors.writer import WriterActor
 from imprint.config import Config
 from imprint.errors import SkippedLate
 from imprint.ingest.pipeline import ingest_path
@@ -269,39 +270,30 @@ def test_each_tool_call_binds_one_request_id_at_the_edge(logged_runtime: Any) ->
 def test_start_is_all_or_nothing(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A failure while starting stops every actor that did start, and is raised."""
-    real = readers.reading_for
-
-    def failing(family: Family, *args: Any) -> Any:
-        if family is Family.FACT:
-            raise RuntimeError("no fact reader today")
-        return real(family, *args)
-
-    monkeypatch.setattr(readers, "reading_for", failing)
-    with pytest.raises(RuntimeError, match="no fact reader"):
+    """A failure while starting (the fact readers, the last pool: IMPRINT_FAIL) stops every
+    actor that did start, and is raised."""
+    monkeypatch.setenv("IMPRINT_FAIL", "readers.start.fact")
+    with pytest.raises(RuntimeError, match=r"^failpoint readers\.start\.fact$"):
         Runtime(tmp_path / "data", Config(), embedder=embedder).start()
     assert pykka.ActorRegistry.get_all() == []
 
 
-def test_stop_tries_every_part_and_reports_each_failure(tmp_path: Path, embedder: Embedder) -> None:
-    """One writer whose stop fails does not keep the other writer, the readers or the stores
-    from stopping; the failure is returned and logged."""
+def test_stop_tries_every_part_and_reports_each_failure(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One writer whose stop fails (IMPRINT_FAIL at its stop) does not keep the other
+    writer, the readers or the stores from stopping; the failure is returned and logged."""
     data = tmp_path / "data"
     configure_logging(data, level="error")
     rt = Runtime(data, Config(), embedder=embedder).start()
     rt.workspace("alpha", create=True)
     rt.workspace("beta", create=True)
-    broken = rt._open[WorkspaceName("alpha")].writer_ref
-    real_stop = broken.stop
-
-    def failing_stop(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("stuck writer")
-
-    broken.stop = failing_stop  # type: ignore[method-assign]
+    monkeypatch.setenv("IMPRINT_FAIL", "runtime.stop.writer.alpha")
     failures = rt.stop()
-    assert len(failures) == 1 and "writer alpha" in failures[0] and "stuck writer" in failures[0]
+    assert failures == ["writer alpha: RuntimeError: failpoint runtime.stop.writer.alpha"]
     alive = pykka.ActorRegistry.get_all()
-    assert alive == [broken]  # everything else stopped
-    real_stop(block=True)
+    assert [a.actor_class for a in alive] == [WriterActor]  # everything else stopped
+    assert alive[0].proxy().actor_name.get() == "Writer[alpha]"
+    alive[0].stop(block=True)
     logged = log_path(data).read_text(encoding="utf-8")
     assert '"runtime.stop_failed"' in logged

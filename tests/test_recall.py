@@ -20,7 +20,6 @@ from imprint.config import Config
 from imprint.errors import InputError
 from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
-from imprint.reads import search as search_module
 from imprint.reads.gateway import ActorReads
 from imprint.reads.layout import MIN_EXCERPT
 from imprint.reads.search import SearchArgs, planned_vector_query, search, search_text
@@ -339,15 +338,10 @@ def test_a_search_step_that_crashes_beside_others_answered_together(
     rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One of the search steps answered together crashes (not an ImprintError): its line
-    says so, the searches before and after it still answer, and so does the other step."""
-    real = search_module.rerank
-
-    def boom(text: str, *a: Any, **k: Any) -> Any:
-        if text == "tomato sauce":
-            raise RuntimeError("boom")
-        return real(text, *a, **k)
-
-    monkeypatch.setattr(search_module, "rerank", boom)
+    says so, the searches before and after it still answer, and so does the other step.
+    The crash is the second search's rows failing (IMPRINT_FAIL, imprint/_faults.py): the
+    steps' rows are made in plan order."""
+    monkeypatch.setenv("IMPRINT_FAIL", "search.rows:2")
     text = recall(
         rt,
         "q",

@@ -15,13 +15,14 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import ModelMissingError
 from imprint.ingest.pipeline import ingest_path
+from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search_text
-from imprint.recall import coordinator
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
+from tests.trace_support import LogWatch
 
 PLAN = json.dumps(
     {
@@ -214,37 +215,38 @@ def test_one_deadline_covers_planning_and_answering(tmp_path: Path, embedder: Em
     assert plan_deadline == answer_deadline
 
 
+STEP_DONE = {"message": "recall.step", "outcome": "ok"}
+
+
 @pytest.fixture
-def steps_run(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], threading.Event]:
-    """Every step's evidence conversion, in order (a search by its query), and an event set
-    once the first step has its evidence."""
-    seen: list[str] = []
-    first = threading.Event()
-    real = coordinator._result
+def steps_run(tmp_path: Path, log_watch: LogWatch) -> Iterator[tuple[LogWatch, threading.Event]]:
+    """The actors' trace of the test, where each step that got its evidence is one
+    `recall.step` event (its number in `step`), and an event set once step 1 (the baseline
+    search) has its evidence."""
+    configure_logging(tmp_path / "data", level="error")
+    try:
+        yield log_watch, log_watch.flag("actor.message", step=1, **STEP_DONE)
+    finally:
+        configure_logging(None, level="warning", to_file=False)
 
-    def spy(index: int, task: Any, found: Any, started: float) -> Any:
-        out = real(index, task, found, started)
-        if not isinstance(found, Exception):  # its rows became evidence
-            seen.append(f"search:{found.query}" if task.tool == "search" else task.tool)
-            first.set()
-        return out
 
-    monkeypatch.setattr(coordinator, "_result", spy)
-    return seen, first
+def steps_done(watch: LogWatch) -> list[int]:
+    """The steps that got their evidence, in the order they got it."""
+    return [e["step"] for e in watch.seen("actor.message", **STEP_DONE)]
 
 
 def test_the_baseline_search_is_gathered_while_the_model_plans(
-    tmp_path: Path, embedder: Embedder, steps_run: tuple[list[str], threading.Event]
+    tmp_path: Path, embedder: Embedder, steps_run: tuple[LogWatch, threading.Event]
 ) -> None:
     """Evidence first: the model cannot finish planning until the baseline search has its
     evidence; when the plan is then useless, that search is printed, not run again."""
-    seen, searched = steps_run
+    watch, searched = steps_run
     provider = FakeProvider(tokens=["{not json"], call_gates=[searched])
     rt = make_runtime(tmp_path, embedder, lambda: provider, llm_timeout_sec=30.0)
     try:
         reads = ActorReads(rt)
         text = recall_text(reads, RecallArgs(question=QUESTION))
-        assert seen == [f"search:{QUESTION}"]  # one search, gathered during planning
+        assert steps_done(watch) == [1]  # one search, gathered during planning
         note = "note: unparseable plan\n"
         assert text == note + search_text(
             reads, SearchArgs(query=QUESTION), max_chars=4000 - len(note)
@@ -255,17 +257,17 @@ def test_the_baseline_search_is_gathered_while_the_model_plans(
 
 
 def test_only_the_steps_the_model_adds_run_after_planning(
-    tmp_path: Path, embedder: Embedder, steps_run: tuple[list[str], threading.Event]
+    tmp_path: Path, embedder: Embedder, steps_run: tuple[LogWatch, threading.Event]
 ) -> None:
     """The baseline search runs during planning, once; the model's added steps after it,
     numbered after the baseline, and the answer sees all of them."""
-    seen, searched = steps_run
+    watch, searched = steps_run
     provider = FakeProvider(
         responses=[[PLAN], ["Ristretto uses less water [1]."]], call_gates=[searched]
     )
     text, _ = run(tmp_path, embedder, provider, recall={"llm_timeout_sec": 30.0})
-    assert seen[0] == f"search:{QUESTION}"  # before the plan existed
-    assert sorted(seen[1:]) == ["kg_query", "search:garden compost"]
+    done = steps_done(watch)
+    assert done[0] == 1 and sorted(done[1:]) == [2, 3]  # the baseline before the plan existed
     lines = text.splitlines()
     assert lines[1] == "step 1 search(query='espresso and gardens'): 5 results"
     assert lines[2].startswith("step 2 search(query='garden compost')")

@@ -7,10 +7,10 @@ import threading
 from pathlib import Path
 
 import pytest
+import structlog
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
-from imprint.actors.writer import WriterActor
 from imprint.config import Config
 from imprint.errors import InputError, StoreBusyError, WorkspaceError
 from imprint.ingest.pipeline import ingest_path
@@ -21,7 +21,6 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Filters, Record, WriteBatch, make_id
 from imprint.store.sqlite_read import SqliteReader
 from imprint.store.sqlite_write import SqliteWriter
-from imprint.store.vectors import VectorIndex
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from imprint.writes.repair import status_row
@@ -45,6 +44,15 @@ def test_ingest_then_each_mode_finds_an_exact_phrase(runtime: Runtime, small_tre
     assert status.consistent and status.vectors == status.records == report.chunks
 
 
+def listings(logs: list[dict[str, object]]) -> int:
+    """How many times the writer's check listed every id on both sides (the 0 s delay at
+    `writer.check.list_ids` logs each pass: IMPRINT_DELAY, imprint/_faults.py)."""
+    return sum(e["event"] == "fault.delay" and e["point"] == LIST_IDS for e in logs)
+
+
+LIST_IDS = "writer.check.list_ids"
+
+
 def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     runtime: Runtime, small_tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,44 +61,36 @@ def test_a_plain_status_reads_the_indexes_again_only_when_the_store_changed(
     commit by another connection or a vector count that moved each reads everything again,
     and the row then tells the truth about it."""
     # The writer's background merges (tests/test_index_merge.py) would run between the steps
-    # below: on the connection whose open transaction this test looks at.
-    monkeypatch.setattr(WriterActor, "merge_soon", lambda self: None)
+    # below, on the connection whose open transaction this test looks at: each one fails
+    # before it touches the index.
+    monkeypatch.setenv("IMPRINT_FAIL", "writer.merge")
     ingest_path(runtime, small_tree, project="proj")
-    listed: list[str] = []
-    sqlite_ids, vector_ids = SqliteReader.ids, VectorIndex.ids
-
-    def spy_sqlite(self: SqliteReader) -> set[str]:
-        listed.append("sqlite")
-        return sqlite_ids(self)
-
-    def spy_vectors(self: VectorIndex) -> set[str]:
-        listed.append("vectors")
-        return vector_ids(self)
-
-    monkeypatch.setattr(SqliteReader, "ids", spy_sqlite)
-    monkeypatch.setattr(VectorIndex, "ids", spy_vectors)
-    first = status_row(runtime)
-    assert first.consistent and len(listed) == 2
-    # The FTS integrity-check is an INSERT: it leaves no write transaction open behind it.
-    store = runtime.workspace(first.workspace)
-    assert not store.sqlite.conn.in_transaction
-    assert status_row(runtime) == first and len(listed) == 2  # nothing changed: kept
-    # A write through the writer.
-    runtime.writer(first.workspace).write(
-        Write(batch=WriteBatch(upserts=(Record(id=make_id("note"), content="a new note"),)))
-    ).get(timeout=60)
-    after_write = status_row(runtime)
-    assert len(listed) == 4 and after_write.records == first.records + 1
-    assert after_write.consistent
-    drop_one_fts_entry(store.sqlite.path)  # a hand edit through another connection
-    damaged = status_row(runtime)
-    assert len(listed) == 6 and not damaged.fts_ok and not damaged.consistent
-    assert status_row(runtime) == damaged and len(listed) == 6
-    # A vector removed behind the writer's back (another Chroma client could): the count moved.
-    victim = sorted(vector_ids(store.vectors))[0]
-    store.vectors.collection.delete(ids=[victim])
-    lost = status_row(runtime)
-    assert len(listed) == 8 and lost.only_in_lexical == 1 and lost.vectors == first.vectors
+    monkeypatch.setenv("IMPRINT_DELAY", f"{LIST_IDS}:0")
+    with structlog.testing.capture_logs() as logs:
+        first = status_row(runtime)
+        assert first.consistent and listings(logs) == 1
+        # The FTS integrity-check is an INSERT: it leaves no write transaction open behind it.
+        store = runtime.workspace(first.workspace)
+        assert not store.sqlite.conn.in_transaction
+        assert status_row(runtime) == first and listings(logs) == 1  # nothing changed: kept
+        # A write through the writer.
+        runtime.writer(first.workspace).write(
+            Write(batch=WriteBatch(upserts=(Record(id=make_id("note"), content="a new note"),)))
+        ).get(timeout=60)
+        after_write = status_row(runtime)
+        assert listings(logs) == 2 and after_write.records == first.records + 1
+        assert after_write.consistent
+        drop_one_fts_entry(store.sqlite.path)  # a hand edit through another connection
+        damaged = status_row(runtime)
+        assert listings(logs) == 3 and not damaged.fts_ok and not damaged.consistent
+        assert status_row(runtime) == damaged and listings(logs) == 3
+        # A vector removed behind the writer's back (another Chroma client could): the count
+        # moved.
+        victim = sorted(store.vectors.ids())[0]
+        store.vectors.collection.delete(ids=[victim])
+        lost = status_row(runtime)
+        assert listings(logs) == 4 and lost.only_in_lexical == 1
+        assert lost.vectors == first.vectors
 
 
 def test_filters_and_limit_clamp(runtime: Runtime, small_tree: Path) -> None:

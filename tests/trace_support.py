@@ -76,6 +76,10 @@ def in_flight_at_once(data: Path, kind: str) -> int:
     return most
 
 
+def _matches(e: dict[str, Any], event: str, fields: dict[str, Any]) -> bool:
+    return e.get("event") == event and all(e.get(k) == v for k, v in fields.items())
+
+
 class LogWatch(logging.Handler):
     """Sees each structlog event as it is logged, so a test can wait for one (a read that
     is now stalled in its reader) on a condition instead of polling or sleeping."""
@@ -84,18 +88,38 @@ class LogWatch(logging.Handler):
         super().__init__(logging.DEBUG)
         self._seen: list[dict[str, Any]] = []
         self._changed = threading.Condition()
+        self._flags: list[tuple[str, dict[str, Any], threading.Event]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         if isinstance(record.msg, dict):
+            seen = dict(record.msg)
             with self._changed:
-                self._seen.append(dict(record.msg))
+                self._seen.append(seen)
+                for event, fields, flag in self._flags:
+                    if _matches(seen, event, fields):
+                        flag.set()
                 self._changed.notify_all()
 
     def _found(self, event: str, fields: dict[str, Any]) -> dict[str, Any] | None:
         for e in self._seen:
-            if e.get("event") == event and all(e.get(k) == v for k, v in fields.items()):
+            if _matches(e, event, fields):
                 return e
         return None
+
+    def seen(self, event: str, **fields: Any) -> list[dict[str, Any]]:
+        """Every `event` with these field values logged so far, in order."""
+        with self._changed:
+            return [e for e in self._seen if _matches(e, event, fields)]
+
+    def flag(self, event: str, **fields: Any) -> threading.Event:
+        """An Event set once `event` with these field values is logged (a gate for a fake
+        that must wait until something has happened in another thread)."""
+        flag = threading.Event()
+        with self._changed:
+            self._flags.append((event, fields, flag))
+            if self._found(event, fields):
+                flag.set()
+        return flag
 
     def wait_for(self, event: str, timeout: float = 30, **fields: Any) -> dict[str, Any]:
         """The first `event` with these field values, once it has been logged."""

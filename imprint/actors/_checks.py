@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from imprint._faults import delay
 from imprint.store.check import IndexCheck
 from imprint.store.embedder import DIMENSIONS
 from imprint.store.integrity import deep_check
@@ -74,6 +75,7 @@ class IndexChecks:
         return conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def _compare(self) -> IndexCheck:
+        delay("writer.check.list_ids")  # at 0 s, counts the listings (tests/test_store.py)
         sqlite = self.store.sqlite
         counts = sqlite.counts()
         lexical_ids = sqlite.ids()

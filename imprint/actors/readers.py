@@ -17,7 +17,7 @@ import numpy as np
 import pykka
 from pykka.typing import proxy_method
 
-from imprint._faults import delay
+from imprint._faults import delay, fail
 from imprint.actors._pool import ActorPool, Load
 from imprint.actors._trace import traced
 from imprint.actors.read_messages import (
@@ -227,6 +227,7 @@ class ReaderPool:
         self.family = family
 
         def start(index: int, load: Load) -> pykka.ActorRef[Any]:
+            fail(f"readers.start.{family.value}")  # a failed start (tests/test_reads_layer.py)
             logic = reading_for(family, stores, embed_query)
             name = f"{family.value.capitalize()}Reader-{index}"
             return ReaderActor.start(logic, name, load)

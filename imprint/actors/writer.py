@@ -20,7 +20,7 @@ import pykka
 from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
-from imprint._faults import delay, failpoint, hold
+from imprint._faults import delay, fail, failpoint, hold
 from imprint._watchdog import sigterm_kills
 from imprint.actors._checks import IndexChecks
 from imprint.actors._room import DEFAULT_MIN_FREE_MB, disk_full, free_bytes, no_room, one_line
@@ -330,10 +330,12 @@ class Writer:
     def merge_step(self) -> bool:
         """One step of merging the BM25 index's segments; whether more may be left. The
         records are as they were: a kept `check` answer still holds after it."""
+        fail("writer.merge_step")  # a step that crashes (tests/test_index_merge.py)
         return self._checks.across(self._merge)
 
     def _merge(self) -> bool:
         try:
+            fail("writer.merge", sqlite3.OperationalError)  # the disk full, say
             return self.store.sqlite.merge_index()
         except sqlite3.Error as exc:  # the index still answers, with more segments to read
             log.warning("writer.merge_failed", workspace=self.store.name, error=one_line(exc))

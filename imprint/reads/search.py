@@ -15,6 +15,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._faults import fail
 from imprint.actors.read_messages import FetchRecords, LexicalAndPhrase, LexicalQuery, VectorQuery
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
@@ -264,6 +265,7 @@ def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> dict[
 
 
 def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> SearchRows:
+    fail("search.rows")  # a search that crashes beside others (tests/test_recall.py)
     mode, text, limit, _ = one.sent.asked
     ranked, warning = one.ranked, one.warning
     # Vectors among the first `limit` whose records are gone (a damaged lexical side).

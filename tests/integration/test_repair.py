@@ -173,18 +173,16 @@ def test_an_unreadable_vector_index_degrades_search_and_is_rebuilt(
     """Chroma failing every search (its vector segment unreadable): hybrid search answers
     from the lexical side under a one-line warning, --check reports it, repair rebuilds
     the collection from SQLite, and search is whole again. The failure is injected into the
-    opened collection only: the rebuilt one is real and unpatched."""
+    opened Chroma collection only (Chroma's own object): the rebuilt one is real and
+    unpatched."""
     session = store.open()
     assert store.runtime is not None
-    damaged = store.runtime.workspace("default").vectors
-    real_query = VectorIndex.query
+    damaged = store.runtime.workspace("default").vectors.collection
 
-    def query(self: VectorIndex, *args: Any, **kwargs: Any) -> Any:
-        if self is damaged:
-            raise RuntimeError("Error loading hnsw index")
-        return real_query(self, *args, **kwargs)
+    def query(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("Error loading hnsw index")
 
-    monkeypatch.setattr(VectorIndex, "query", query)
+    monkeypatch.setattr(damaged, "query", query)
     found = session.ok("search", query="godwit")
     first, second = found.splitlines()[:2]
     assert first.startswith("warning: the vector index failed (RuntimeError: Error loading hnsw")
