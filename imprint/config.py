@@ -219,6 +219,32 @@ class LogConfig(_Group):
     keep: int = Field(default=3, ge=1, le=50, description="rotated JSON log files kept")
 
 
+class HookTimeoutsConfig(_Group):
+    session_start: int = Field(
+        default=1500, ge=50, le=60_000, description="ms the session-start hook may take"
+    )
+    prompt_submit: int = Field(
+        default=300, ge=50, le=60_000, description="ms the prompt-submit hook may take"
+    )
+    capture: int = Field(
+        default=300, ge=50, le=60_000, description="ms a capture hook may take to hand off"
+    )
+
+
+class HooksConfig(_Group):
+    context_chars: int = Field(
+        default=2000, ge=200, le=20_000, description="the session-start briefing's budget"
+    )
+    prompt_submit: bool = Field(
+        default=False, description="add memories relevant to each prompt (hooks install)"
+    )
+    timeout_ms: HookTimeoutsConfig = Field(default_factory=HookTimeoutsConfig)
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="projects or folders no hook briefs or captures (names, paths, globs)",
+    )
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -231,6 +257,7 @@ class Config(BaseModel):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
 
 # Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.

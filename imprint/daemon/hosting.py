@@ -1,6 +1,6 @@
 """What the data dir's owner answers besides MCP sessions: the dashboard, hosted while
-`imprint dashboard` stays connected, and `imprint status`'s row (typed, so the command takes
-its exit code from the row, not from its own text)."""
+`imprint dashboard` stays connected, `imprint status`'s row (typed, so the command takes
+its exit code from the row, not from its own text), and the context a client's hook adds."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from imprint.errors import ImprintError, StoreError, failure_line
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
 
-__all__ = ["DashboardHost", "answer_status"]
+__all__ = ["DashboardHost", "answer_hook", "answer_status"]
 
 
 class DashboardHost:
@@ -96,5 +96,23 @@ def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runti
         reply = {"error": bounded(str(exc))}
     except Exception as exc:
         line = failure_line(exc) or f"status: unexpected {type(exc).__name__}: {exc}"
+        reply = {"error": bounded(line)}
+    return json.dumps(reply) + "\n"
+
+
+def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """The context for one hook event (`imprint hook`) as one JSON line: `{"context": ...}`
+    (empty when there is none), or `{"error": ...}`."""
+    from imprint.hooks.briefing import HookRequest, hook_context
+    from imprint.server.error_lines import bounded
+
+    try:
+        asked = HookRequest.model_validate(request)
+        runtime = wait_runtime(asked.deadline_ms / 1000)
+        reply: dict[str, Any] = {"context": hook_context(runtime, asked)}
+    except ImprintError as exc:
+        reply = {"error": bounded(str(exc))}
+    except Exception as exc:
+        line = failure_line(exc) or f"hook: unexpected {type(exc).__name__}: {exc}"
         reply = {"error": bounded(line)}
     return json.dumps(reply) + "\n"
