@@ -52,6 +52,8 @@ PROMPT_MAX_MEMORIES = 3
 # Cosine similarity a memory must reach to count as clearly relevant to a prompt.
 PROMPT_MIN_SCORE = 0.45
 ITEM_CHARS = 240
+# A line beyond its text: "- ", " (id <16 hex>, YYYY-MM-DD)", the newline, a heading.
+_ENTRY_OVERHEAD = 60
 # (heading, record types, record kinds, how many to read); facts and sessions follow.
 _SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int], ...] = (
     ("Decisions", ("decision",), ("memory",), 4),
@@ -107,27 +109,23 @@ def project_for(reads: Reads, ws: WorkspaceName, cwd: Path, deadline: Deadline) 
     return guess if guess in known else ""
 
 
-def _item(text: str, record_id: str = "", at: float = 0.0) -> str:
-    where = ", ".join(
-        part
-        for part in (
-            record_id and f"id {record_id}",
-            at and time.strftime("%Y-%m-%d", time.gmtime(at)),
-        )
-        if part
-    )
-    body = clip(escape_field(one_line(text)), ITEM_CHARS)
+_Entry = tuple[str, str, float]  # text, id, when
+
+
+def _item(entry: _Entry, width: int = ITEM_CHARS) -> str:
+    text, record_id, at = entry
+    when = time.strftime("%Y-%m-%d", time.gmtime(at)) if at else ""
+    where = ", ".join(part for part in (record_id and f"id {record_id}", when) if part)
+    body = clip(escape_field(one_line(text)), width)
     return f"- {body}" + (f" ({where})" if where else "")
 
 
-def _fact_item(fact: Fact) -> str:
-    return _item(
-        f"{fact.subject} {fact.predicate} {fact.object}", f"fact:{fact.id}", fact.valid_from
-    )
+def _fact_entry(fact: Fact) -> _Entry:
+    return (f"{fact.subject} {fact.predicate} {fact.object}", f"fact:{fact.id}", fact.valid_from)
 
 
-def _record_item(record: Record) -> str:
-    return _item(record.content, record.id, record.created_at)
+def _record_entry(record: Record) -> _Entry:
+    return (record.content, record.id, record.created_at)
 
 
 def briefing_text(
@@ -142,15 +140,16 @@ def briefing_text(
     ]
     sessions = reads.ask(Newest(workspace=ws, project=project, kinds=(SUMMARY_KIND,), limit=2))
     facts = reads.ask(FactQuery(workspace=ws, subject=project, limit=5))
-    sections: list[tuple[str, list[str]]] = [
-        (heading, [_record_item(r) for r in deadline.wait(pending, "briefing")])
+    sections: list[tuple[str, list[_Entry]]] = [
+        (heading, [_record_entry(r) for r in deadline.wait(pending, "briefing")])
         for heading, pending in asks
     ]
-    sections.append((_FACTS_HEADING, [_fact_item(f) for f in deadline.wait(facts, "briefing")]))
+    sections.append((_FACTS_HEADING, [_fact_entry(f) for f in deadline.wait(facts, "briefing")]))
     sections.append(
-        (_SESSIONS_HEADING, [_record_item(r) for r in deadline.wait(sessions, "briefing")])
+        (_SESSIONS_HEADING, [_record_entry(r) for r in deadline.wait(sessions, "briefing")])
     )
-    if not any(items for _, items in sections):
+    filled = sum(1 for _, entries in sections if entries)
+    if not filled:
         return ""
     head = f"Imprint memory for project {project} (newest first):"
     foot = (
@@ -158,16 +157,19 @@ def briefing_text(
         "get_memory(id) shows a whole memory."
     )
     room = max_chars - len(head) - len(foot) - 2
-    # Round-robin over the sections, so a long list of decisions cannot crowd out the rest.
+    # Each section's newest entry fits before any second one: clipped to its share of the
+    # budget (past its heading, id and date), then taken round-robin over the sections.
+    width = max(60, min(ITEM_CHARS, room // filled - _ENTRY_OVERHEAD))
     kept: list[list[str]] = [[] for _ in sections]
-    longest = max(len(items) for _, items in sections)
+    longest = max(len(entries) for _, entries in sections)
     for place in range(longest):
-        for index, (heading, items) in enumerate(sections):
-            if place >= len(items):
+        for index, (heading, entries) in enumerate(sections):
+            if place >= len(entries):
                 continue
-            cost = len(items[place]) + 1 + (0 if kept[index] else len(heading) + 2)
+            line = _item(entries[place], width)
+            cost = len(line) + 1 + (0 if kept[index] else len(heading) + 2)
             if cost <= room:
-                kept[index].append(items[place])
+                kept[index].append(line)
                 room -= cost
     lines = [head]
     for (heading, _), items in zip(sections, kept, strict=True):
@@ -203,7 +205,7 @@ def prompt_context(
     lines = [head]
     size = len(head)
     for record in memories:
-        line = _record_item(record)
+        line = _item(_record_entry(record))
         if size + 1 + len(line) > PROMPT_MAX_CHARS - 1:
             break
         lines.append(line)
