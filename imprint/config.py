@@ -219,16 +219,14 @@ class LogConfig(_Group):
     keep: int = Field(default=3, ge=1, le=50, description="rotated JSON log files kept")
 
 
+def _hook_ms(default: int, what: str) -> Any:
+    return Field(default=default, ge=50, le=60_000, description=f"ms {what} may take")
+
+
 class HookTimeoutsConfig(_Group):
-    session_start: int = Field(
-        default=1500, ge=50, le=60_000, description="ms the session-start hook may take"
-    )
-    prompt_submit: int = Field(
-        default=300, ge=50, le=60_000, description="ms the prompt-submit hook may take"
-    )
-    capture: int = Field(
-        default=300, ge=50, le=60_000, description="ms a capture hook may take to hand off"
-    )
+    session_start: int = _hook_ms(1500, "the session-start hook")
+    prompt_submit: int = _hook_ms(300, "the prompt-submit hook")
+    capture: int = _hook_ms(300, "a capture hook (its hand-off)")
 
 
 class HooksConfig(_Group):

@@ -80,39 +80,42 @@ class DashboardHost:
                 self._dashboard = None
 
 
-def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
-    """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
-    `{"error": ...}` in the words the status tool would use."""
+def _reply(what: str, answer: Callable[[], dict[str, Any]]) -> str:
+    """`answer()` as one JSON line, or `{"error": ...}` in the words a tool would use."""
     from imprint.server.error_lines import bounded
-    from imprint.writes.repair import status_row
 
-    workspace, check = request.get("workspace", ""), request.get("check", False)
     try:
-        if not isinstance(workspace, str) or not isinstance(check, bool):
-            raise StoreError("status: workspace must be a string and check a boolean")
-        row = status_row(wait_runtime(120), workspace, check)
-        reply: dict[str, Any] = {"row": row.model_dump(mode="json")}
+        reply = answer()
     except ImprintError as exc:
         reply = {"error": bounded(str(exc))}
     except Exception as exc:
-        line = failure_line(exc) or f"status: unexpected {type(exc).__name__}: {exc}"
+        line = failure_line(exc) or f"{what}: unexpected {type(exc).__name__}: {exc}"
         reply = {"error": bounded(line)}
     return json.dumps(reply) + "\n"
+
+
+def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
+    `{"error": ...}` in the words the status tool would use."""
+    from imprint.writes.repair import status_row
+
+    def answer() -> dict[str, Any]:
+        workspace, check = request.get("workspace", ""), request.get("check", False)
+        if not isinstance(workspace, str) or not isinstance(check, bool):
+            raise StoreError("status: workspace must be a string and check a boolean")
+        row = status_row(wait_runtime(120), workspace, check)
+        return {"row": row.model_dump(mode="json")}
+
+    return _reply("status", answer)
 
 
 def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
     """The context for one hook event (`imprint hook`) as one JSON line: `{"context": ...}`
     (empty when there is none), or `{"error": ...}`."""
     from imprint.hooks.briefing import HookRequest, hook_context
-    from imprint.server.error_lines import bounded
 
-    try:
+    def answer() -> dict[str, Any]:
         asked = HookRequest.model_validate(request)
-        runtime = wait_runtime(asked.deadline_ms / 1000)
-        reply: dict[str, Any] = {"context": hook_context(runtime, asked)}
-    except ImprintError as exc:
-        reply = {"error": bounded(str(exc))}
-    except Exception as exc:
-        line = failure_line(exc) or f"hook: unexpected {type(exc).__name__}: {exc}"
-        reply = {"error": bounded(line)}
-    return json.dumps(reply) + "\n"
+        return {"context": hook_context(wait_runtime(asked.deadline_ms / 1000), asked)}
+
+    return _reply("hook", answer)
