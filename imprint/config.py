@@ -219,6 +219,30 @@ class LogConfig(_Group):
     keep: int = Field(default=3, ge=1, le=50, description="rotated JSON log files kept")
 
 
+def _hook_ms(default: int, what: str) -> Any:
+    return Field(default=default, ge=50, le=60_000, description=f"ms {what} may take")
+
+
+class HookTimeoutsConfig(_Group):
+    session_start: int = _hook_ms(1500, "the session-start hook")
+    prompt_submit: int = _hook_ms(300, "the prompt-submit hook")
+    capture: int = _hook_ms(300, "a capture hook (its hand-off)")
+
+
+class HooksConfig(_Group):
+    context_chars: int = Field(
+        default=2000, ge=200, le=20_000, description="the session-start briefing's budget"
+    )
+    prompt_submit: bool = Field(
+        default=False, description="add memories relevant to each prompt (hooks install)"
+    )
+    timeout_ms: HookTimeoutsConfig = Field(default_factory=HookTimeoutsConfig)
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="projects or folders no hook briefs or captures (names, paths, globs)",
+    )
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -231,6 +255,7 @@ class Config(BaseModel):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
 
 # Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.

@@ -1,11 +1,12 @@
-"""The `imprint` entry point: the two commands a client waits on skip the command line.
+"""The `imprint` entry point: the commands a client waits on skip the command line.
 
 An assistant starts `imprint serve` at every session and waits for its `initialize` reply;
 the bridge only copies bytes between stdio and the daemon's socket, so it imports the standard
 library and `imprint.daemon.client`, not typer, rich, pydantic, structlog, MCP or the
 store. The daemon it starts (`python -m imprint.daemon`) likewise binds its socket before it
-imports the store. Every other command (and `serve` with any option but `--allow`) goes to
-`imprint.cli`.
+imports the store. A client's hooks (`imprint hook EVENT [--client NAME]`) go the same light
+way (`imprint.hooks.entry`). Every other command (and `serve` with any option but
+`--allow`) goes to `imprint.cli`.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def main() -> None:
     allow = plain_serve_allow(argv)
     if allow is not None:
         sys.exit(_serve(allow))
+    if argv[:1] == ["hook"]:
+        from imprint.hooks.entry import hook_args, run_hook
+
+        asked = hook_args(argv[1:])
+        if asked is not None:
+            sys.exit(run_hook(*asked))
     from imprint.cli import main as cli_main
 
     cli_main()

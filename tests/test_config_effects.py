@@ -113,6 +113,30 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/integration/test_serve.py",
         "test_a_killed_daemon_is_replaced_and_recovers",
     ),
+    "hooks.context_chars": (
+        "tests/test_hooks_entry.py",
+        "test_hook_settings_match_the_schema_and_read_file_and_environment",
+    ),
+    "hooks.prompt_submit": (
+        "tests/test_hooks_entry.py",
+        "test_prompt_submit_is_off_by_default_and_asks_nothing",
+    ),
+    "hooks.exclude": (
+        "tests/test_hooks_entry.py",
+        "test_an_excluded_folder_is_neither_briefed_nor_captured",
+    ),
+    "hooks.timeout_ms.session_start": (
+        "tests/test_hooks_entry.py",
+        "test_a_hook_past_its_deadline_exits_0_with_nothing_printed",
+    ),
+    "hooks.timeout_ms.prompt_submit": (
+        "tests/test_hooks_entry.py",
+        "test_hook_settings_match_the_schema_and_read_file_and_environment",
+    ),
+    "hooks.timeout_ms.capture": (
+        "tests/test_hooks_entry.py",
+        "test_hook_settings_match_the_schema_and_read_file_and_environment",
+    ),
     "server.http_read_timeout_sec": (
         "tests/integration/test_loopback_users.py",
         "test_another_user_with_the_bearer_token_gets_nothing_from_serve_http",

@@ -125,9 +125,13 @@ def test_unreadable_params_name_the_argument(lines: Lines) -> None:
 
 
 def test_the_methods_offered_still_answer(lines: Lines) -> None:
-    """ping and the empty lists answer results, and tools/list all 17 tools."""
+    """ping and the lists answer results: the briefing as the one prompt and the one
+    resource template (no fixed resources), and tools/list all 17 tools."""
     assert lines.ask("ping")["result"] == {}
-    assert lines.ask("prompts/list")["result"]["prompts"] == []
+    prompts = lines.ask("prompts/list")["result"]["prompts"]
+    assert [p["name"] for p in prompts] == ["briefing"]
+    assert [a["name"] for a in prompts[0]["arguments"]] == ["project"]
     assert lines.ask("resources/list")["result"]["resources"] == []
-    assert lines.ask("resources/templates/list")["result"]["resourceTemplates"] == []
+    templates = lines.ask("resources/templates/list")["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["imprint://briefing/{project}"]
     assert len(lines.ask("tools/list")["result"]["tools"]) == 17

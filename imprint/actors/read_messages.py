@@ -27,6 +27,8 @@ __all__ = [
     "LexicalQuery",
     "ListSources",
     "Neighbors",
+    "Newest",
+    "ProjectRoots",
     "ProjectSources",
     "Projects",
     "ReadMessage",
@@ -166,6 +168,24 @@ class ProjectSources(ReadMessage[dict[str, list[tuple[str, int]]]]):
     family = Family.LEXICAL
     projects: tuple[str, ...]
     limit: int = 10
+
+
+class Newest(ReadMessage[list[Record]]):
+    """The newest records of one project of these types (or kinds), newest first."""
+
+    kind = "newest"
+    family = Family.LEXICAL
+    project: str
+    types: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    limit: int = 10
+
+
+class ProjectRoots(ReadMessage[list[tuple[str, str]]]):
+    """Each (project, folder) an ingested folder registered."""
+
+    kind = "project_roots"
+    family = Family.LEXICAL
 
 
 class Topics(ReadMessage[list[tuple[str, int]]]):

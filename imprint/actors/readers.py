@@ -29,6 +29,8 @@ from imprint.actors.read_messages import (
     LexicalQuery,
     ListSources,
     Neighbors,
+    Newest,
+    ProjectRoots,
     Projects,
     ProjectSources,
     ReadMessage,
@@ -152,6 +154,10 @@ class LexicalReading:
                 return answer(msg, conn.project_sources(msg.projects, msg.limit))
             case Topics():
                 return answer(msg, conn.topics(msg.project, msg.limit))
+            case Newest():
+                return answer(msg, conn.newest(msg.project, msg.types, msg.kinds, msg.limit))
+            case ProjectRoots():
+                return answer(msg, conn.project_roots())
             case WithTopic():
                 return answer(msg, conn.with_topic(msg.topic, msg.limit))
         raise TypeError(f"lexical reader: no handler for {type(msg).__name__}")

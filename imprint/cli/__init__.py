@@ -1,15 +1,16 @@
 """The `imprint` command line. Results go to stdout; logs and progress go to stderr.
 
 One module per group of commands: `reads` (search, status, recall, trace), `writes`
-(ingest, repair), `processes` (serve, stop, dashboard, daemon) and `settings` (workspace
-and config); `_app` holds the typer apps and `main`, `_daemon` the way a command asks a
-running daemon. The commands are registered here, in the order `imprint --help` lists them.
+(ingest, repair), `processes` (serve, stop, dashboard, daemon), `settings` (workspace
+and config) and `hooks` (hook, hooks install/uninstall/status); `_app` holds the typer
+apps and `main`, `_daemon` the way a command asks a running daemon. The commands are
+registered here, in the order `imprint --help` lists them.
 """
 
 from __future__ import annotations
 
-from imprint.cli import processes, reads, settings, writes
-from imprint.cli._app import app, config_app, main, version_text, workspace_app
+from imprint.cli import hooks, processes, reads, settings, writes
+from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
 
@@ -23,6 +24,7 @@ for command in (
     processes.stop,
     reads.trace,
     processes.dashboard,
+    hooks.hook,
 ):
     app.command()(command)
 app.command(hidden=True)(processes.daemon)
@@ -32,3 +34,6 @@ workspace_app.command("switch")(settings.workspace_switch)
 config_app.command("list")(settings.config_list)
 config_app.command("get")(settings.config_get)
 config_app.command("set")(settings.config_set)
+hooks_app.command("install")(hooks.hooks_install)
+hooks_app.command("uninstall")(hooks.hooks_uninstall)
+hooks_app.command("status")(hooks.hooks_status)

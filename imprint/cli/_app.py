@@ -21,6 +21,7 @@ __all__ = [
     "app",
     "config_app",
     "err",
+    "hooks_app",
     "main",
     "setup",
     "version_text",
@@ -36,8 +37,13 @@ app = typer.Typer(
 )
 workspace_app = typer.Typer(help="List, create and switch workspaces.", no_args_is_help=True)
 config_app = typer.Typer(help="Read and change settings.", no_args_is_help=True)
+hooks_app = typer.Typer(
+    help="Install, remove and check the clients' hooks (briefing and capture).",
+    no_args_is_help=True,
+)
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(config_app, name="config")
+app.add_typer(hooks_app, name="hooks")
 
 err = Console(stderr=True)
 

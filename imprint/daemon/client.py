@@ -34,6 +34,7 @@ from imprint.errors import StoreError
 
 __all__ = [
     "ask_dashboard",
+    "ask_hook",
     "ask_status",
     "bridge_stdio",
     "connect",
@@ -276,3 +277,14 @@ def ask_dashboard(data_dir: Path, port: int) -> tuple[socket.socket, dict[str, A
         why = reply.get("error") or "the owner closed the connection; see its log"
         raise StoreError(f"dashboard: {why}")
     return sock, reply
+
+
+def ask_hook(data_dir: Path, request: dict[str, Any]) -> str:
+    """The context the data dir's owner (the daemon, started if none runs) adds for one
+    hook event (`imprint hook`); empty when it has none."""
+    sock, reply = _ask(data_dir, {"hook": request})
+    sock.close()
+    if not isinstance(reply.get("context"), str):
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(str(why).splitlines()[0])
+    return str(reply["context"])

@@ -1,6 +1,6 @@
 """What the data dir's owner answers besides MCP sessions: the dashboard, hosted while
-`imprint dashboard` stays connected, and `imprint status`'s row (typed, so the command takes
-its exit code from the row, not from its own text)."""
+`imprint dashboard` stays connected, `imprint status`'s row (typed, so the command takes
+its exit code from the row, not from its own text), and the context a client's hook adds."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from imprint.errors import ImprintError, StoreError, failure_line
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
 
-__all__ = ["DashboardHost", "answer_status"]
+__all__ = ["DashboardHost", "answer_hook", "answer_status"]
 
 
 class DashboardHost:
@@ -80,21 +80,42 @@ class DashboardHost:
                 self._dashboard = None
 
 
-def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
-    """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
-    `{"error": ...}` in the words the status tool would use."""
+def _reply(what: str, answer: Callable[[], dict[str, Any]]) -> str:
+    """`answer()` as one JSON line, or `{"error": ...}` in the words a tool would use."""
     from imprint.server.error_lines import bounded
-    from imprint.writes.repair import status_row
 
-    workspace, check = request.get("workspace", ""), request.get("check", False)
     try:
-        if not isinstance(workspace, str) or not isinstance(check, bool):
-            raise StoreError("status: workspace must be a string and check a boolean")
-        row = status_row(wait_runtime(120), workspace, check)
-        reply: dict[str, Any] = {"row": row.model_dump(mode="json")}
+        reply = answer()
     except ImprintError as exc:
         reply = {"error": bounded(str(exc))}
     except Exception as exc:
-        line = failure_line(exc) or f"status: unexpected {type(exc).__name__}: {exc}"
+        line = failure_line(exc) or f"{what}: unexpected {type(exc).__name__}: {exc}"
         reply = {"error": bounded(line)}
     return json.dumps(reply) + "\n"
+
+
+def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
+    `{"error": ...}` in the words the status tool would use."""
+    from imprint.writes.repair import status_row
+
+    def answer() -> dict[str, Any]:
+        workspace, check = request.get("workspace", ""), request.get("check", False)
+        if not isinstance(workspace, str) or not isinstance(check, bool):
+            raise StoreError("status: workspace must be a string and check a boolean")
+        row = status_row(wait_runtime(120), workspace, check)
+        return {"row": row.model_dump(mode="json")}
+
+    return _reply("status", answer)
+
+
+def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """The context for one hook event (`imprint hook`) as one JSON line: `{"context": ...}`
+    (empty when there is none), or `{"error": ...}`."""
+    from imprint.hooks.briefing import HookRequest, hook_context
+
+    def answer() -> dict[str, Any]:
+        asked = HookRequest.model_validate(request)
+        return {"context": hook_context(wait_runtime(asked.deadline_ms / 1000), asked)}
+
+    return _reply("hook", answer)

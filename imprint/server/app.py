@@ -104,8 +104,8 @@ async def _spec_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         if exc.error.code == METHOD_NOT_FOUND and exc.error.message == "Method not found":
             line = (
                 f"Method not found: {shown(ctx.method)} is not offered by imprint (it "
-                "answers initialize, ping, tools/list, tools/call and empty prompts and "
-                "resources lists)"
+                "answers initialize, ping, tools/list, tools/call, prompts/list, prompts/get, "
+                "resources/templates/list and resources/read)"
             )
             raise MCPError(code=METHOD_NOT_FOUND, message=bounded(line), data=ctx.method) from exc
         raise
@@ -178,7 +178,7 @@ class ImprintServer(MCPServer):
         if self._prompt_manager.get_prompt(name) is None:
             # The spec's code for an unknown prompt, as for an unknown resource (the SDK
             # answers it with a ValueError, which goes out as code 0).
-            line = f"name: unknown prompt {shown(name)}; prompts/list names the prompts (none)"
+            line = f"name: unknown prompt {shown(name)}; prompts/list names the prompts (briefing)"
             raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
         return await super().get_prompt(name, arguments, context)
 
@@ -249,4 +249,7 @@ def build_server(
         server.defer_tools(register)
     else:
         register()
+    from imprint.server.briefing import register_briefing
+
+    register_briefing(server, runtime, cwd)
     return server

@@ -178,6 +178,29 @@ class SqliteReader:
             found[project].append((source, int(n)))
         return found
 
+    def newest(
+        self, project: str, types: Sequence[str], kinds: Sequence[str], limit: int
+    ) -> list[Record]:
+        """The newest records of one project whose type (or, given kinds, kind) is one of
+        those named, newest first (a session's briefing)."""
+        clauses, params = ["r.project = ?"], [project]
+        for column, values in (("type", types), ("kind", kinds)):
+            if values:
+                clauses.append(f"r.{column} IN ({','.join('?' * len(values))})")
+                params.extend(values)
+        rows = self.conn.execute(
+            f"{SELECT} WHERE {' AND '.join(clauses)} ORDER BY r.created_at DESC, r.id LIMIT ?",
+            [*params, limit],
+        )
+        return [row_to_record(row) for row in rows]
+
+    def project_roots(self) -> list[tuple[str, str]]:
+        """Each (project, folder) that a folder's ingest registered, once."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT project, root FROM sources WHERE root != '' ORDER BY project, root"
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
     def topics(self, project: str, limit: int) -> list[tuple[str, int]]:
         where = " WHERE project = ?" if project else ""
         counts: dict[str, int] = {}

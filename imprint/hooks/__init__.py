@@ -1,0 +1,28 @@
+"""Client hooks: `imprint hook EVENT` (one entry point for every client's lifecycle hooks),
+`imprint hooks install|uninstall|status`, and what a hook adds to a session.
+
+One module per idea: `events` (each client's event names and the form it takes added
+context in), `settings` (`hooks.*`, read without the config schema), `state` (each run
+counted for `hooks status`), `entry` (the hook process), `install` (each client's hook
+configuration and MCP server entry) and `briefing` (the session-start briefing and a
+prompt's memories, computed by the daemon). Capture (`capture`) is handed the stop,
+pre-compact and session-end events.
+
+Only the light modules are re-exported here: a hook process imports this package, and
+`briefing` pulls in the reads (import it by its own name).
+"""
+
+from imprint.hooks.entry import hook_args, run_hook
+from imprint.hooks.events import CLIENTS, EVENTS, canonical_event
+from imprint.hooks.install import install_hooks, status_lines, uninstall_hooks
+
+__all__ = [
+    "CLIENTS",
+    "EVENTS",
+    "canonical_event",
+    "hook_args",
+    "install_hooks",
+    "run_hook",
+    "status_lines",
+    "uninstall_hooks",
+]

@@ -1,0 +1,399 @@
+"""`imprint hooks install|uninstall|status`: each client's hook configuration, and its MCP
+server entry when it has none.
+
+Installing is idempotent: Imprint's own hooks (commands `<imprint> hook ...`) are taken out
+of the file and put back, every other setting stays as it was, and a file is written only
+when it changes, after a timestamped copy of it is kept beside it. A file that does not
+parse is never written over: the error names it.
+
+Where each client keeps its configuration (user scope under the home folder, project scope
+under the project's folder):
+- Claude Code: hooks in `.claude/settings.json`; its MCP servers in `~/.claude.json` (user)
+  or `.mcp.json` (project).
+- Codex: hooks in `.codex/hooks.json`, enabled by `[features] codex_hooks = true` in
+  `.codex/config.toml`, which also holds `[mcp_servers.imprint]` (`$CODEX_HOME` for user).
+- Gemini CLI: hooks and `mcpServers` in `.gemini/settings.json`.
+- Cursor: hooks in `.cursor/hooks.json` (`"version": 1`); MCP servers in `.cursor/mcp.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from imprint.errors import InputError
+from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, EVENTS, NATIVE_EVENTS
+from imprint.hooks.settings import HookSettings
+from imprint.hooks.state import read_state
+
+__all__ = [
+    "Scope",
+    "hook_command",
+    "imprint_executable",
+    "install_hooks",
+    "installed_events",
+    "status_lines",
+    "uninstall_hooks",
+]
+
+Scope = Literal["user", "project"]
+Data = dict[str, Any]
+
+
+def imprint_executable() -> str:
+    """The `imprint` this process runs as, by absolute path (a client's PATH may lack it)."""
+    beside = Path(sys.executable).with_name("imprint")
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("imprint") or "imprint"
+
+
+def hook_command(exe: str, event: str, client: str) -> str:
+    return f"{shlex.quote(exe)} hook {event} --client {client}"
+
+
+def _is_ours(command: object) -> bool:
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return len(words) >= 2 and Path(words[0]).name == "imprint" and words[1] == "hook"
+
+
+@dataclass(frozen=True)
+class _Files:
+    hooks: Path
+    mcp: Path  # JSON with `mcpServers`, or Codex's config.toml
+
+
+def _files(client: str, scope: Scope, home: Path, project: Path) -> _Files:
+    base = home if scope == "user" else project
+    if client == "claude-code":
+        mcp = home / ".claude.json" if scope == "user" else project / ".mcp.json"
+        return _Files(base / ".claude" / "settings.json", mcp)
+    if client == "codex":
+        folder = base / ".codex"
+        if scope == "user" and os.environ.get("CODEX_HOME"):
+            folder = Path(os.environ["CODEX_HOME"]).expanduser()
+        return _Files(folder / "hooks.json", folder / "config.toml")
+    if client == "gemini":
+        settings = base / ".gemini" / "settings.json"
+        return _Files(settings, settings)
+    if client == "cursor":
+        return _Files(base / ".cursor" / "hooks.json", base / ".cursor" / "mcp.json")
+    raise InputError(f"client: {client!r} is not one of {', '.join(CLIENTS)}")
+
+
+def _events(client: str, settings: HookSettings) -> list[str]:
+    """The events installed for `client`: prompt submit only where hooks.prompt_submit."""
+    return [
+        e
+        for e in EVENTS
+        if e in NATIVE_EVENTS[client] and (e != "prompt-submit" or settings.prompt_submit)
+    ]
+
+
+def _client_timeout(client: str, budget_ms: int) -> int:
+    """The client's own limit on the hook: past ours (which always answers in time), in
+    the client's unit (Gemini CLI: milliseconds; the others: seconds)."""
+    seconds = max(2, math.ceil(budget_ms / 1000) + 1)
+    return seconds * 1000 if client == "gemini" else seconds
+
+
+def _read_json(path: Path) -> Data:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8") or "{}")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc}); fix or move it, then run again") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a JSON object; fix or move it, then run again")
+    return data
+
+
+def _without_ours(hooks: Data, client: str) -> Data:
+    """The `hooks` table with Imprint's entries taken out (and groups they emptied)."""
+    kept: Data = {}
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            kept[event] = entries
+            continue
+        out = []
+        for entry in entries:
+            if client == "cursor" or not isinstance(entry, dict) or "hooks" not in entry:
+                if not (isinstance(entry, dict) and _is_ours(entry.get("command"))):
+                    out.append(entry)
+                continue
+            inner = [
+                h
+                for h in entry["hooks"]
+                if not (isinstance(h, dict) and _is_ours(h.get("command")))
+            ]
+            if inner:
+                out.append({**entry, "hooks": inner})
+        if out:
+            kept[event] = out
+    return kept
+
+
+def _with_ours(hooks: Data, client: str, events: list[str], settings: HookSettings) -> Data:
+    exe = imprint_executable()
+    out = dict(hooks)
+    for event in events:
+        native = NATIVE_EVENTS[client][event]
+        command = hook_command(exe, event, client)
+        timeout = _client_timeout(client, settings.budget_ms(event))
+        entry: Data
+        if client == "cursor":
+            entry = {"command": command, "timeout": timeout}
+        else:
+            handler: Data = {"type": "command", "command": command, "timeout": timeout}
+            if client == "gemini":
+                handler = {"name": f"imprint-{event}", **handler}
+            entry = {"hooks": [handler]}
+        out[native] = [*out.get(native, []), entry]
+    return out
+
+
+def _edit_hooks(data: Data, client: str, events: list[str], settings: HookSettings) -> Data:
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InputError(f"hooks: not a table in the {client} configuration; fix it first")
+    updated = _with_ours(_without_ours(hooks, client), client, events, settings)
+    out = {**data, "hooks": updated}
+    if not updated:
+        out.pop("hooks")
+    if client == "cursor" and updated:
+        out = {"version": data.get("version", 1), **out}
+    return out
+
+
+def _server_entry(client: str) -> Data:
+    entry: Data = {"command": imprint_executable(), "args": ["serve"]}
+    return {"type": "stdio", **entry} if client == "claude-code" else entry
+
+
+def _has_imprint_server(servers: object) -> bool:
+    if not isinstance(servers, dict):
+        return False
+    if "imprint" in servers:
+        return True
+    return any(
+        isinstance(s, dict) and Path(str(s.get("command", ""))).name == "imprint"
+        for s in servers.values()
+    )
+
+
+def _edit_mcp_json(data: Data, client: str) -> Data:
+    servers = data.get("mcpServers", {})
+    if _has_imprint_server(servers):
+        return data
+    if not isinstance(servers, dict):
+        raise InputError("mcpServers: not a table; fix it first")
+    return {**data, "mcpServers": {**servers, "imprint": _server_entry(client)}}
+
+
+_TABLE = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
+
+
+def _table_line(lines: list[str], name: str) -> int | None:
+    """The line of the `[name]` table header, if there is one."""
+    for index, line in enumerate(lines):
+        found = _TABLE.match(line)
+        if found and found.group(1).strip() == name:
+            return index
+    return None
+
+
+def _edit_codex_toml(text: str, path: Path) -> str:
+    """Codex's config.toml with `[features] codex_hooks = true` and an
+    `[mcp_servers.imprint]` table, edited as text so comments and layout stay."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc}); fix it, then run again") from exc
+    lines = text.splitlines()
+    features = data.get("features", {})
+    if not (isinstance(features, dict) and features.get("codex_hooks") is True):
+        header = _table_line(lines, "features")
+        if header is None:
+            if "features" in data:
+                raise InputError(
+                    f"{path}: set codex_hooks = true in its features yourself "
+                    "(they are not a [features] table), then run again"
+                )
+            lines += ["", "[features]", "codex_hooks = true"]
+        else:
+            end = next(
+                (i for i in range(header + 1, len(lines)) if _TABLE.match(lines[i])), len(lines)
+            )
+            key = next(
+                (i for i in range(header + 1, end) if re.match(r"\s*codex_hooks\s*=", lines[i])),
+                None,
+            )
+            if key is None:
+                lines.insert(header + 1, "codex_hooks = true")
+            else:
+                lines[key] = "codex_hooks = true"
+    if not _has_imprint_server(data.get("mcp_servers")):
+        lines += [
+            "",
+            "[mcp_servers.imprint]",
+            f"command = {json.dumps(imprint_executable())}",
+            'args = ["serve"]',
+        ]
+    edited = "\n".join(lines).lstrip("\n") + "\n"
+    check = tomllib.loads(edited)
+    if check.get("features", {}).get("codex_hooks") is not True:
+        raise InputError(f"{path}: could not set [features] codex_hooks = true; set it yourself")
+    return edited
+
+
+def _write(path: Path, before: str | None, after: str, report: list[str]) -> None:
+    """Write `after` unless the file already says it; keep a copy of the old file first."""
+    if before == after:
+        report.append(f"unchanged: {path}")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    note = ""
+    if before is not None:
+        backup = path.with_name(f"{path.name}.imprint-{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        shutil.copy2(path, backup)
+        note = f" (the old file is kept as {backup.name})"
+    tmp = path.with_name(f".{path.name}.imprint-tmp")
+    tmp.write_text(after, "utf-8")
+    if before is not None:
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+    report.append(f"wrote: {path}{note}")
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _json_file(path: Path, edit: Callable[[Data], Data], report: list[str]) -> None:
+    before = _text(path)
+    data = _read_json(path)
+    after = edit(data)
+    if after == data and before is not None:
+        report.append(f"unchanged: {path}")
+        return
+    _write(path, before, json.dumps(after, indent=2) + "\n", report)
+
+
+def install_hooks(
+    client: str, scope: Scope, settings: HookSettings, *, home: Path, project: Path
+) -> list[str]:
+    """Install `client`'s hooks (and its MCP server entry if it has none); what was done,
+    one line each, ending with what capture means."""
+    files = _files(client, scope, home, project)
+    events = _events(client, settings)
+    report: list[str] = []
+    _json_file(files.hooks, lambda d: _edit_hooks(d, client, events, settings), report)
+    if client == "codex":
+        before = _text(files.mcp)
+        _write(files.mcp, before, _edit_codex_toml(before or "", files.mcp), report)
+    else:
+        _json_file(files.mcp, lambda d: _edit_mcp_json(d, client), report)
+    captured = [e for e in events if e in CAPTURE_EVENTS]
+    report.append(f"hooks: {', '.join(events)}")
+    if "prompt-submit" not in events and "prompt-submit" in NATIVE_EVENTS[client]:
+        report.append(
+            "prompt submit: off (hooks.prompt_submit); turn it on and install again to add it"
+        )
+    report.append(
+        f"capture is enabled for {client}: its {', '.join(captured)} hooks hand each "
+        "session's transcript to Imprint, which stores it (secrets redacted) as a searchable "
+        "session source with a summary. Opt a project out with hooks.exclude; "
+        f"`imprint hooks uninstall --client {client}` turns it off."
+    )
+    return report
+
+
+def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
+    """Take Imprint's hooks out of `client`'s configuration; its MCP server entry stays."""
+    files = _files(client, scope, home, project)
+    report: list[str] = []
+    if files.hooks.exists():
+        _json_file(files.hooks, lambda d: _edit_hooks(d, client, [], HookSettings()), report)
+    else:
+        report.append(f"unchanged: {files.hooks} (no such file)")
+    report.append(f"capture is off for {client}; its MCP server entry stays ({files.mcp})")
+    return report
+
+
+def installed_events(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
+    """The Imprint hooks `client`'s configuration of `scope` runs, by Imprint's names."""
+    path = _files(client, scope, home, project).hooks
+    try:
+        hooks = _read_json(path).get("hooks", {})
+    except InputError:
+        return []
+    found = []
+    for event, native in NATIVE_EVENTS[client].items():
+        entries = hooks.get(native, []) if isinstance(hooks, dict) else []
+        commands = [
+            h.get("command")
+            for entry in entries
+            if isinstance(entry, dict)
+            for h in (entry.get("hooks", []) if client != "cursor" else [entry])
+            if isinstance(h, dict)
+        ]
+        if any(_is_ours(c) for c in commands):
+            found.append(event)
+    return found
+
+
+def _when(at: object) -> str:
+    if not isinstance(at, int | float):
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
+    """Per client: what is installed where, and per event its runs, last run and last
+    failure with its reason."""
+    state = read_state(data_dir)
+    lines: list[str] = []
+    for client in CLIENTS:
+        scopes = {
+            scope: installed_events(client, scope, home=home, project=project)
+            for scope in ("user", "project")
+        }
+        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in scopes.items() if e)
+        lines.append(f"{client}: {where or 'not installed'}")
+        for event, row in sorted(state.get(client, {}).items()):
+            line = (
+                f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
+                f"last run {_when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
+            )
+            if row.get("failures"):
+                line += (
+                    f"; last failure {_when(row.get('last_failure'))}: {row.get('last_error', '')}"
+                )
+            lines.append(line)
+    for client in sorted(set(state) - set(CLIENTS)):
+        for event, row in sorted(state[client].items()):
+            lines.append(
+                f"{client} {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
+                f"last failure {_when(row.get('last_failure'))}: {row.get('last_error', '')}"
+            )
+    return lines

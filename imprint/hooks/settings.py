@@ -1,0 +1,105 @@
+"""The `hooks.*` settings as a hook process reads them: `[hooks]` of config.toml and the
+`IMPRINT_HOOKS_*` environment, with the standard library only (the typed schema,
+`imprint.config.HooksConfig`, costs a hook 150 ms of imports; tests hold the two equal).
+
+A value this reader cannot use falls back to its default: a hook never fails on a setting
+(`imprint config list` reports the bad value).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HookSettings", "excluded_folder", "hook_settings"]
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    context_chars: int = 2000
+    prompt_submit: bool = False
+    timeout_ms: Mapping[str, int] = field(
+        default_factory=lambda: {"session_start": 1500, "prompt_submit": 300, "capture": 300}
+    )
+    exclude: tuple[str, ...] = ()
+
+    def budget_ms(self, event: str) -> int:
+        """How long the hook for `event` may take."""
+        key = event.replace("-", "_") if event in ("session-start", "prompt-submit") else "capture"
+        return self.timeout_ms[key]
+
+
+def _int(value: Any, default: int, low: int, high: int) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    return default
+
+
+def _bool(value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+    return default
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if isinstance(value, list):
+        return tuple(v.strip() for v in value if isinstance(v, str) and v.strip())
+    return ()
+
+
+def hook_settings(data_dir: Path, environ: Mapping[str, str] | None = None) -> HookSettings:
+    """The hooks settings: defaults, then config.toml, then the environment."""
+    env = os.environ if environ is None else environ
+    try:
+        table = tomllib.loads((data_dir / "config.toml").read_text("utf-8")).get("hooks", {})
+    except (OSError, ValueError, RecursionError):
+        table = {}
+    raw: dict[str, Any] = dict(table) if isinstance(table, dict) else {}
+    timeouts = raw.get("timeout_ms")
+    raw_timeouts: dict[str, Any] = dict(timeouts) if isinstance(timeouts, dict) else {}
+    for name in ("context_chars", "prompt_submit", "exclude"):
+        if f"IMPRINT_HOOKS_{name.upper()}" in env:
+            raw[name] = env[f"IMPRINT_HOOKS_{name.upper()}"]
+    defaults = HookSettings()
+    for name in defaults.timeout_ms:
+        if f"IMPRINT_HOOKS_TIMEOUT_MS_{name.upper()}" in env:
+            raw_timeouts[name] = env[f"IMPRINT_HOOKS_TIMEOUT_MS_{name.upper()}"]
+    return HookSettings(
+        context_chars=_int(raw.get("context_chars"), defaults.context_chars, 200, 20_000),
+        prompt_submit=_bool(raw.get("prompt_submit"), defaults.prompt_submit),
+        timeout_ms={
+            name: _int(raw_timeouts.get(name), default, 50, 60_000)
+            for name, default in defaults.timeout_ms.items()
+        },
+        exclude=_list(raw.get("exclude")) if "exclude" in raw else defaults.exclude,
+    )
+
+
+def excluded_folder(cwd: Path, exclude: Sequence[str]) -> bool:
+    """Whether `hooks.exclude` names a folder holding `cwd`: a path or a glob (an entry
+    with a `/` or starting with `~`), or the name of `cwd` or of a folder above it. The
+    daemon also checks the project the folder maps to (`imprint.hooks.briefing.excluded`)."""
+    here = [cwd, *cwd.parents]
+    for entry in exclude:
+        if "/" in entry or entry.startswith("~"):
+            pattern = str(Path(entry).expanduser())
+            if any(fnmatch(str(folder), pattern) for folder in here):
+                return True
+        elif any(folder.name == entry for folder in here):
+            return True
+    return False
