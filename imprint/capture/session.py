@@ -44,11 +44,11 @@ class SessionState(BaseModel):
 
     session_id: str
     client: str = "claude-code"
+    notes: Notes = Notes()  # what the summary is made of, so far
     transcript: str = ""
     project: str = ""
-    offset: int = 0
-    chunks: int = 0
-    notes: Notes = Notes()
+    offset: int = 0  # the byte after the last line captured
+    chunks: int = 0  # records written: the next one's chunk index
     captured_at: float = 0.0
 
 

@@ -8,7 +8,7 @@ running daemon. The commands are registered here, in the order `imprint --help` 
 
 from __future__ import annotations
 
-from imprint.cli import processes, reads, settings, writes
+from imprint.cli import capture, processes, reads, settings, writes
 from imprint.cli._app import app, config_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
@@ -25,6 +25,7 @@ for command in (
     processes.dashboard,
 ):
     app.command()(command)
+app.command()(capture.capture)
 app.command(hidden=True)(processes.daemon)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)
