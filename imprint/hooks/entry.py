@@ -117,7 +117,7 @@ def _hand_off(event: dict[str, Any], client: str, name: str) -> None:
         from imprint.hooks import capture  # type: ignore[attr-defined,unused-ignore]
     except ImportError as exc:
         raise HookFailure("capture is not available in this installation") from exc
-    capture.hand_off({**event, "imprint_client": client, "imprint_event": name})
+    capture.hand_off({**event, "client": client, "imprint_client": client, "imprint_event": name})
 
 
 def _context(
