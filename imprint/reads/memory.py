@@ -93,7 +93,9 @@ def supersede_chain(
         while (up or down) and len(newer) + len(older) < 2 * MAX_CHAIN:
             asked = SupersedeLinks(workspace=ws, ids=tuple(up + down))
             links = deadline.wait(reads.ask(asked), "supersede chain")
-            above = [k for k in links if k.old in up and k.new not in seen][: MAX_CHAIN - len(newer)]
+            above = [k for k in links if k.old in up and k.new not in seen][
+                : MAX_CHAIN - len(newer)
+            ]
             below = [k for k in links if k.new in down and k.old not in seen]
             below = below[: MAX_CHAIN - len(older)]
             newer += above

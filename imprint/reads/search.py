@@ -334,7 +334,9 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     mode, text, limit = asked.mode, asked.text, asked.limit
     ranked, warning = one.ranked, one.warning
     if asked.since:
-        ranked = [c for c in ranked if c[0] not in records or records[c[0]].created_at >= asked.since]
+        ranked = [
+            c for c in ranked if c[0] not in records or records[c[0]].created_at >= asked.since
+        ]
     # Vectors among the first `limit` whose records are gone (a damaged lexical side).
     orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
     if _reranks(mode, fusion):
@@ -346,7 +348,9 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
         hidden = sum(1 for rid, _, _ in ranked[:limit] if rid in found.superseded)
         ranked = [c for c in ranked if c[0] not in found.superseded]
     hits = tuple(
-        SearchHit(record=records[rid], score=score, why=why, superseded_by=found.superseded.get(rid))
+        SearchHit(
+            record=records[rid], score=score, why=why, superseded_by=found.superseded.get(rid)
+        )
         for rid, score, why in ranked[:limit]
     )
     if orphans and not warning:

@@ -26,7 +26,14 @@ from imprint.tagging import model_tags
 from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.gateway import Writes
 
-__all__ = ["MAX_MEMORY_CHARS", "MAX_SUPERSEDES", "Stored", "delete_records", "remember", "store_memory"]
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "MAX_SUPERSEDES",
+    "Stored",
+    "delete_records",
+    "remember",
+    "store_memory",
+]
 
 MAX_MEMORY_CHARS = 8_000
 MAX_SUPERSEDES = 20
