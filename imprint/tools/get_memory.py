@@ -47,9 +47,8 @@ def register(server: MCPServer, app: App) -> None:
         id: Annotated[str, Field(description="a record id")],
         workspace: str = "",
     ) -> str:
-        """One whole record: content, project, source#chunk, type, tags, date, what
-        supersedes it or what it supersedes, and path_context (server cwd; whether the
-        source file exists here). For when an excerpt is not enough."""
+        """One whole record: content, project, source#chunk, type, tags, supersede links,
+        and path_context (server cwd; whether the source file exists here)."""
 
         def here(reads: Reads, ws: WorkspaceName, args: GetMemoryArgs) -> MemoryRow:
             return memory_row(reads, ws, args, app.cwd)

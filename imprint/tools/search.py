@@ -39,16 +39,16 @@ def register(server: MCPServer, app: App) -> None:
         max_chars: Annotated[
             int | None, Field(description="1200-12000; default 4000 (search.max_chars)")
         ] = None,
-        since: Annotated[str, Field(description="only records since this date, YYYY-MM-DD")] = "",
+        since: Annotated[str, Field(description="only since YYYY-MM-DD")] = "",
         include_superseded: Annotated[
-            bool, Field(description="also superseded memories, marked; default false")
+            bool, Field(description="show superseded; default false")
         ] = False,
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
         Hybrid = vector + BM25. Returns numbered blocks, each
-        `[n] id | project | source#chunk | type | score` (a memory's date before the score)
-        + excerpt, within max_chars; a last line counts hidden results. Read more:
+        `[n] id | project | source#chunk | type | score` (memories: date before score) +
+        excerpt, within max_chars; a last line counts hidden results. Read more:
         get_memory(id), file_chunks(source)."""
         args = SearchArgs(
             query=query,

@@ -29,14 +29,12 @@ def register(server: MCPServer, app: App) -> None:
         topics: Annotated[list[str] | None, Field(description="specific topics, <=10")] = None,
         supersedes: Annotated[
             list[str] | None,
-            Field(description="ids of memories this one replaces; default none"),
+            Field(description="ids of memories this replaces; search hides them"),
         ] = None,
         workspace: str = "",
     ) -> str:
         """Remember for later sessions a decision and why, a finding, a bug and its fix, a
-        preference. Returns the id; the same text in the same project (case, spacing and
-        punctuation aside) is stored once: `already stored as ID`. Superseded memories
-        leave search and recall (search include_superseded=true shows them)."""
+        preference. Returns the id; the same text in the same project is stored once."""
         stored = await run_tool(
             remember, app.writes, content, project, type, domains, topics, workspace, supersedes
         )
