@@ -6,17 +6,11 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from imprint.actors.lifecycle import Runtime
-from imprint.config import Config
-from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, text_key
 from imprint.store.sqlite_write import SqliteWriter
-from tests.conftest import TOPICS, write_tree
+from tests import test_tools
 from tests.test_tools import Session
 
 OLD = "Decision: the job queue runs on PostgreSQL with SKIP LOCKED polling."
@@ -25,16 +19,7 @@ NEW = "Decision: the job queue moved to NATS JetStream; Redis streams lost messa
 QUERY = "what does the job queue run on"
 TODAY = time.strftime("%Y-%m-%d", time.gmtime())
 
-
-@pytest.fixture
-def session(tmp_path: Path, embedder: Embedder) -> Iterator[Session]:
-    cwd = tmp_path / "cwd"
-    write_tree(cwd / "proj", TOPICS)
-    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
-    try:
-        yield Session(rt, cwd)
-    finally:
-        rt.stop()
+session = test_tools.session  # the in-memory MCP session over a fresh runtime
 
 
 def _stored(text: str) -> str:

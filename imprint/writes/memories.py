@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,17 +90,9 @@ def _superseded(
     return wanted
 
 
-def store_memory(
-    writes: Writes,
-    content: str,
-    project: str = "",
-    type: str = "note",
-    domains: list[str] | None = None,
-    topics: list[str] | None = None,
-    workspace: str = "",
-) -> MemoryId:
-    """Store one memory; the same text in the same project is stored once: its id."""
-    return remember(writes, content, project, type, domains, topics, workspace).id
+def store_memory(writes: Writes, content: str, *args: Any, **kwargs: Any) -> MemoryId:
+    """`remember` (the same arguments), answering only the memory's id."""
+    return remember(writes, content, *args, **kwargs).id
 
 
 def remember(
