@@ -129,6 +129,12 @@ def test_a_near_duplicate_store_returns_the_first_id(session: Session) -> None:
     assert elsewhere != first
     found = session.ok("search", query="ruff linting black", mode="lexical")
     assert _ids(found).count(first) == 1 and len(_ids(found)) == 2
+    older = _stored(session.ok("store", content="Use flake8 and black for linting."))
+    linked = session.ok(
+        "store", content="use ruff for linting. black is no longer needed", supersedes=[older]
+    )
+    assert linked == f"already stored as {first}; supersedes {older}"
+    assert older not in _ids(session.ok("search", query="linting black flake8 ruff"))
 
 
 def test_memory_blocks_show_their_date_and_since_keeps_newer_records(session: Session) -> None:
