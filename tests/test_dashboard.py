@@ -22,6 +22,8 @@ from imprint.reads.search import SearchArgs, search, search_text
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
 from imprint.trace import read_recall_events, recall_summaries
+from imprint.writes.gateway import Writes
+from imprint.writes.memories import remember
 from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
 
 PORT = 8766
@@ -709,3 +711,21 @@ def test_waterfall_shows_the_model_phases(
     finally:
         rt.stop()
         configure_logging(None, level="warning", to_file=False)
+
+
+def test_a_record_page_shows_its_supersede_chain(dash: Dash) -> None:
+    """A memory's page lists its supersede chain: the newer memories above it, linked, and
+    the older ones it replaced below; a memory outside any chain shows none."""
+    dash.sign_in()
+    writes = Writes(dash.runtime)
+    a = remember(writes, "The cache lives in Memcached.", "proj").id
+    b = remember(writes, "The cache moved to Redis.", "proj", supersedes=[a]).id
+    c = remember(writes, "The cache moved to Valkey.", "proj", supersedes=[b]).id
+    middle = dash.client.get(f"/memory/{b}").text
+    chain = re.search(r'<ol class="chain">.*?</ol>', middle, re.S)[0]
+    assert chain.index(f'href="/memory/{c}') < chain.index(f"<strong>{b}</strong>")
+    assert chain.index(f"<strong>{b}</strong>") < chain.index(f'href="/memory/{a}')
+    oldest = dash.client.get(f"/memory/{a}").text
+    assert f'href="/memory/{c}' in oldest and f'href="/memory/{b}' in oldest
+    alone = remember(writes, "The queue is NATS.", "proj").id
+    assert 'class="chain"' not in dash.client.get(f"/memory/{alone}").text

@@ -139,7 +139,10 @@ def test_step_models_follow_the_row_functions() -> None:
         t: set(kind.model_fields["args"].annotation.model_fields)  # type: ignore[union-attr]
         for t, kind in plan_module.STEPS.items()
     }
-    assert fields["search"] == {"query", "project", "type", "lang", "layer", "limit", "mode"}
+    assert fields["search"] == {
+        *("query", "project", "type", "lang", "layer", "limit", "mode"),
+        *("include_superseded", "since"),
+    }
     assert fields["get_memory"] == {"id"}
     assert fields["neighbors"] == {"id", "k"}
     assert fields["file_chunks"] == {"source", "start", "end", "project"}

@@ -316,8 +316,9 @@ def test_vector_and_lexical_halves_of_one_search_run_concurrently(
     rows = search(ActorReads(runtime), SearchArgs(query="espresso"))
     assert _sources(rows)[0] == "docs/espresso.md"
     assert in_flight_at_once(data_dir, "read") == 2
-    kinds = [e["message"] for e in reader_messages(data_dir)[-3:]]
+    kinds = [e["message"] for e in reader_messages(data_dir)[-4:]]
     assert sorted(kinds[:2]) == ["lexical_query", "vector_query"], kinds
+    assert sorted(kinds[2:]) == ["fetch_records", "supersede_links"], kinds
 
 
 def test_a_pool_of_one_runs_two_searches_one_after_the_other(

@@ -138,8 +138,8 @@ def test_store_get_memory_neighbors_delete(session: Session) -> None:
             project="proj",
             type="decision",
         )
-        == stored
-    )  # idempotent
+        == f"already stored as {rid}"
+    )  # idempotent: the same id, said to be the one already stored
     record = session.ok("get_memory", id=rid)
     assert "type: decision" in record and "topics=actors" in record
     assert "We chose pykka actors" in record and "working_directory=" in record

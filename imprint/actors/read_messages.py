@@ -14,7 +14,7 @@ from enum import Enum
 from typing import ClassVar, Generic, TypeVar
 
 from imprint.actors._trace import Message
-from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow
+from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow, SupersedeLink
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
@@ -32,9 +32,11 @@ __all__ = [
     "ProjectSources",
     "Projects",
     "ReadMessage",
+    "SameText",
     "SourceChunks",
     "SourceEntryQuery",
     "SourceRoot",
+    "SupersedeLinks",
     "Topics",
     "VectorBatch",
     "VectorQuery",
@@ -118,6 +120,23 @@ class FetchRecords(ReadMessage[dict[MemoryId, Record]]):
     kind = "fetch_records"
     family = Family.LEXICAL
     ids: tuple[MemoryId, ...]
+
+
+class SupersedeLinks(ReadMessage[list[SupersedeLink]]):
+    """The supersede links these records are part of, as the older or the newer memory."""
+
+    kind = "supersede_links"
+    family = Family.LEXICAL
+    ids: tuple[MemoryId, ...]
+
+
+class SameText(ReadMessage[MemoryId | None]):
+    """The memory of one project whose text has this key (`records.text_key`), if any."""
+
+    kind = "same_text"
+    family = Family.LEXICAL
+    project: str
+    key: str
 
 
 class SourceChunks(ReadMessage[tuple[list[Record], int]]):

@@ -34,9 +34,11 @@ from imprint.actors.read_messages import (
     Projects,
     ProjectSources,
     ReadMessage,
+    SameText,
     SourceChunks,
     SourceEntryQuery,
     SourceRoot,
+    SupersedeLinks,
     Topics,
     VectorBatch,
     VectorQuery,
@@ -139,6 +141,10 @@ class LexicalReading:
                 return answer(msg, conn.match_and_phrase(msg.text, msg.limit, msg.filters))
             case FetchRecords():
                 return answer(msg, conn.fetch(msg.ids))
+            case SupersedeLinks():
+                return answer(msg, conn.supersede_links(msg.ids))
+            case SameText():
+                return answer(msg, conn.same_text(msg.project, msg.key))
             case SourceChunks():
                 end = _LAST if msg.end is None else msg.end
                 return answer(msg, conn.source_chunks(msg.project, msg.source, msg.start, end))

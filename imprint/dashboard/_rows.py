@@ -11,7 +11,7 @@ from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.device import device_row
 from imprint.reads.facts import KgQueryArgs, fact_rows
 from imprint.reads.gateway import ActorReads
-from imprint.reads.memory import GetMemoryArgs, memory_row
+from imprint.reads.memory import GetMemoryArgs, memory_row, supersede_chain
 from imprint.reads.search import (
     SearchArgs,
     checked_mode,
@@ -50,4 +50,5 @@ __all__ = [
     "source_rows",
     "status_row",
     "summary_row",
+    "supersede_chain",
 ]

@@ -22,7 +22,7 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clamp, clip, one_line
 from imprint.reads.memory import check_id
-from imprint.reads.neighbors import NeighborsArgs, neighbor_rows
+from imprint.reads.neighbors import NeighborsArgs, neighbor_rows, superseded_among
 from imprint.types import WorkspaceName
 
 __all__ = ["GraphNode", "GraphRows", "GraphScopeArgs", "graph_rows"]
@@ -133,6 +133,8 @@ def _children(
         )
         if not records:
             raise InputError(f"scope: no records with topic {name!r}")
+        old = superseded_among(reads, ws, [r.id for r in records], deadline)
+        records = [r for r in records if r.id not in old]
         kids = [(f"chunk:{r.id}", f"{r.source or '(memory)'}#{r.chunk_index}") for r in records]
         return f"topic:{name}", kids
     if kind == "source":

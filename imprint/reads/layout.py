@@ -32,6 +32,7 @@ __all__ = [
     "layout_blocks",
     "one_line",
     "render_blocks",
+    "superseded_note",
 ]
 
 MIN_EXCERPT = 300
@@ -84,11 +85,21 @@ def clip(text: str, width: int) -> str:
     return text[: width - 1] + "…"
 
 
-def _footer(hidden: int, max_chars: int, hint: str) -> str:
-    if hidden <= 0:
+def superseded_note(superseded: int) -> str:
+    """What the count line says of superseded memories left out; empty for none."""
+    if superseded <= 0:
         return ""
+    noun = "result" if superseded == 1 else "results"
+    return f"{superseded} superseded {noun} hidden; include_superseded=true shows them"
+
+
+def _footer(hidden: int, max_chars: int, hint: str, superseded: int = 0) -> str:
+    note = superseded_note(superseded)
+    if hidden <= 0:
+        return f"({note})" if note else ""
     noun = "result" if hidden == 1 else "results"
-    return f"({hidden} more {noun} hidden by max_chars={max_chars}; {hint})"
+    also = f"; {note}" if note else ""
+    return f"({hidden} more {noun} hidden by max_chars={max_chars}; {hint}{also})"
 
 
 def render_blocks(
@@ -98,9 +109,13 @@ def render_blocks(
     *,
     hint: str,
     extra_hidden: int = 0,
+    superseded: int = 0,
 ) -> str:
-    """Lay out as many blocks as fit at a common excerpt width; count the rest."""
-    return layout_blocks(prelude, blocks, max_chars, hint=hint, extra_hidden=extra_hidden).text
+    """Lay out as many blocks as fit at a common excerpt width; count the rest (and the
+    superseded memories left out, on the same line)."""
+    return layout_blocks(
+        prelude, blocks, max_chars, hint=hint, extra_hidden=extra_hidden, superseded=superseded
+    ).text
 
 
 def _fit(
@@ -134,6 +149,7 @@ def layout_blocks(
     *,
     hint: str,
     extra_hidden: int = 0,
+    superseded: int = 0,
 ) -> Layout:
     """`render_blocks`, saying how many blocks it shows; with index lines (every block has
     one), the hidden blocks are listed too."""
@@ -146,13 +162,13 @@ def layout_blocks(
         index = [f"[{i + 1}] {escape_field(b.index)}" for i, b in enumerate(blocks)]
         # Every hidden block listed, with as many full blocks as that leaves room for.
         for shown in range(n, 0, -1):
-            footer = _footer(n - shown + extra_hidden, max_chars, hint)
+            footer = _footer(n - shown + extra_hidden, max_chars, hint, superseded)
             text = _fit(head, metas[:shown], contents, index[shown:], footer, max_chars)
             if text is not None:
                 return Layout(text=text, shown=shown, listed=n - shown)
         # Not all listable: one block (if it fits) and as many index lines as fit, by rank.
         for shown in (1, 0):
-            footer = _footer(n - shown + extra_hidden, max_chars, hint)
+            footer = _footer(n - shown + extra_hidden, max_chars, hint, superseded)
             if shown and _fit(head, metas[:1], contents, [], footer, max_chars) is None:
                 continue
             listed = n - shown
@@ -170,12 +186,12 @@ def layout_blocks(
                 text = _fit(head, metas[:1], contents, [], footer, max_chars)
                 assert text is not None
                 return Layout(text=text, shown=1)
-        footer = _footer(n + extra_hidden, max_chars, hint)
+        footer = _footer(n + extra_hidden, max_chars, hint, superseded)
         return Layout(text="\n\n".join(p for p in (head, footer) if p)[:max_chars], shown=0)
     for shown in range(n, 0, -1):
-        footer = _footer(n - shown + extra_hidden, max_chars, hint)
+        footer = _footer(n - shown + extra_hidden, max_chars, hint, superseded)
         text = _fit(head, metas[:shown], contents, [], footer, max_chars)
         if text is not None:
             return Layout(text=text, shown=shown)
-    footer = _footer(n + extra_hidden, max_chars, hint)
+    footer = _footer(n + extra_hidden, max_chars, hint, superseded)
     return Layout(text="\n\n".join(p for p in (head, footer) if p)[:max_chars], shown=0)

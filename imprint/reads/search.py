@@ -9,20 +9,35 @@ and the compact layout live here only.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from datetime import UTC, date, datetime
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from imprint._faults import fail
-from imprint.actors.read_messages import FetchRecords, LexicalAndPhrase, LexicalQuery, VectorQuery
+from imprint.actors.read_messages import (
+    FetchRecords,
+    LexicalAndPhrase,
+    LexicalQuery,
+    SupersedeLinks,
+    VectorQuery,
+)
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
-from imprint.reads.layout import Block, clamp, escape_field, one_line, render_blocks
+from imprint.reads.layout import (
+    Block,
+    clamp,
+    escape_field,
+    one_line,
+    render_blocks,
+    superseded_note,
+)
 from imprint.reads.ranking import Fusion, Ranking, Why, fuse, rerank
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
@@ -38,9 +53,11 @@ __all__ = [
     "SearchHit",
     "SearchRows",
     "checked_mode",
+    "day",
     "format_search",
     "meta_line",
     "normalize_max_chars",
+    "parse_since",
     "planned_vector_query",
     "search",
     "search_budget",
@@ -55,6 +72,9 @@ log = get_logger(__name__)
 
 MAX_CHARS_RANGE = (1200, 12000)
 HINT = "raise max_chars (up to 12000) or narrow with project, type, lang or layer"
+# The candidates each list of a search with `since` asks for, so that older records it drops
+# leave newer ones to show.
+SINCE_POOL = 150
 
 
 class SearchHit(BaseModel):
@@ -63,6 +83,7 @@ class SearchHit(BaseModel):
     record: Record
     score: float
     why: Why | None = None  # for dashboards and benchmarks; the tool's text never shows it
+    superseded_by: MemoryId | None = None  # shown only when the search asked for superseded
 
 
 class SearchRows(BaseModel):
@@ -72,6 +93,7 @@ class SearchRows(BaseModel):
     mode: Mode
     hits: tuple[SearchHit, ...]
     warning: str = ""  # one line: a failed index was left out of these results
+    superseded: int = 0  # superseded memories among the best results, left out
 
 
 def normalize_max_chars(max_chars: int) -> int:
@@ -85,13 +107,39 @@ def checked_mode(mode: str | None) -> Mode | None:
     return mode  # type: ignore[return-value]  # one of MODES, checked above
 
 
+def parse_since(value: str, argument: str = "since") -> float:
+    """An ISO date (`2026-11-30`, UTC) or date and time as epoch seconds; 0.0 for empty."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        return 0.0
+    try:
+        if len(text) == 10:
+            moment = datetime.combine(date.fromisoformat(text), datetime.min.time())
+        else:
+            moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        msg = f"{argument}: {value!r} is not an ISO date; give YYYY-MM-DD (UTC)"
+        raise InputError(msg) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def day(ts: float) -> str:
+    """A record's or fact's date as its block shows it: YYYY-MM-DD, UTC."""
+    return time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
 class Search(NamedTuple):
-    """A search resolved: defaults from `search.*`, query and type checked, limit clamped."""
+    """A search resolved: defaults from `search.*`, query and type checked, limit clamped;
+    `since` in epoch seconds (0.0: any age)."""
 
     mode: Mode
     text: str
     limit: int
     filters: Filters
+    include_superseded: bool = False
+    since: float = 0.0
 
 
 class SearchArgs(BaseModel):
@@ -107,6 +155,8 @@ class SearchArgs(BaseModel):
     layer: str = ""
     limit: int | None = None
     mode: Mode | None = None
+    include_superseded: bool = False
+    since: str = ""
 
     def with_defaults(self, cfg: SearchConfig) -> dict[str, object]:
         """Every argument, the defaults from `search.*` filled in (what tells two recall
@@ -132,6 +182,8 @@ class SearchArgs(BaseModel):
             text=text,
             limit=clamp(cfg.limit if self.limit is None else self.limit, 1, 50),
             filters=Filters(project=self.project, type=self.type, lang=self.lang, layer=self.layer),
+            include_superseded=self.include_superseded,
+            since=parse_since(self.since),
         )
 
 
@@ -149,10 +201,12 @@ def search_budget(cfg: SearchConfig, max_chars: int | None) -> int:
     return normalize_max_chars(cfg.max_chars if max_chars is None else max_chars)
 
 
-def candidates(mode: str, limit: int) -> int:
+def candidates(asked: Search) -> int:
     """How many hits each list of a search asks for: beyond `limit` in hybrid mode, so the
-    fusion has something to agree on."""
-    return limit if mode != "hybrid" else min(max(limit * 3, 30), 150)
+    fusion has something to agree on; more with `since`, which drops older ones."""
+    if asked.since:
+        return max(SINCE_POOL, asked.limit)
+    return asked.limit if asked.mode != "hybrid" else min(max(asked.limit * 3, 30), 150)
 
 
 def _vector_query(workspace: WorkspaceName, asked: Search) -> VectorQuery:
@@ -160,7 +214,7 @@ def _vector_query(workspace: WorkspaceName, asked: Search) -> VectorQuery:
     return VectorQuery(
         workspace=workspace,
         text=asked.text,
-        limit=candidates(asked.mode, asked.limit),
+        limit=candidates(asked),
         filters=asked.filters,
     )
 
@@ -190,8 +244,8 @@ def _reranks(mode: Mode, fusion: Fusion) -> bool:
 
 
 def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
-    mode, text, limit, filters = asked
-    pool = candidates(mode, limit)
+    mode, text, filters = asked.mode, asked.text, asked.filters
+    pool = candidates(asked)
     vector = lexical = both = None
     if mode in ("hybrid", "semantic"):
         vector = reads.ask(_vector_query(workspace, asked))
@@ -210,7 +264,7 @@ def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
 
 def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
     """Wait for a search's reads (within `deadline`) and fuse them."""
-    mode, _, limit, _ = sent.asked
+    mode, limit = sent.asked.mode, sent.asked.limit
     warning = ""
     got_vector = None
     if sent.vector is not None:
@@ -235,6 +289,8 @@ def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
     if warning:
         log.warning("search.vector_failed", workspace=sent.workspace, error=warning)
     keep = max(limit, fusion.depth) if _reranks(mode, fusion) else limit
+    if sent.asked.since:
+        keep = max(keep, SINCE_POOL)  # older ones are dropped once their records are read
     if mode == "hybrid":
         ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
     else:
@@ -255,27 +311,47 @@ def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
     return _Ranked(sent, ranked[:keep], warning)
 
 
-def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> dict[MemoryId, Record]:
-    """The records of these searches' candidates, in one read."""
-    ids = dict.fromkeys(rid for one in ranked for rid, _, _ in one.ranked)
+class _Found(NamedTuple):
+    """The records of some searches' candidates, and which of them are superseded (by what)."""
+
+    records: dict[MemoryId, Record]
+    superseded: dict[MemoryId, MemoryId]
+
+
+def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> _Found:
+    """The records of these searches' candidates and their supersede links, asked together."""
+    ids = tuple(dict.fromkeys(rid for one in ranked for rid, _, _ in one.ranked))
     workspace = ranked[0].sent.workspace
-    return deadline.wait(
-        reads.ask(FetchRecords(workspace=workspace, ids=tuple(ids))), "search (fetch)"
-    )
+    records = reads.ask(FetchRecords(workspace=workspace, ids=ids))
+    links = reads.ask(SupersedeLinks(workspace=workspace, ids=ids))
+    found = deadline.wait(records, "search (fetch)")
+    return _Found(found, {k.old: k.new for k in deadline.wait(links, "search (fetch)")})
 
 
-def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> SearchRows:
+def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     fail("search.rows")  # a search that crashes beside others (tests/test_recall.py)
-    mode, text, limit, _ = one.sent.asked
+    asked, records = one.sent.asked, found.records
+    mode, text, limit = asked.mode, asked.text, asked.limit
     ranked, warning = one.ranked, one.warning
+    if asked.since:
+        ranked = [
+            c for c in ranked if c[0] not in records or records[c[0]].created_at >= asked.since
+        ]
     # Vectors among the first `limit` whose records are gone (a damaged lexical side).
     orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
     if _reranks(mode, fusion):
-        ranked = rerank(text, ranked, records, fusion)[:limit]
+        ranked = rerank(text, ranked, records, fusion)
+    ranked = [c for c in ranked if c[0] in records]
+    # What would be shown with the superseded ones counts them; the rest move up.
+    hidden = 0
+    if not asked.include_superseded:
+        hidden = sum(1 for rid, _, _ in ranked[:limit] if rid in found.superseded)
+        ranked = [c for c in ranked if c[0] not in found.superseded]
     hits = tuple(
-        SearchHit(record=records[rid], score=score, why=why)
-        for rid, score, why in ranked
-        if rid in records
+        SearchHit(
+            record=records[rid], score=score, why=why, superseded_by=found.superseded.get(rid)
+        )
+        for rid, score, why in ranked[:limit]
     )
     if orphans and not warning:
         # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
@@ -284,7 +360,7 @@ def _rows(one: _Ranked, records: dict[MemoryId, Record], fusion: Fusion) -> Sear
             "run `imprint status --check`, then `imprint repair`"
         )
         log.warning("search.orphan_vectors", workspace=one.sent.workspace, count=orphans)
-    return SearchRows(query=text, mode=mode, hits=hits, warning=warning)
+    return SearchRows(query=text, mode=mode, hits=hits, warning=warning, superseded=hidden)
 
 
 def search_rows(reads: Reads, workspace: WorkspaceName, asked: Search) -> SearchRows:
@@ -296,8 +372,8 @@ def search_rows(reads: Reads, workspace: WorkspaceName, asked: Search) -> Search
     fusion = Fusion.from_config(reads.runtime.config.search)
     with reads.deadline() as deadline:
         ranked = _rank(_send(reads, workspace, asked), fusion, deadline)
-        records = _fetch(reads, [ranked], deadline)
-    return _rows(ranked, records, fusion)
+        found = _fetch(reads, [ranked], deadline)
+    return _rows(ranked, found, fusion)
 
 
 def search(reads: Reads, args: SearchArgs, workspace: str = "") -> SearchRows:
@@ -344,14 +420,14 @@ def search_many(
             try:
                 ranked = {i: ready.get(i) or _rank(sent[i], fusion, deadline) for i in group}
                 with bind(group[0]):
-                    records = _fetch(reads, list(ranked.values()), deadline)
+                    found = _fetch(reads, list(ranked.values()), deadline)
             except Exception as exc:
                 for i in group:
                     out[i] = exc
                 continue
-            for i, found in ranked.items():
+            for i, one_ranked in ranked.items():
                 try:
-                    out[i] = _rows(found, records, fusion)
+                    out[i] = _rows(one_ranked, found, fusion)
                 except Exception as exc:  # this search's alone
                     out[i] = exc
     answered = [r for r in out if r is not None]
@@ -359,10 +435,17 @@ def search_many(
     return answered
 
 
-def meta_line(record: Record, score: float | None = None) -> str:
-    """The provenance of one block: id | project | source#chunk | type [| score]."""
+def meta_line(
+    record: Record, score: float | None = None, superseded_by: MemoryId | None = None
+) -> str:
+    """The provenance of one block: id | project | source#chunk | type [| date of a memory]
+    [| superseded by ID] [| score]."""
     where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
     parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
+    if record.source_type == "memory":
+        parts.append(day(record.created_at))
+    if superseded_by:
+        parts.append(f"superseded by {escape_field(superseded_by)}")
     if score is not None:
         parts.append(f"{score:.4f}")
     return " | ".join(parts)
@@ -376,10 +459,15 @@ def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
         shown_query = shown_query[:199] + "…"
     warning = [rows.warning] if rows.warning else []
     if not rows.hits:
-        return "\n".join([*warning, f'search "{shown_query}" ({rows.mode}): no results'])
+        note = superseded_note(rows.superseded)
+        lines = [*warning, f'search "{shown_query}" ({rows.mode}): no results']
+        return "\n".join(lines + ([f"({note})"] if note else []))
     prelude = [*warning, f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
-    blocks = [Block(meta=meta_line(h.record, h.score), content=h.record.content) for h in rows.hits]
-    return render_blocks(prelude, blocks, max_chars, hint=HINT)
+    blocks = [
+        Block(meta=meta_line(h.record, h.score, h.superseded_by), content=h.record.content)
+        for h in rows.hits
+    ]
+    return render_blocks(prelude, blocks, max_chars, hint=HINT, superseded=rows.superseded)
 
 
 def search_text(

@@ -97,7 +97,7 @@ def _fact(fact: Fact) -> Item:
     ended = f", ended {time.strftime('%Y-%m-%d', time.gmtime(fact.ended))}" if fact.ended else ""
     return Item(
         key=f"fact:{fact.id}",
-        meta=escape_field(f"fact:{fact.id} | {fact.source or '-'} | fact"),
+        meta=escape_field(f"fact:{fact.id} | {fact.source or '-'} | fact | {since}"),
         content=f"{fact.subject} | {fact.predicate} | {fact.object} (since {since}{ended})",
         index=f"fact:{fact.id} {fact.source or '-'}",
     )

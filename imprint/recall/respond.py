@@ -109,6 +109,8 @@ def layout_recall(question: str, results: list[StepResult], max_chars: int) -> L
     shown_q = clip(one_line(question), 160)
     head = f'recall "{shown_q}": {len(results)} steps, {len(items)} records'
     blocks = [Block(meta=i.meta, content=i.content, index=i.index) for i in items]
+    # Superseded memories the search steps left out, counted on the line of hidden results.
+    superseded = sum(r.rows.superseded for r in results if r.rows is not None)
     laid = Layout(text="", shown=0)
     for level in (0, 1, 2):
         prelude = [head, *_step_lines(results, level)]
@@ -118,13 +120,13 @@ def layout_recall(question: str, results: list[StepResult], max_chars: int) -> L
                 return Layout(text=text, shown=0)
             laid = Layout(text=text, shown=0)
             continue
-        laid = layout_blocks(prelude, blocks, max_chars, hint=HINT)
+        laid = layout_blocks(prelude, blocks, max_chars, hint=HINT, superseded=superseded)
         if laid.shown:
             return laid
     if not blocks:
         return Layout(text=laid.text[:max_chars], shown=0)
     # Not even one block fits beside the header: the header and the count of what is hidden.
-    return layout_blocks([head], blocks, max_chars, hint=HINT)
+    return layout_blocks([head], blocks, max_chars, hint=HINT, superseded=superseded)
 
 
 def _with_note(note: str, body: str, max_chars: int) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,12 +24,14 @@ __all__ = [
     "SourceEntry",
     "SourceRow",
     "SourceType",
+    "SupersedeLink",
     "WriteBatch",
     "check_project",
     "check_tag",
     "content_sha",
     "make_id",
     "project_from_folder",
+    "text_key",
 ]
 
 # Like workspace names (`^[a-z0-9][a-z0-9-]{0,39}$`), widened for what projects are called
@@ -83,6 +86,17 @@ def check_tag(tag: str, argument: str) -> str:
 
 def content_sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def text_key(text: str) -> str:
+    """What two memories that say the same thing share: the sha256 of the text in Unicode
+    NFKC, case-folded, every run of whitespace and punctuation one space, trimmed. So
+    "Use ruff; black is gone." and "  use Ruff;  Black is gone " have one key."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    spaced = "".join(
+        " " if c.isspace() or unicodedata.category(c).startswith("P") else c for c in folded
+    )
+    return content_sha(" ".join(spaced.split()))
 
 
 def make_id(*parts: object) -> MemoryId:
@@ -190,11 +204,24 @@ class SourceRow(BaseModel):
     mtime: float
 
 
+class SupersedeLink(BaseModel):
+    """Memory `old` was superseded by memory `new` at `at` (epoch seconds): search, recall,
+    neighbors and graph_scope leave `old` out while `new` exists."""
+
+    model_config = ConfigDict(frozen=True)
+
+    old: MemoryId
+    new: MemoryId
+    at: float
+
+
 class WriteBatch(BaseModel):
     """Everything one acknowledged write changes; journaled whole before it is applied.
 
     Records of a source in `set_sources` or `drop_sources` that are not among `upserts` are
-    deleted: the writer adds their ids to `delete_ids` before journaling.
+    deleted: the writer adds their ids to `delete_ids` before journaling. Deleting a record
+    drops the supersede links it is part of (so deleting the newer memory brings the older
+    one back); `supersede` adds links, in the same transaction as the upserts.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -205,3 +232,4 @@ class WriteBatch(BaseModel):
     drop_sources: tuple[tuple[str, str], ...] = ()
     add_facts: tuple[Fact, ...] = ()
     end_facts: tuple[tuple[str, float], ...] = ()
+    supersede: tuple[SupersedeLink, ...] = ()

@@ -1,5 +1,8 @@
 """The workspace SQLite file's tables, how a record maps to a row, and the migrations that
-bring a store written by an older version to this schema (the writer runs them on open)."""
+bring a store written by an older version to this schema (the writer runs them on open).
+
+A store older than supersede links and memory keys gains both tables on open (SCHEMA makes
+what is missing) and its memories their keys (`_key_memories`)."""
 
 from __future__ import annotations
 
@@ -9,13 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from imprint.store.context import TEXT_FORMAT
-from imprint.store.records import Filters, Record
+from imprint.store.records import Filters, Record, text_key
 
 __all__ = [
     "COLUMNS",
     "SCHEMA",
     "SELECT",
     "filter_clause",
+    "memory_key_rows",
     "prepare",
     "record_to_row",
     "row_to_record",
@@ -82,6 +86,18 @@ CREATE TABLE IF NOT EXISTS facts (
     source TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS facts_by_subject ON facts(subject, predicate);
+CREATE TABLE IF NOT EXISTS supersedes (
+    old_id TEXT PRIMARY KEY,
+    new_id TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS supersedes_by_new ON supersedes(new_id);
+CREATE TABLE IF NOT EXISTS memory_keys (
+    id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    text_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_keys_by_key ON memory_keys(project, text_key);
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     payload TEXT NOT NULL,
@@ -133,6 +149,11 @@ def record_to_row(rec: Record) -> tuple[Any, ...]:
     return tuple(data[c] for c in COLUMNS)
 
 
+def memory_key_rows(records: Sequence[Record]) -> list[tuple[str, str, str]]:
+    """The `memory_keys` rows of these records' memories: (id, project, text_key)."""
+    return [(r.id, r.project, text_key(r.content)) for r in records if r.source_type == "memory"]
+
+
 def filter_clause(filters: Filters, alias: str = "r") -> tuple[str, list[Any]]:
     """The filters as SQL conditions on the records table (joined by AND), and their values."""
     pairs = filters.pairs()
@@ -157,7 +178,24 @@ def prepare(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)", ("text_format", str(TEXT_FORMAT))
             )
+    _key_memories(conn)
     conn.commit()
+
+
+def _key_memories(conn: sqlite3.Connection) -> None:
+    """Give the memories of a store older than `memory_keys` their keys (what near-duplicate
+    stores are found by). The flag is set in the same transaction, so a crash leaves it to
+    the next open."""
+    done = conn.execute("SELECT value FROM meta WHERE key = 'memory_keys'").fetchone()
+    if done is not None:
+        return
+    with conn:
+        rows = conn.execute(f"{SELECT} WHERE r.source_type = 'memory'").fetchall()
+        conn.executemany(
+            "INSERT OR REPLACE INTO memory_keys VALUES (?, ?, ?)",
+            memory_key_rows([row_to_record(row) for row in rows]),
+        )
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('memory_keys', '1')")
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from imprint.store import lexical
-from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow
+from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow, SupersedeLink
 from imprint.store.schema import SELECT, filter_clause, row_to_record
 from imprint.types import MemoryId
 
@@ -91,6 +91,31 @@ class SqliteReader:
                 rec = row_to_record(row)
                 out[rec.id] = rec
         return out
+
+    def supersede_links(self, ids: Iterable[str]) -> list[SupersedeLink]:
+        """The supersede links these records are part of, as the older or the newer memory,
+        oldest link first."""
+        wanted = list(dict.fromkeys(ids))
+        out: dict[tuple[str, str], SupersedeLink] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                "SELECT old_id, new_id, at FROM supersedes "
+                f"WHERE old_id IN ({marks}) OR new_id IN ({marks})",
+                part + part,
+            )
+            for old, new, at in rows:
+                out[(old, new)] = SupersedeLink(old=old, new=new, at=at)
+        return sorted(out.values(), key=lambda link: (link.at, link.old))
+
+    def same_text(self, project: str, key: str) -> MemoryId | None:
+        """The memory of this project whose text has this key (`records.text_key`), if any."""
+        row = self.conn.execute(
+            "SELECT id FROM memory_keys WHERE project = ? AND text_key = ? ORDER BY id LIMIT 1",
+            (project, key),
+        ).fetchone()
+        return None if row is None else MemoryId(row[0])
 
     def facts(self, subject: str, predicate: str, include_ended: bool, limit: int) -> list[Fact]:
         clauses, params = [], []

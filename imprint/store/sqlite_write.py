@@ -10,7 +10,7 @@ from pathlib import Path
 from imprint._fs import private_file
 from imprint.errors import StoreError, damaged_sqlite
 from imprint.store.records import WriteBatch
-from imprint.store.schema import COLUMNS, prepare, record_to_row
+from imprint.store.schema import COLUMNS, memory_key_rows, prepare, record_to_row
 from imprint.store.sqlite_read import SqliteReader
 
 __all__ = ["MERGE_PAGES", "SqliteWriter"]
@@ -114,6 +114,16 @@ class SqliteWriter(SqliteReader):
                 part = drop[start : start + 500]
                 marks = ",".join("?" * len(part))
                 self.conn.execute(f"DELETE FROM records WHERE id IN ({marks})", part)
+                self.conn.execute(f"DELETE FROM memory_keys WHERE id IN ({marks})", part)
+            # Only a deleted record loses its links: an upsert rewrites a record in place.
+            gone = list(batch.delete_ids)
+            for start in range(0, len(gone), 500):
+                part = gone[start : start + 500]
+                marks = ",".join("?" * len(part))
+                self.conn.execute(
+                    f"DELETE FROM supersedes WHERE old_id IN ({marks}) OR new_id IN ({marks})",
+                    part + part,
+                )
             self.conn.executemany(
                 f"INSERT INTO records({', '.join(COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(COLUMNS))})",
@@ -150,6 +160,14 @@ class SqliteWriter(SqliteReader):
             self.conn.executemany(
                 "UPDATE facts SET ended = ? WHERE id = ? AND ended IS NULL",
                 [(ended, fid) for fid, ended in batch.end_facts],
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO memory_keys VALUES (?, ?, ?)",
+                memory_key_rows(batch.upserts),
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO supersedes VALUES (?, ?, ?)",
+                [(link.old, link.new, link.at) for link in batch.supersede],
             )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))

@@ -11,6 +11,7 @@ from pydantic import Field
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import escape_field
 from imprint.reads.memory import GetMemoryArgs, MemoryRow, memory_row
+from imprint.reads.search import day
 from imprint.tools._app import READ, App, read_tool, tool
 from imprint.types import WorkspaceName
 
@@ -28,6 +29,13 @@ def format_memory(row: MemoryRow) -> str:
         f"tags: lang={r.lang or '-'} layer={r.layer or '-'} kind={r.kind or '-'} "
         f"domains={','.join(r.domains) or '-'} topics={','.join(r.topics) or '-'}",
         f"created: {when} UTC",
+    ]
+    if row.superseded_by is not None:
+        on = day(row.superseded_by.at)
+        header.append(f"superseded by {row.superseded_by.new} on {on}")
+    if row.supersedes:
+        header.append("supersedes: " + ", ".join(link.old for link in row.supersedes))
+    header += [
         "path_context: " + " ".join(f"{k}={v}" for k, v in row.path_context.items()),
     ]
     return "\n".join([*map(escape_field, header), "", r.content])
@@ -39,8 +47,8 @@ def register(server: MCPServer, app: App) -> None:
         id: Annotated[str, Field(description="a record id")],
         workspace: str = "",
     ) -> str:
-        """One whole record: content, project, source#chunk, type, tags, and path_context
-        (server cwd; whether the source file exists here). For when an excerpt is not enough."""
+        """One whole record: content, project, source#chunk, type, tags, supersede links,
+        and path_context (server cwd; whether the source file exists here)."""
 
         def here(reads: Reads, ws: WorkspaceName, args: GetMemoryArgs) -> MemoryRow:
             return memory_row(reads, ws, args, app.cwd)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.layout import one_line
+from imprint.reads.layout import one_line, superseded_note
 from imprint.reads.search import (
     HINT,
     Mode,
@@ -39,14 +39,27 @@ def register(server: MCPServer, app: App) -> None:
         max_chars: Annotated[
             int | None, Field(description="1200-12000; default 4000 (search.max_chars)")
         ] = None,
+        since: Annotated[str, Field(description="only since YYYY-MM-DD")] = "",
+        include_superseded: Annotated[
+            bool, Field(description="show superseded; default false")
+        ] = False,
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
         Hybrid = vector + BM25. Returns numbered blocks, each
-        `[n] id | project | source#chunk | type | score` + excerpt, within max_chars; a last
-        line counts hidden results. Read more: get_memory(id), file_chunks(source)."""
+        `[n] id | project | source#chunk | type | score` (memories: date before score) +
+        excerpt, within max_chars; a last line counts hidden results. Read more:
+        get_memory(id), file_chunks(source)."""
         args = SearchArgs(
-            query=query, project=project, type=type, lang=lang, layer=layer, limit=limit, mode=mode
+            query=query,
+            project=project,
+            type=type,
+            lang=lang,
+            layer=layer,
+            limit=limit,
+            mode=mode,
+            include_superseded=include_superseded,
+            since=since,
         )
         rows = await run_tool(run_search, app.reads, args, workspace)
         budget = search_budget(app.runtime.config.search, max_chars)
@@ -64,10 +77,12 @@ def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
     parts = [head]
     used = len(head)
     shown = 0
+    note = superseded_note(rows.superseded)
     for i, hit in enumerate(rows.hits, start=1):
-        block = f"[{i}] {meta_line(hit.record, hit.score)}\n{hit.record.content.strip()}"
+        meta = meta_line(hit.record, hit.score, hit.superseded_by)
+        block = f"[{i}] {meta}\n{hit.record.content.strip()}"
         footer = len(rows.hits) - i
-        reserve = 120 if footer else 0
+        reserve = (120 if footer else 0) + (len(note) + 4 if note else 0)
         if used + 2 + len(block) + reserve > max_chars:
             break
         parts.append(block)
@@ -77,5 +92,8 @@ def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
         return format_search(rows, max_chars)
     hidden = len(rows.hits) - shown
     if hidden:
-        parts.append(f"({hidden} more results hidden by max_chars={max_chars}; {HINT})")
+        also = f"; {note}" if note else ""
+        parts.append(f"({hidden} more results hidden by max_chars={max_chars}; {HINT}{also})")
+    elif note:
+        parts.append(f"({note})")
     return "\n\n".join(parts)[:max_chars]

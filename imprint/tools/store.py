@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.tools._app import WRITE, App, run_tool, tool
-from imprint.writes.memories import store_memory
+from imprint.writes.memories import remember
 
 __all__ = ["register"]
 
@@ -27,11 +27,15 @@ def register(server: MCPServer, app: App) -> None:
         ] = "note",
         domains: Annotated[list[str] | None, Field(description="broad areas, <=10")] = None,
         topics: Annotated[list[str] | None, Field(description="specific topics, <=10")] = None,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(description="ids of memories this replaces; search hides them"),
+        ] = None,
         workspace: str = "",
     ) -> str:
         """Remember for later sessions a decision and why, a finding, a bug and its fix, a
-        preference. Returns the id; the same content in the same project changes nothing."""
-        rid = await run_tool(
-            store_memory, app.writes, content, project, type, domains, topics, workspace
+        preference. Returns the id; the same text in the same project is stored once."""
+        stored = await run_tool(
+            remember, app.writes, content, project, type, domains, topics, workspace, supersedes
         )
-        return f"stored {rid}"
+        return stored.line()

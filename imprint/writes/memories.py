@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from imprint.actors.read_messages import FetchRecords, SourceChunks
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
@@ -10,19 +15,46 @@ from imprint.reads.memory import check_id
 from imprint.store.records import (
     RECORD_TYPES,
     Record,
+    SupersedeLink,
     WriteBatch,
     check_project,
     check_tag,
     content_sha,
     make_id,
+    text_key,
 )
 from imprint.tagging import model_tags
-from imprint.types import MemoryId
+from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.gateway import Writes
 
-__all__ = ["MAX_MEMORY_CHARS", "delete_records", "store_memory"]
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "MAX_SUPERSEDES",
+    "Stored",
+    "delete_records",
+    "remember",
+    "store_memory",
+]
 
 MAX_MEMORY_CHARS = 8_000
+MAX_SUPERSEDES = 20
+
+
+class Stored(BaseModel):
+    """What a store did: the memory's id, whether a memory of the same text was already
+    there (then nothing new was written but the links), and the memories it supersedes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: MemoryId
+    existed: bool = False
+    supersedes: tuple[MemoryId, ...] = ()
+
+    def line(self) -> str:
+        """The store tool's answer: `stored ID` or `already stored as ID`, and what it
+        supersedes."""
+        head = f"already stored as {self.id}" if self.existed else f"stored {self.id}"
+        return head + (f"; supersedes {', '.join(self.supersedes)}" if self.supersedes else "")
 
 
 def _words(values: list[str], argument: str) -> tuple[str, ...]:
@@ -37,7 +69,33 @@ def _words(values: list[str], argument: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def store_memory(
+def _superseded(
+    writes: Writes, ws: WorkspaceName, ids: list[str], deadline: Deadline
+) -> tuple[MemoryId, ...]:
+    """The ids a store supersedes, checked: each a memory of this workspace; else InputError."""
+    if not isinstance(ids, list) or len(ids) > MAX_SUPERSEDES:
+        raise InputError(f"supersedes: a list of at most {MAX_SUPERSEDES} memory ids")
+    wanted = tuple(dict.fromkeys(check_id(i, "supersedes") for i in ids))
+    if not wanted:
+        return ()
+    found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=wanted)), "store")
+    for rid in wanted:
+        if rid not in found:
+            raise InputError(f"supersedes: no memory {rid!r} in workspace {ws!r}")
+        if found[rid].source_type != "memory":
+            raise InputError(
+                f"supersedes: {rid!r} is a chunk of {found[rid].source!r}, not a memory; "
+                "only stored memories can be superseded"
+            )
+    return wanted
+
+
+def store_memory(writes: Writes, content: str, *args: Any, **kwargs: Any) -> MemoryId:
+    """`remember` (the same arguments), answering only the memory's id."""
+    return remember(writes, content, *args, **kwargs).id
+
+
+def remember(
     writes: Writes,
     content: str,
     project: str = "",
@@ -45,8 +103,14 @@ def store_memory(
     domains: list[str] | None = None,
     topics: list[str] | None = None,
     workspace: str = "",
-) -> MemoryId:
-    """Store one memory; the same content in the same project is stored once."""
+    supersedes: list[str] | None = None,
+) -> Stored:
+    """Store one memory, superseding the memories `supersedes` names in the same write.
+
+    The same text in the same project is stored once: the same bytes give the same id, and
+    text that differs only in case, Unicode form, whitespace or punctuation
+    (`records.text_key`) finds the memory stored first; nothing new is written then but the
+    supersede links. Nothing is written when any argument is refused."""
     text = content.strip() if isinstance(content, str) else ""
     if not text:
         raise InputError("content: must be non-empty text")
@@ -58,13 +122,28 @@ def store_memory(
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
     check_project(project)
-    rid = make_id("memory", project, content_sha(text))
-    ws = writes.open(workspace, create=True)
-    existing = Deadline(30).wait(writes.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "store")
-    if rid in existing:
-        return rid
     given_domains = _words(domains or [], "domains")
     given_topics = _words(topics or [], "topics")
+    rid = make_id("memory", project, content_sha(text))
+    ws = writes.open(workspace, create=True)
+    deadline = Deadline(30)
+    old = _superseded(writes, ws, supersedes or [], deadline)
+    existing = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "store")
+    same = rid if rid in existing else None
+    if same is None:
+        same = deadline.wait(
+            writes.reads.ask(SameText(workspace=ws, project=project, key=text_key(text))),
+            "store",
+        )
+    target = same or rid
+    if target in old:
+        raise InputError(f"supersedes: {target!r} is this memory itself")
+    now = time.time()
+    links = tuple(SupersedeLink(old=o, new=target, at=now) for o in old)
+    if same is not None:
+        if links:
+            writes.write(ws, WriteBatch(supersede=links))
+        return Stored(id=same, existed=True, supersedes=old)
     rules = rule_tags("memory.txt", text)
     model = model_tags(writes.runtime, text)
     record = Record(
@@ -80,11 +159,12 @@ def store_memory(
         kind="memory",
         domains=given_domains or (model.domains if model else ()),
         topics=given_topics or (model.topics if model else tuple(rules["topics"])),  # type: ignore[arg-type]
+        created_at=now,
         content_sha=content_sha(text),
         tagged_by="model" if model is not None else "rules",
     )
-    writes.write(ws, WriteBatch(upserts=(record,)))
-    return record.id
+    writes.write(ws, WriteBatch(upserts=(record,), supersede=links))
+    return Stored(id=record.id, supersedes=old)
 
 
 def delete_records(

@@ -47,6 +47,7 @@ def routes(site: Site) -> list[Route]:
             ("source on this computer", row.path_context.get("path", "not found here")),
         ]
         whole_source = not (r.source_type == "memory" or r.chunk_count <= 1)
+        newer, older = rows.supersede_chain(site.reads, site.reads.open(ws), r.id)
         return site.page(
             request,
             "memory.html",
@@ -56,6 +57,8 @@ def routes(site: Site) -> list[Route]:
             ws=ws,
             info=info,
             whole_source=whole_source,
+            newer=newer,
+            older=older,
         )
 
     def delete_confirm(request: Request) -> Response:

@@ -1,0 +1,185 @@
+"""Memories that stay true, through the MCP tools: supersede chains, near-duplicate stores,
+dated block headers and search's `since`."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+
+from imprint.store.records import Record, WriteBatch, text_key
+from imprint.store.sqlite_write import SqliteWriter
+from tests import test_tools
+from tests.test_tools import Session
+
+OLD = "Decision: the job queue runs on PostgreSQL with SKIP LOCKED polling."
+MID = "Decision: the job queue moved to Redis streams; PostgreSQL polling was too slow."
+NEW = "Decision: the job queue moved to NATS JetStream; Redis streams lost messages."
+QUERY = "what does the job queue run on"
+TODAY = time.strftime("%Y-%m-%d", time.gmtime())
+
+session = test_tools.session  # the in-memory MCP session over a fresh runtime
+
+
+def _stored(text: str) -> str:
+    found = re.match(r"stored ([0-9a-f]{16})", text)
+    assert found, text
+    return found[1]
+
+
+def _ids(text: str) -> list[str]:
+    return re.findall(r"^\[\d+\] ([0-9a-f]{16}) \|", text, re.M)
+
+
+def _chain(session: Session) -> tuple[str, str, str]:
+    a = _stored(session.ok("store", content=OLD, project="jobs", type="decision"))
+    said = session.ok("store", content=MID, project="jobs", type="decision", supersedes=[a])
+    b = _stored(said)
+    assert said == f"stored {b}; supersedes {a}"
+    c = _stored(session.ok("store", content=NEW, project="jobs", supersedes=[b]))
+    return a, b, c
+
+
+def test_a_chain_of_three_shows_the_newest_and_deleting_it_brings_back_the_previous(
+    session: Session,
+) -> None:
+    """A supersedes chain A <- B <- C: search (every mode) and recall show C only and count
+    the superseded ones on the hidden-results line; include_superseded shows all three,
+    marked; deleting C brings B back (A stays superseded)."""
+    a, b, c = _chain(session)
+    for mode in ("hybrid", "semantic", "lexical"):
+        text = session.ok("search", query="job queue PostgreSQL Redis", project="jobs", mode=mode)
+        assert _ids(text) == [c], (mode, text)
+        assert "(2 superseded results hidden; include_superseded=true shows them)" in text, mode
+    shown = session.ok("search", query=QUERY, project="jobs", include_superseded=True)
+    assert sorted(_ids(shown)) == sorted([a, b, c])
+    assert f"| superseded by {b} |" in shown and f"| superseded by {c} |" in shown
+    assert "superseded results hidden" not in shown
+    recalled = session.ok("recall", question=QUERY, plan=None, condense=False)
+    assert c in recalled and a not in recalled and b not in recalled
+    assert session.ok("delete", id=c) == f"deleted {c}"
+    after = session.ok("search", query="job queue PostgreSQL Redis", project="jobs")
+    assert _ids(after) == [b] and "(1 superseded result hidden;" in after
+    assert "superseded by" not in session.ok("get_memory", id=b)
+
+
+def test_get_memory_names_what_supersedes_it_and_what_it_supersedes(session: Session) -> None:
+    """get_memory of a superseded memory keeps its text and says `superseded by NEW on
+    DATE`; the newer memory lists what it superseded."""
+    a, b, c = _chain(session)
+    old = session.ok("get_memory", id=a)
+    assert OLD in old and f"superseded by {b} on {TODAY}" in old.splitlines()
+    middle = session.ok("get_memory", id=b)
+    assert f"superseded by {c} on {TODAY}" in middle and f"supersedes: {a}" in middle
+    newest = session.ok("get_memory", id=c)
+    assert f"supersedes: {b}" in newest.splitlines() and "superseded by" not in newest
+
+
+def test_superseded_memories_leave_neighbors_and_graph_scope(session: Session) -> None:
+    """neighbors and graph_scope's topic listing leave a superseded memory out."""
+    a = _stored(session.ok("store", content=OLD, project="jobs", topics=["queue"]))
+    b = _stored(session.ok("store", content=MID, project="jobs", topics=["queue"]))
+    near = session.ok("neighbors", id=b, k=5)
+    assert a in near
+    c = _stored(session.ok("store", content=NEW, project="jobs", topics=["queue"], supersedes=[a]))
+    near = session.ok("neighbors", id=b, k=5)
+    assert a not in near and c in near
+    topic = session.ok("graph_scope", scope="topic:queue")
+    assert f"chunk:{b}" in topic and f"chunk:{c}" in topic and f"chunk:{a}" not in topic
+
+
+def test_supersedes_refuses_unknown_ids_and_file_chunks_writing_nothing(
+    session: Session,
+) -> None:
+    """supersedes naming no memory of the workspace, or a file chunk, is a one-line error
+    naming the argument, and the new memory is not stored."""
+    session.ok("ingest_path", path="proj", project="proj")
+    chunk = _ids(session.ok("search", query="espresso", project="proj"))[0]
+    missing = session.error("store", content=OLD, supersedes=["0123456789abcdef"])
+    assert missing.startswith("supersedes: no memory '0123456789abcdef'")
+    assert session.error("store", content=OLD, supersedes=[chunk]).startswith(
+        f"supersedes: {chunk!r} is a chunk of"
+    )
+    assert session.error("store", content=OLD, supersedes=["no way"]).startswith("supersedes:")
+    assert "no results" in session.ok("search", query="SKIP LOCKED polling", mode="lexical")
+    a = _stored(session.ok("store", content=OLD))
+    other = session.ok("store", content=MID, workspace="other")
+    assert other.startswith("stored ")
+    refused = session.error("store", content=NEW, workspace="other", supersedes=[a])
+    assert refused.startswith(f"supersedes: no memory '{a}' in workspace 'other'")
+
+
+def test_a_near_duplicate_store_returns_the_first_id(session: Session) -> None:
+    """Text equal after NFKC, case folding and collapsed whitespace and punctuation is
+    stored once per project: the second store says `already stored as` the first id; in
+    another project it is a memory of its own."""
+    first = _stored(session.ok("store", content="Use ruff for linting; black is no longer needed."))
+    again = session.ok("store", content="  use Ruff for linting;  Black is no longer needed ")
+    assert again == f"already stored as {first}"
+    assert session.ok("store", content="Use ruff for linting; black is no longer needed.") == (
+        f"already stored as {first}"
+    )
+    assert session.ok("store", content="Ｕｓｅ ruff for linting — black is no longer needed!") == (
+        f"already stored as {first}"
+    )
+    elsewhere = _stored(
+        session.ok("store", content="use ruff for linting, black is no longer needed", project="p")
+    )
+    assert elsewhere != first
+    found = session.ok("search", query="ruff linting black", mode="lexical")
+    assert _ids(found).count(first) == 1 and len(_ids(found)) == 2
+    older = _stored(session.ok("store", content="Use flake8 and black for linting."))
+    linked = session.ok(
+        "store", content="use ruff for linting. black is no longer needed", supersedes=[older]
+    )
+    assert linked == f"already stored as {first}; supersedes {older}"
+    assert older not in _ids(session.ok("search", query="linting black flake8 ruff"))
+
+
+def test_memory_blocks_show_their_date_and_since_keeps_newer_records(session: Session) -> None:
+    """A memory's block header carries its date (YYYY-MM-DD, UTC), a file chunk's does not;
+    `since` keeps records stored on or after that date; a date that is not ISO is a
+    one-line error naming `since`."""
+    session.ok("ingest_path", path="proj", project="proj")
+    rid = _stored(session.ok("store", content="The espresso grinder is set to 14.", project="proj"))
+    text = session.ok("search", query="espresso grinder", project="proj")
+    assert f"[1] {rid} | proj | (inline) | note | {TODAY} | " in text
+    assert re.search(r"\| docs/espresso\.md#0 \| \w+ \| 0\.\d{4}$", text, re.M), text
+    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400))
+    yesterday = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 86400))
+    assert "no results" in session.ok("search", query="espresso grinder", since=tomorrow)
+    assert rid in _ids(session.ok("search", query="espresso grinder", since=yesterday))
+    assert session.error("search", query="espresso", since="last week").startswith(
+        "since: 'last week' is not an ISO date"
+    )
+
+
+def test_recall_fact_blocks_show_their_date(session: Session) -> None:
+    """A fact's evidence block in recall carries the fact's date in its header."""
+    session.ok("kg_edit", action="add", subject="queue", predicate="runs_on", object="nats")
+    plan = '[{"tool": "kg_query", "args": {"subject": "queue"}}]'
+    recalled = session.ok("recall", question="queue?", plan=plan, condense=False)
+    assert re.search(rf"^\[1\] fact:\w+ \| - \| fact \| {TODAY}$", recalled, re.M), recalled
+
+
+def test_an_older_store_gains_memory_keys_and_supersede_links_on_open(tmp_path: Path) -> None:
+    """A store written before memory keys and supersede links gets both tables on open and
+    its memories their keys, so a near-duplicate of an old memory is found."""
+    path = tmp_path / "store.sqlite3"
+    writer = SqliteWriter(path)
+    old = Record(id="00000000000000aa", content="Keep the Queue small.", source_type="memory")
+    writer.apply(WriteBatch(upserts=(old,)), None)
+    writer.close()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE memory_keys")
+        conn.execute("DROP TABLE supersedes")
+        conn.execute("DELETE FROM meta WHERE key = 'memory_keys'")
+    conn.close()
+    reopened = SqliteWriter(path)
+    try:
+        assert reopened.same_text("", text_key("keep the queue small")) == old.id
+        assert reopened.supersede_links([old.id]) == []
+    finally:
+        reopened.close()
