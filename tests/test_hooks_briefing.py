@@ -107,6 +107,23 @@ def test_the_briefing_stays_within_its_budget_and_keeps_every_kind(rt: Runtime) 
     assert len(_brief(rt, "big", max_chars=2000)) <= 2000
 
 
+def test_a_superseded_decision_is_left_out_of_the_briefing(rt: Runtime) -> None:
+    """A decision superseded by a newer one no longer holds: the briefing shows the newer
+    one only."""
+    old = store_memory(
+        Writes(rt), "Decision: the queue polls PostgreSQL.", project="p", type="decision"
+    )
+    store_memory(
+        Writes(rt),
+        "Decision: the queue moved to Redis streams.",
+        project="p",
+        type="decision",
+        supersedes=[old],
+    )
+    text = _brief(rt, "p")
+    assert "Redis streams" in text and "PostgreSQL" not in text, text
+
+
 def test_nothing_when_the_project_has_nothing(rt: Runtime, tmp_path: Path) -> None:
     """A project with only plain notes, and a folder that maps to no project: empty."""
     _store(rt, "quiet", "note", "Only a note.")

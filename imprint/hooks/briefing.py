@@ -21,6 +21,7 @@ from imprint.actors.read_messages import (
     Newest,
     ProjectRoots,
     Projects,
+    SupersedeLinks,
     VectorQuery,
 )
 from imprint.hooks.settings import excluded_folder
@@ -140,9 +141,14 @@ def briefing_text(
     ]
     sessions = reads.ask(Newest(workspace=ws, project=project, kinds=(SUMMARY_KIND,), limit=2))
     facts = reads.ask(FactQuery(workspace=ws, subject=project, limit=5))
+    newest = [(heading, deadline.wait(pending, "briefing")) for heading, pending in asks]
+    # A memory superseded by a newer one no longer holds: left out, as search leaves it out.
+    ids = tuple(r.id for _, records in newest for r in records)
+    links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
+    superseded = {link.old for link in links} if ids else set()
     sections: list[tuple[str, list[_Entry]]] = [
-        (heading, [_record_entry(r) for r in deadline.wait(pending, "briefing")])
-        for heading, pending in asks
+        (heading, [_record_entry(r) for r in records if r.id not in superseded])
+        for heading, records in newest
     ]
     sections.append((_FACTS_HEADING, [_fact_entry(f) for f in deadline.wait(facts, "briefing")]))
     sections.append(
