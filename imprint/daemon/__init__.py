@@ -15,6 +15,7 @@ from imprint.daemon.client import (
     connect,
     daemon_alive,
     open_session,
+    poke_capture,
     stop_daemon,
 )
 from imprint.daemon.owner import Daemon, run_daemon
@@ -30,6 +31,7 @@ __all__ = [
     "daemon_alive",
     "open_session",
     "peer_uid",
+    "poke_capture",
     "run_daemon",
     "running_daemon",
     "socket_dir",

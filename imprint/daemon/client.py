@@ -40,6 +40,7 @@ __all__ = [
     "connect",
     "daemon_alive",
     "open_session",
+    "poke_capture",
     "stop_daemon",
 ]
 
@@ -146,6 +147,29 @@ def connect(data_dir: Path) -> socket.socket:
     raise StoreError(
         f"daemon: none answered for {data_dir} within {CONNECT_WAIT_SEC:g} s; see {log_file}"
     )
+
+
+def poke_capture(data_dir: Path) -> bool:
+    """Tell the data dir's daemon that captures are queued, or start one (it drains the
+    queue once it is up); never waits for either. True when a running daemon was told."""
+    sock = _try_paths(socket_paths(data_dir, running_daemon(data_dir)))
+    if sock is not None:
+        with contextlib.closing(sock), contextlib.suppress(OSError):
+            sock.settimeout(1.0)
+            sock.sendall(b'{"capture": {}}\n')  # no answer is read: nothing to wait for
+        return True
+    if running_daemon(data_dir) is not None:
+        return False  # one is binding its socket again, or starting: it drains at its start
+    from filelock import FileLock, Timeout
+
+    try:
+        # Whoever holds the lock is starting one already.
+        with FileLock(run_dir(data_dir) / "start.lock", thread_local=False, timeout=0, mode=0o600):
+            if running_daemon(data_dir) is None:
+                _spawn_daemon(data_dir)
+    except Timeout:
+        pass
+    return False
 
 
 def _pump(src: Any, dst: Any, on_eof: Any) -> None:

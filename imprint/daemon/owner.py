@@ -51,6 +51,7 @@ from imprint.server.handshake import load_handshake
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
+    from imprint.capture.worker import CaptureWorker
     from imprint.config import Config
 
 __all__ = ["Daemon", "run_daemon"]
@@ -116,6 +117,7 @@ class Daemon:
         self._dashboard = DashboardHost(
             self.wait_runtime, kind=kind, started_at=self.started_at, clients=lambda: self.sessions
         )
+        self.capture: CaptureWorker | None = None  # drains the hooks' capture queue
 
     @property
     def runtime(self) -> Runtime | None:
@@ -152,6 +154,10 @@ class Daemon:
             target=self._watch_socket, name="imprint-socket-watch", daemon=True
         ).start()
         self._warmup.start()
+        from imprint.capture.worker import CaptureWorker
+
+        # It waits for the runtime, then captures what hooks queued while none ran.
+        self.capture = CaptureWorker(self.data_dir, self.wait_runtime).start()
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
@@ -304,6 +310,10 @@ class Daemon:
                     conn.makefile("w", encoding="utf-8", newline="\n"),
                 )
                 return
+            if isinstance(hello.get("capture"), dict):
+                if self.capture is not None:
+                    self.capture.poke()  # a hook queued a capture; it reads no answer
+                return
             if isinstance(hello.get("status"), dict):
                 conn.sendall(answer_status(hello["status"], self.wait_runtime).encode())
                 return
@@ -387,6 +397,8 @@ class Daemon:
         try:
             self._warmup.join()
             self._dashboard.stop()
+            if self.capture is not None:
+                self.capture.stop()  # before the writers it writes through
             if self.runtime is not None:
                 self.runtime.stop()
         finally:

@@ -1,0 +1,114 @@
+"""The durable capture queue: `<data dir>/capture/queue.jsonl`, one event a line.
+
+A hook appends (`enqueue`: a locked, fsynced append to a 0600 file, the standard library
+only, well under a millisecond); the daemon takes the whole file at once (`take`: renamed
+under the same lock to `taken-<ns>.jsonl`, so appends go on to a fresh file) and deletes
+what it took only once every event in it is captured (`done`). A daemon killed mid-capture
+leaves the taken file, and the next one takes it again first: nothing handed over is lost,
+and capturing from a session's saved offset with stable record ids captures nothing twice.
+
+An event holds only where to read (client, session id, transcript path, cwd, the hook's
+name), never conversation text: nothing here needs redacting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from imprint._fs import private_dir
+
+__all__ = ["EVENT_KEYS", "Taken", "capture_dir", "done", "enqueue", "take"]
+
+# What an event keeps of a hook's input (the rest, a prompt or a message, is not needed).
+EVENT_KEYS = ("client", "session_id", "transcript_path", "cwd", "hook_event_name", "attempts")
+MAX_LINE_BYTES = 16 * 1024
+
+
+def capture_dir(data_dir: Path) -> Path:
+    return private_dir(data_dir / "capture")
+
+
+def _queue_file(data_dir: Path) -> Path:
+    return capture_dir(data_dir) / "queue.jsonl"
+
+
+def enqueue(data_dir: Path, event: dict[str, Any]) -> None:
+    """Append the event (its EVENT_KEYS, as strings) durably: written, fsynced, then
+    returned. Raises OSError where the disk refuses it."""
+    kept = {k: str(event[k]) for k in EVENT_KEYS if isinstance(event.get(k), str | int)}
+    kept["queued_at"] = repr(time.time())
+    line = (json.dumps(kept, ensure_ascii=True) + "\n").encode()
+    if len(line) > MAX_LINE_BYTES:
+        raise OSError("capture event too long")
+    path = _queue_file(data_dir)
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # `take` renames the file under this lock: one opened before that is the taken
+            # file now, so append to the new one instead.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                fresh = os.fstat(fd).st_size == 0
+                os.write(fd, line)
+                os.fsync(fd)
+                if fresh:
+                    _sync_dir(path.parent)  # the new file's name, too, survives a crash
+                return
+        finally:
+            os.close(fd)
+
+
+class Taken:
+    """Events taken from the queue, in order, and the files they came from."""
+
+    def __init__(self, events: list[dict[str, str]], files: list[Path]) -> None:
+        self.events = events
+        self.files = files
+
+
+def take(data_dir: Path) -> Taken:
+    """Every queued event: first those a killed daemon had taken, then the queue's own."""
+    folder = capture_dir(data_dir)
+    path = _queue_file(data_dir)
+    if path.exists() and path.stat().st_size:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(path, folder / f"taken-{time.time_ns()}.jsonl")
+        finally:
+            os.close(fd)
+    files = sorted(folder.glob("taken-*.jsonl"))
+    events: list[dict[str, str]] = []
+    for file in files:
+        for raw in file.read_bytes().splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(raw)
+                if isinstance(event, dict):
+                    events.append({str(k): str(v) for k, v in event.items()})
+    return Taken(events, files)
+
+
+def done(taken: Taken) -> None:
+    """Every event of `taken` is captured (or given up on): forget them."""
+    for file in taken.files:
+        file.unlink(missing_ok=True)
+    if taken.files:
+        _sync_dir(taken.files[0].parent)  # a taken file must not come back
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

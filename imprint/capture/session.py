@@ -1,0 +1,174 @@
+"""One capture: a session's new turns, redacted, written as the source `session:<id>`, and
+its summary memory replaced in place, through `imprint.writes` in one write.
+
+Idempotent: a turn's record id comes from the session id and the uuid of the turn's first
+transcript line, its chunk index from the state saved before it, and the summary's id from
+the session id; the offset a capture reached is saved only after its write is acknowledged.
+A capture that dies between the two is done again from the old offset and writes the same
+records over themselves.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from imprint._fs import atomic_write_text, private_dir
+from imprint.capture.queue import capture_dir
+from imprint.capture.summary import Notes, render_turn, summary_text
+from imprint.capture.transcript import ToolCall, Turn, read_new
+from imprint.errors import InputError
+from imprint.redact import redact
+from imprint.store.records import (
+    Record,
+    WriteBatch,
+    content_sha,
+    make_id,
+    project_from_folder,
+)
+from imprint.writes.gateway import Writes
+
+__all__ = ["SessionState", "capture_event", "load_state", "session_project"]
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+PIECE_CHARS = 4_000  # a turn longer than this is stored in pieces
+
+
+class SessionState(BaseModel):
+    """How far a session is captured; `<data dir>/capture/sessions/<id>.json`."""
+
+    session_id: str
+    client: str = "claude-code"
+    transcript: str = ""
+    project: str = ""
+    offset: int = 0
+    chunks: int = 0
+    notes: Notes = Notes()
+    captured_at: float = 0.0
+
+
+def _state_file(data_dir: Path, session_id: str) -> Path:
+    return private_dir(capture_dir(data_dir) / "sessions") / f"{session_id}.json"
+
+
+def load_state(data_dir: Path, session_id: str) -> SessionState | None:
+    path = _state_file(data_dir, session_id)
+    if not path.exists():
+        return None
+    return SessionState.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def session_project(cwd: str) -> str:
+    """The project a session's folder maps to: its name, as a folder's ingest names it."""
+    return project_from_folder(Path(cwd).name) if cwd else ""
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v) for v in value]
+    return value
+
+
+def _redacted(turn: Turn) -> Turn:
+    return Turn(
+        key=turn.key,
+        prompt=redact(turn.prompt),
+        texts=[redact(t) for t in turn.texts],
+        tools=[
+            ToolCall(
+                name=call.name,
+                input=_redact_value(call.input),
+                output=redact(call.output),
+                is_error=call.is_error,
+            )
+            for call in turn.tools
+        ],
+    )
+
+
+def _pieces(text: str) -> list[str]:
+    pieces: list[str] = []
+    current = ""
+    for line in text.splitlines(keepends=True):
+        while len(line) > PIECE_CHARS:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(line[:PIECE_CHARS])
+            line = line[PIECE_CHARS:]
+        if len(current) + len(line) > PIECE_CHARS:
+            pieces.append(current)
+            current = ""
+        current += line
+    if current.strip():
+        pieces.append(current)
+    return pieces
+
+
+def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
+    """Capture what the event's transcript holds past the session's saved offset; how many
+    turns were written. InputError for an event that names no readable transcript."""
+    sid = event.get("session_id", "")
+    if not _SESSION_ID.match(sid):
+        raise InputError(f"capture: {sid!r} is not a session id")
+    path = Path(event.get("transcript_path", "")).expanduser()
+    if not path.is_absolute() or not path.is_file():
+        raise InputError(f"capture: session {sid}: no transcript at {str(path)!r}")
+    state = load_state(data_dir, sid) or SessionState(
+        session_id=sid,
+        client=event.get("client", "claude-code"),
+        transcript=str(path),
+        project=session_project(event.get("cwd", "")),
+    )
+    batch = read_new(path, state.offset)
+    if batch.end == state.offset:
+        return 0
+    source = f"session:{sid}"
+    records: list[Record] = []
+    for turn in batch.turns:
+        clean = _redacted(turn)
+        state.notes.add(clean)
+        for piece_no, piece in enumerate(_pieces(render_turn(clean))):
+            records.append(
+                Record(
+                    id=make_id("session", sid, turn.key, piece_no),
+                    content=piece,
+                    project=state.project,
+                    source=source,
+                    source_type="content",
+                    chunk_index=state.chunks,
+                    chunk_count=state.chunks + 1,
+                    lang="text",
+                    kind="session",
+                    context=f"session {sid} | turn {state.notes.turns}",
+                    content_sha=content_sha(piece),
+                )
+            )
+            state.chunks += 1
+    summary = summary_text(sid, state.project, state.notes)
+    records.append(
+        Record(
+            id=make_id("session-summary", state.project, sid),
+            content=summary,
+            project=state.project,
+            source=source,
+            source_type="memory",
+            type="milestone",
+            kind="session-summary",
+            content_sha=content_sha(summary),
+        )
+    )
+    ws = writes.open("", create=True)
+    writes.write(ws, WriteBatch(upserts=tuple(records)))
+    state.offset = batch.end
+    state.captured_at = time.time()
+    atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())
+    return len(batch.turns)

@@ -1,0 +1,157 @@
+"""Reading a Claude Code transcript from where the last capture ended.
+
+`~/.claude/projects/<cwd-slug>/<session>.jsonl` holds one JSON object a line: `user` lines
+(a prompt, or the results of tool calls), `assistant` lines (text, thinking, tool calls), and
+lines that are not the conversation: `attachment` (every hook's stdout, Imprint's own
+briefing among them: never captured back), `system`, `summary`, `file-history-snapshot`,
+`queue-operation`, meta and compaction-summary messages. Only complete lines are read: a
+last line still being written is left for the next capture, whose offset starts at it.
+
+A turn is a prompt and everything up to the next prompt; a read that starts mid-turn (the
+previous capture ended there) gives a turn without a prompt. Tool outputs are trimmed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MAX_READ_BYTES", "Batch", "ToolCall", "Turn", "read_new"]
+
+MAX_READ_BYTES = 8 * 1024 * 1024  # one capture reads at most this; the next goes on
+TOOL_OUTPUT_CHARS = 600
+TOOL_INPUT_CHARS = 300
+TEXT_CHARS = 4_000
+# Text a client or a hook put into the conversation, not what the user typed.
+_INJECTED = re.compile(
+    r"<(system-reminder|user-prompt-submit-hook|session-start-hook|local-command-stdout|"
+    r"command-message|command-args)>.*?</\1>",
+    re.DOTALL,
+)
+_SKIPPED_TYPES = frozenset(
+    {"attachment", "system", "summary", "file-history-snapshot", "queue-operation"}
+)
+
+
+@dataclass
+class ToolCall:
+    name: str
+    input: dict[str, Any]
+    output: str = ""
+    is_error: bool = False
+
+
+@dataclass
+class Turn:
+    key: str  # the uuid (else the byte offset) of its first line: stable across re-reads
+    prompt: str = ""
+    texts: list[str] = field(default_factory=list)
+    tools: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    turns: list[Turn]
+    end: int  # the byte offset after the last complete line read
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip() + f" [... {len(text) - limit} more characters]"
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(b.get("text", "")) for b in _blocks(content) if b.get("type") == "text")
+
+
+def _user_text(text: str) -> str:
+    return _INJECTED.sub("", text).strip()
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.pending: dict[str, ToolCall] = {}
+
+    def _current(self, key: str) -> Turn:
+        if not self.turns:
+            self.turns.append(Turn(key=key))
+        return self.turns[-1]
+
+    def line(self, obj: dict[str, Any], key: str) -> None:
+        kind = obj.get("type")
+        if kind in _SKIPPED_TYPES or kind not in ("user", "assistant"):
+            return
+        if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isSidechain"):
+            return
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return
+        blocks = _blocks(message.get("content"))
+        if kind == "user":
+            results = [b for b in blocks if b.get("type") == "tool_result"]
+            for b in results:
+                call = self.pending.pop(str(b.get("tool_use_id", "")), None)
+                if call is not None:
+                    call.output = _clip(_result_text(b.get("content")), TOOL_OUTPUT_CHARS)
+                    call.is_error = bool(b.get("is_error"))
+            if results:
+                return
+            text = _user_text(
+                "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+            )
+            if text:
+                self.turns.append(Turn(key=key, prompt=_clip(text, TEXT_CHARS)))
+            return
+        turn = self._current(key)
+        for b in blocks:
+            if b.get("type") == "text" and str(b.get("text", "")).strip():
+                turn.texts.append(_clip(str(b["text"]), TEXT_CHARS))
+            elif b.get("type") == "tool_use":
+                raw = b.get("input")
+                call = ToolCall(
+                    name=str(b.get("name", "tool")), input=raw if isinstance(raw, dict) else {}
+                )
+                turn.tools.append(call)
+                self.pending[str(b.get("id", ""))] = call
+
+
+def read_new(path: Path, offset: int) -> Batch:
+    """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them).
+    A file shorter than `offset` (replaced, or cut) is read again from its start."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, 2)
+        if offset > size:
+            offset = 0
+        handle.seek(offset)
+        data = handle.read(MAX_READ_BYTES)
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        return Batch(turns=[], end=offset)
+    data = data[: cut + 1]
+    reader = _Reader()
+    at = offset
+    for raw in data.splitlines(keepends=True):
+        start, at = at, at + len(raw)
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue  # a damaged line: the rest of the transcript still counts
+        if isinstance(obj, dict):
+            reader.line(obj, str(obj.get("uuid") or f"offset-{start}"))
+    return Batch(turns=reader.turns, end=offset + len(data))
