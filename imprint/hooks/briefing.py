@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 # The kind of the session summary memories that capture keeps (one per session).
-SUMMARY_KIND = "session_summary"
+SUMMARY_KIND = "session-summary"
 PROMPT_MAX_CHARS = 600
 PROMPT_MAX_MEMORIES = 3
 # Cosine similarity a memory must reach to count as clearly relevant to a prompt.

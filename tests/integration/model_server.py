@@ -108,7 +108,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # the test reads the recorded requests, not a log
 
         def _reply(self, status: int, kind: str, payload: bytes) -> None:
