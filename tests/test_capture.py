@@ -189,3 +189,17 @@ def test_the_worker_thread_drains_when_poked_and_stops(tmp_path: Path, rt: Runti
     assert captured.wait(60)
     worker.stop()
     assert worker._thread is not None and not worker._thread.is_alive()
+
+
+def test_backfill_finds_each_kept_transcript_with_its_sessions_folder(tmp_path: Path) -> None:
+    """Every `~/.claude/projects/*/<id>.jsonl` becomes one event: its session id, its path,
+    and the cwd its lines name (the project the capture maps it to)."""
+    from imprint.capture.backfill import claude_code_events
+
+    home = tmp_path / "home"
+    t = Transcript(home / ".claude" / "projects" / "-w-demo" / "s-9.jsonl", "s-9", tmp_path / "w")
+    t.turn("hello", "hi")
+    (event,) = claude_code_events(home)
+    assert event["session_id"] == "s-9" and event["transcript_path"] == str(t.path)
+    assert event["cwd"] == str(tmp_path / "w")
+    assert list(claude_code_events(tmp_path / "nobody")) == []

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
 from imprint.capture.queue import capture_dir
 from imprint.capture.summary import Notes, render_turn, summary_text
@@ -43,11 +44,11 @@ class SessionState(BaseModel):
 
     session_id: str
     client: str = "claude-code"
+    notes: Notes = Notes()  # what the summary is made of, so far
     transcript: str = ""
     project: str = ""
-    offset: int = 0
-    chunks: int = 0
-    notes: Notes = Notes()
+    offset: int = 0  # the byte after the last line captured
+    chunks: int = 0  # records written: the next one's chunk index
     captured_at: float = 0.0
 
 
@@ -168,6 +169,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     )
     ws = writes.open("", create=True)
     writes.write(ws, WriteBatch(upserts=tuple(records)))
+    failpoint("capture.before_state")  # written, offset not saved: the replay case
     state.offset = batch.end
     state.captured_at = time.time()
     atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())

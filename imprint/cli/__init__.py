@@ -9,7 +9,7 @@ registered here, in the order `imprint --help` lists them.
 
 from __future__ import annotations
 
-from imprint.cli import hooks, processes, reads, settings, writes
+from imprint.cli import capture, hooks, processes, reads, settings, writes
 from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
@@ -27,6 +27,7 @@ for command in (
     hooks.hook,
 ):
     app.command()(command)
+app.command()(capture.capture)
 app.command(hidden=True)(processes.daemon)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)

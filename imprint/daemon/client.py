@@ -19,12 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from imprint._fs import private_file
+from imprint._fs import atomic_write_text, private_file
 from imprint.daemon.hello import CONNECT_WAIT_SEC, send_hello
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
     exited,
+    is_our_daemon,
+    proc_start,
     rotate_log,
     run_dir,
     running_daemon,
@@ -149,6 +151,16 @@ def connect(data_dir: Path) -> socket.socket:
     )
 
 
+def _spawned_alive(data_dir: Path) -> bool:
+    """Whether the daemon a poke started last still runs (it may not own the data dir yet)."""
+    try:
+        info = json.loads((run_dir(data_dir) / "spawned.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    pid = info.get("pid") if isinstance(info, dict) else None
+    return isinstance(pid, int) and is_our_daemon(pid, info.get("proc_start")) and not exited(pid)
+
+
 def poke_capture(data_dir: Path) -> bool:
     """Tell the data dir's daemon that captures are queued, or start one (it drains the
     queue once it is up); never waits for either. True when a running daemon was told."""
@@ -158,15 +170,22 @@ def poke_capture(data_dir: Path) -> bool:
             sock.settimeout(1.0)
             sock.sendall(b'{"capture": {}}\n')  # no answer is read: nothing to wait for
         return True
-    if running_daemon(data_dir) is not None:
+    if running_daemon(data_dir) is not None or _spawned_alive(data_dir):
         return False  # one is binding its socket again, or starting: it drains at its start
     from filelock import FileLock, Timeout
 
     try:
         # Whoever holds the lock is starting one already.
         with FileLock(run_dir(data_dir) / "start.lock", thread_local=False, timeout=0, mode=0o600):
-            if running_daemon(data_dir) is None:
-                _spawn_daemon(data_dir)
+            if running_daemon(data_dir) is None and not _spawned_alive(data_dir):
+                proc, _ = _spawn_daemon(data_dir)
+                # Until it writes its run file, this names it: the next hook's poke (a few
+                # ms later) finds it starting instead of starting another.
+                spawned = {"pid": proc.pid, "proc_start": proc_start(proc.pid)}
+                atomic_write_text(run_dir(data_dir) / "spawned.json", json.dumps(spawned))
+                # Reaped when it exits, should this process (a test, a long-lived caller)
+                # outlive it; a hook's process exits first and leaves it to init.
+                threading.Thread(target=proc.wait, name="imprint-spawned", daemon=True).start()
     except Timeout:
         pass
     return False

@@ -19,6 +19,7 @@ __all__ = [
     "STDERR_LOG_KEEP",
     "STDERR_LOG_MAX_BYTES",
     "exited",
+    "is_our_daemon",
     "proc_start",
     "rotate_log",
     "run_dir",
@@ -59,7 +60,7 @@ def exited(pid: int) -> bool:
     return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
 
 
-def _is_our_daemon(pid: int, started: object) -> bool:
+def is_our_daemon(pid: int, started: object) -> bool:
     """Whether `pid` is this user's imprint process, the one a run file described."""
     if pid <= 0 or pid == os.getpid():
         return False
@@ -87,7 +88,7 @@ def running_daemon(data_dir: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
-    return info if _is_our_daemon(info["pid"], info.get("proc_start")) else None
+    return info if is_our_daemon(info["pid"], info.get("proc_start")) else None
 
 
 def rotate_log(path: Path, max_bytes: int, keep: int, fd: int | None = None) -> bool:
