@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
