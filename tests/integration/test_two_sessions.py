@@ -10,7 +10,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pytest
 
 from tests.integration.conftest import daemon_pid, wait_gone
 from tests.integration.model_server import scripted_model, text, tool_use
-from tests.integration.node_clients import client, client_env
+from tests.integration.node_clients import client, client_env, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -39,33 +38,22 @@ def _secret() -> str:
     return f"sk-ant-api03-{body}AA"
 
 
-def _imprint(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "imprint.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _ok(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = run_client(args, cwd, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 
+def _imprint(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    return _ok([sys.executable, "-m", "imprint.cli", *args], cwd, env)
+
+
 def _claude(claude: str, prompt: str, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """One headless session; its result object."""
-    proc = subprocess.run(
-        [claude, "-p", prompt, "--output-format", "json", "--allowedTools", *ALLOWED],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    out = _ok(
+        [claude, "-p", prompt, "--output-format", "json", "--allowedTools", *ALLOWED], cwd, env
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
+    result: dict[str, Any] = json.loads(out)
     assert result["is_error"] is False, result
     return result
 
