@@ -122,17 +122,19 @@ def render_turn(turn: Turn) -> str:
 
 
 def summary_text(session_id: str, project: str, notes: Notes) -> str:
-    """The summary memory's content: one line per kind of note that has any."""
-    lines = [f"Session {session_id} in project {project or '-'}: {notes.turns} turns captured."]
+    """The summary memory's content: one line per kind of note that has any, what holds
+    beyond the session first (decisions, then errors and their fixes: a briefing clips a
+    summary to its first line or two), then what was asked, touched and run."""
+    lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
     sections = (
-        ("Asked", notes.asked),
-        ("Files touched", notes.files),
-        ("Commands run", notes.commands),
+        ("Decisions stated", notes.decisions),
         (
             "Errors and what followed",
             [*notes.errors, *([notes.open_error] if notes.open_error else [])],
         ),
-        ("Decisions stated", notes.decisions),
+        ("Asked", notes.asked),
+        ("Files touched", notes.files),
+        ("Commands run", notes.commands),
     )
     for title, items in sections:
         if items:

@@ -79,6 +79,10 @@ def status(
         with running(root, config, reindex=False) as runtime:
             row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
+    from imprint.hooks.report import client_hooks, hooks_lines
+
+    for line in hooks_lines(client_hooks(root)):
+        typer.echo(line)
     if not row.consistent:
         raise typer.Exit(1)
 

@@ -53,6 +53,9 @@ PROMPT_MAX_MEMORIES = 3
 # Cosine similarity a memory must reach to count as clearly relevant to a prompt.
 PROMPT_MIN_SCORE = 0.45
 ITEM_CHARS = 240
+# A session summary says most per line (its decisions, then errors and their fixes): up to
+# this much of it, within a third of the budget.
+SESSION_CHARS = 600
 # A line beyond its text: "- ", " (id <16 hex>, YYYY-MM-DD)", the newline, a heading.
 _ENTRY_OVERHEAD = 60
 # (heading, record types, record kinds, how many to read); facts and sessions follow.
@@ -165,14 +168,24 @@ def briefing_text(
     room = max_chars - len(head) - len(foot) - 2
     # Each section's newest entry fits before any second one: clipped to its share of the
     # budget (past its heading, id and date), then taken round-robin over the sections.
-    width = max(60, min(ITEM_CHARS, room // filled - _ENTRY_OVERHEAD))
+    # The last session's summary is kept wider (its share set aside first); every other
+    # section's newest entry gets an equal share of the rest.
+    sessions_shown = bool(sections[-1][1])
+    others = filled - sessions_shown
+    session_width = 0
+    if sessions_shown:
+        share = room // 3 if others else room
+        session_width = max(60, min(SESSION_CHARS, share - _ENTRY_OVERHEAD))
+    rest = room - (session_width + _ENTRY_OVERHEAD if sessions_shown else 0)
+    width = max(60, min(ITEM_CHARS, rest // max(others, 1) - _ENTRY_OVERHEAD))
     kept: list[list[str]] = [[] for _ in sections]
     longest = max(len(entries) for _, entries in sections)
     for place in range(longest):
         for index, (heading, entries) in enumerate(sections):
             if place >= len(entries):
                 continue
-            line = _item(entries[place], width)
+            wide = sessions_shown and index == len(sections) - 1
+            line = _item(entries[place], session_width if wide else width)
             cost = len(line) + 1 + (0 if kept[index] else len(heading) + 2)
             if cost <= room:
                 kept[index].append(line)

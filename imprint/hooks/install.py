@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from imprint.errors import InputError
 from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, EVENTS, NATIVE_EVENTS
+from imprint.hooks.report import when
 from imprint.hooks.settings import HookSettings
 from imprint.hooks.state import read_state
 
@@ -362,12 +363,6 @@ def installed_events(client: str, scope: Scope, *, home: Path, project: Path) ->
     return found
 
 
-def _when(at: object) -> str:
-    if not isinstance(at, int | float):
-        return "never"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-
-
 def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
     failure with its reason."""
@@ -383,17 +378,17 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
         for event, row in sorted(state.get(client, {}).items()):
             line = (
                 f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
-                f"last run {_when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
+                f"last run {when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
             )
             if row.get("failures"):
                 line += (
-                    f"; last failure {_when(row.get('last_failure'))}: {row.get('last_error', '')}"
+                    f"; last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
                 )
             lines.append(line)
     for client in sorted(set(state) - set(CLIENTS)):
         for event, row in sorted(state[client].items()):
             lines.append(
                 f"{client} {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
-                f"last failure {_when(row.get('last_failure'))}: {row.get('last_error', '')}"
+                f"last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
             )
     return lines

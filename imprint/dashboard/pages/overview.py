@@ -1,4 +1,5 @@
-"""Overview: the owner, the inference device, each workspace's counts, running ingests."""
+"""Overview: the owner, the inference device, each workspace's counts, running ingests,
+and per client its last capture and hook failures."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from imprint.dashboard import _rows as rows
 from imprint.dashboard._site import Site
 from imprint.dashboard._templates import duration
 from imprint.errors import ImprintError
+from imprint.hooks.report import client_hooks
 from imprint.workspaces import active_workspace, list_workspaces
 
 __all__ = ["routes"]
@@ -55,6 +57,7 @@ def routes(site: Site) -> list[Route]:
             workspaces=workspaces,
             active_ws=active_workspace(rt.data_dir),
             ingests=rows.running_ingests(rt.data_dir),
+            hooks=client_hooks(rt.data_dir),
             now=now,
             stale_sec=STALE_SEC,
         )
