@@ -106,6 +106,10 @@ class StepRunner(pykka.ThreadingActor):
         return _result(msg.step, msg.task, found, started)
 
 
+# A step's read that gives up this close to the recall's deadline ran into that deadline.
+SLACK_SEC = 0.05
+
+
 def _result(index: int, task: Step, found: Any, started: float) -> StepResult:
     """A step's result from what its row function returned, or the ImprintError it raised."""
     items: list[Item] = []
@@ -240,7 +244,12 @@ class RecallCoordinator(pykka.ThreadingActor):
             try:
                 if isinstance(future, StoreError):
                     raise future
-                results.append(future.get(timeout=left))
+                got = future.get(timeout=left)
+                if got.outcome is Outcome.TIMEOUT and time.monotonic() >= deadline - SLACK_SEC:
+                    # Its own read gave up as the recall's deadline ran out: one timeout, in
+                    # the recall's words, whichever of the two waits noticed first.
+                    got = _timed_out(msg, i, step)
+                results.append(got)
             except (pykka.Timeout, DeadlineExceeded):
                 results.append(_timed_out(msg, i, step))
             except Exception as exc:  # a step that crashed must not sink the others
