@@ -2,14 +2,15 @@
 
 One module per group of commands: `reads` (search, status, recall, trace), `writes`
 (ingest, repair), `processes` (serve, stop, dashboard, daemon), `settings` (workspace
-and config) and `hooks` (hook, hooks install/uninstall/status); `_app` holds the typer
-apps and `main`, `_daemon` the way a command asks a running daemon. The commands are
+and config), `hooks` (hook, hooks install/uninstall/status) and `archive` (export, import,
+backup, restore); `_app` holds the typer apps and `main`, `_daemon` the way a command asks
+a running daemon. The commands are
 registered here, in the order `imprint --help` lists them.
 """
 
 from __future__ import annotations
 
-from imprint.cli import hooks, processes, reads, settings, writes
+from imprint.cli import archive, hooks, processes, reads, settings, writes
 from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
@@ -25,8 +26,12 @@ for command in (
     reads.trace,
     processes.dashboard,
     hooks.hook,
+    archive.export,
 ):
     app.command()(command)
+app.command("import")(archive.import_)
+app.command()(archive.backup)
+app.command()(archive.restore)
 app.command(hidden=True)(processes.daemon)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)
