@@ -3,15 +3,14 @@ restore (a snapshot of the data dir, `imprint.writes.backup`)."""
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from imprint._fs import atomic_write_lines
 from imprint.cli._app import WorkspaceOpt, err, setup
 from imprint.errors import ImprintError, InputError
 
@@ -45,19 +44,7 @@ def export(
         return
     target = Path(file).expanduser().resolve()
     # Written beside the target and renamed over it: a file named FILE is always whole.
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        lines = 0
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for line in export_lines(root, names):
-                handle.write(line)
-                lines += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    lines = atomic_write_lines(target, export_lines(root, names))
     err.print(f"exported {', '.join(names) or 'no workspaces'}: {lines} lines to {target}")
 
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -134,17 +134,19 @@ def line_text(line: _Line) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def _about(rec: Record) -> dict[str, Any]:
+    """The fields a memory line and a chunk share."""
+    return {
+        "id": rec.id,
+        "type": rec.type,
+        "tags": Tags.of(rec),
+        "tagged_by": rec.tagged_by,
+        "created_at": rec.created_at,
+    }
+
+
 def _memory(ws: str, rec: Record) -> MemoryLine:
-    return MemoryLine(
-        workspace=ws,
-        id=rec.id,
-        project=rec.project,
-        content=rec.content,
-        type=rec.type,
-        tags=Tags.of(rec),
-        tagged_by=rec.tagged_by,
-        created_at=rec.created_at,
-    )
+    return MemoryLine(workspace=ws, project=rec.project, content=rec.content, **_about(rec))
 
 
 def _source(
@@ -161,16 +163,7 @@ def _source(
         root=entry.root if entry else "",
         validators=entry.validators if entry else "",
         chunks=tuple(
-            ChunkLine(
-                id=r.id,
-                text=r.content,
-                type=r.type,
-                tags=Tags.of(r),
-                tagged_by=r.tagged_by,
-                created_at=r.created_at,
-                source_mtime=r.source_mtime,
-            )
-            for r in records
+            ChunkLine(text=r.content, source_mtime=r.source_mtime, **_about(r)) for r in records
         ),
     )
 

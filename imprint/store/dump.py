@@ -19,17 +19,8 @@ from imprint.store.schema import SELECT, row_to_record
 
 __all__ = ["Dump", "dump"]
 
-_FACT_KEYS = ("id", "subject", "predicate", "object", "valid_from", "ended", "source")
-_ENTRY_KEYS = (
-    "project",
-    "source",
-    "source_type",
-    "mtime",
-    "sha",
-    "chunk_count",
-    "root",
-    "validators",
-)
+_FACT_KEYS = tuple(Fact.model_fields)
+_ENTRY_KEYS = tuple(SourceEntry.model_fields)
 
 
 class Dump:

@@ -204,11 +204,7 @@ def _memory_record(line: MemoryLine) -> Record:
         project=line.project,
         source_type="memory",
         type=line.type,
-        lang=line.tags.lang,
-        layer=line.tags.layer,
-        kind=line.tags.kind,
-        domains=line.tags.domains,
-        topics=line.tags.topics,
+        **line.tags.model_dump(),
         created_at=line.created_at,
         content_sha=content_sha(text),
         tagged_by=line.tagged_by,
@@ -225,11 +221,7 @@ def _chunk_record(line: SourceLine, index: int, chunk: ChunkLine, context: str) 
         chunk_index=index,
         chunk_count=len(line.chunks),
         type=chunk.type,
-        lang=chunk.tags.lang,
-        layer=chunk.tags.layer,
-        kind=chunk.tags.kind,
-        domains=chunk.tags.domains,
-        topics=chunk.tags.topics,
+        **chunk.tags.model_dump(),
         created_at=chunk.created_at,
         source_mtime=chunk.source_mtime,
         content_sha=content_sha(chunk.text),
@@ -272,16 +264,10 @@ def _held(writes: Writes, ws: WorkspaceName, ids: list[MemoryId]) -> dict[Memory
     return held
 
 
-@dataclass
-class _Tally:
-    written: int = 0
-    kept: int = 0
-    parts: list[str] = field(default_factory=list)
-
-
 def _import_workspace(
-    writes: Writes, ws: WorkspaceName, lines: _Workspace, tally: _Tally, progress: Progress
-) -> None:
+    writes: Writes, ws: WorkspaceName, lines: _Workspace, progress: Progress
+) -> tuple[int, int]:
+    """Write what the store does not hold as the lines have it; (written, already there)."""
     memories = [_memory_record(m) for m in lines.memories]
     sources = [_source_records(s) for s in lines.sources]
     ids = [r.id for r in memories] + [r.id for _, recs in sources for r in recs]
@@ -300,18 +286,20 @@ def _import_workspace(
 
     batch: list[Record] = []
     batch_entries: list[SourceEntry] = []
+    written = kept = 0
 
     def flush() -> None:
+        nonlocal written
         if batch or batch_entries:
             writes.write(ws, WriteBatch(upserts=tuple(batch), set_sources=tuple(batch_entries)))
-            tally.written += len(batch)
+            written += len(batch)
             progress(len(batch))
             batch.clear()
             batch_entries.clear()
 
     for rec in memories:
         if held.get(rec.id) == rec:
-            tally.kept += 1
+            kept += 1
             progress(1)
             continue
         batch.append(rec)
@@ -319,7 +307,7 @@ def _import_workspace(
             flush()
     for (entry, records), was in zip(sources, held_entries, strict=True):
         if was == entry and all(held.get(r.id) == r for r in records):
-            tally.kept += len(records)
+            kept += len(records)
             progress(len(records))
             continue
         batch.extend(records)  # a source's chunks and its entry: one write
@@ -330,13 +318,7 @@ def _import_workspace(
     new_facts = tuple(f for f, was in zip(facts, held_facts, strict=True) if was != f)
     for start in range(0, len(new_facts), 500):
         writes.write(ws, WriteBatch(add_facts=new_facts[start : start + 500]))
-    tally.kept += len(facts) - len(new_facts)
-    tally.written += len(new_facts)
-    counts = lines.counts()
-    tally.parts.append(
-        f"{ws}: {counts.memories} memories, {counts.sources} sources ({counts.chunks} chunks), "
-        f"{counts.facts} facts"
-    )
+    return written + len(new_facts), kept + len(facts) - len(new_facts)
 
 
 def import_file(
@@ -355,13 +337,17 @@ def import_file(
     targets = {
         name: writes.open(workspace if len(names) == 1 else name, create=True) for name in names
     }
-    tally = _Tally()
+    parts, written, kept = [], 0, 0
     for name in names:
-        _import_workspace(
-            writes, targets[name], parsed.workspaces[name], tally, progress or (lambda _: None)
+        lines = parsed.workspaces[name]
+        done = _import_workspace(writes, targets[name], lines, progress or (lambda _: None))
+        written, kept = written + done[0], kept + done[1]
+        c = lines.counts()
+        parts.append(
+            f"{targets[name]}: {c.memories} memories, {c.sources} sources ({c.chunks} chunks), "
+            f"{c.facts} facts"
         )
-    where = "; ".join(tally.parts) or "nothing"
     return (
-        f"imported {where}: {tally.written} written, {tally.kept} already there "
+        f"imported {'; '.join(parts) or 'nothing'}: {written} written, {kept} already there "
         "(embedded again with the local model)"
     )
