@@ -126,12 +126,15 @@ def answer_backup(request: dict[str, Any], wait_runtime: Callable[[float], Runti
     (`imprint.writes.backup`); `{"done": line}` or `{"error": ...}`, as one JSON line."""
     from pathlib import Path
 
-    from imprint.writes.backup import backup_data_dir
-
     def answer() -> dict[str, Any]:
         dest = request.get("dest", "")
         if not isinstance(dest, str):
             raise StoreError("backup: dest must be a folder path")
-        return {"done": backup_data_dir(wait_runtime(120), Path(dest) if dest else None)}
+        # The runtime first: by then the warm-up has imported the package tree. Importing
+        # it here at the same time was seen to find `imprint.reads` half made.
+        runtime = wait_runtime(120)
+        from imprint.writes.backup import backup_data_dir
+
+        return {"done": backup_data_dir(runtime, Path(dest) if dest else None)}
 
     return _reply("backup", answer)
