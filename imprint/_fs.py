@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 __all__ = [
     "DEFAULT_DATA_DIR",
     "PRIVATE_UMASK",
+    "atomic_write_lines",
     "atomic_write_text",
     "data_dir",
     "private_dir",
@@ -69,14 +70,23 @@ def atomic_write_text(path: Path, text: str) -> None:
     A reader sees the old file or the new one, never a half-written one, even if the
     process dies mid-write. The file is 0600 (mkstemp's mode).
     """
+    atomic_write_lines(path, [text])
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str]) -> int:
+    """`atomic_write_text` of text given a piece at a time (never all held at once); how
+    many pieces were written."""
     private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for count, line in enumerate(lines, 1):  # noqa: B007 (returned)
+                handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return count

@@ -5,7 +5,7 @@ from __future__ import annotations
 from imprint.actors._trace import Message
 from imprint.store.records import WriteBatch
 
-__all__ = ["Check", "MergeIndex", "Reindex", "Repair", "SourceState", "Write"]
+__all__ = ["Backup", "Check", "MergeIndex", "Reindex", "Repair", "SourceState", "Write"]
 
 
 class Write(Message):
@@ -45,3 +45,11 @@ class MergeIndex(Message):
     writer sends itself these after writes, and the next one while a step did work."""
 
     kind = "merge_index"
+
+
+class Backup(Message):
+    """Copy the workspace's SQLite file and Chroma folder into `dest` (an empty folder);
+    the writer holds every write back until the copy is done."""
+
+    kind = "backup"
+    dest: str

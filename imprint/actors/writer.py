@@ -26,6 +26,7 @@ from imprint.actors._checks import IndexChecks
 from imprint.actors._room import DEFAULT_MIN_FREE_MB, disk_full, free_bytes, no_room, one_line
 from imprint.actors._trace import new_request_id, traced
 from imprint.actors.write_messages import (
+    Backup,
     Check,
     MergeIndex,
     Reindex,
@@ -40,6 +41,7 @@ from imprint.store.context import TEXT_FORMAT, chunk_contexts
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
 from imprint.store.records import Record, SourceEntry, WriteBatch
+from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import RecallId
 
@@ -456,6 +458,11 @@ class WriterActor(pykka.ThreadingActor):
     def source_state(self, msg: SourceState) -> dict[str, SourceEntry]:
         return self.logic.source_state(msg.project, msg.source_type)
 
+    # The copy runs in this mailbox: no write lands in either index until it is done.
+    @traced("backup")
+    def backup(self, msg: Backup) -> dict[str, dict[str, int | str]]:
+        return copy_store(self.logic.store, Path(msg.dest))
+
 
 class WriterProxy:
     """Typed view of `WriterActor`'s proxy."""
@@ -467,3 +474,4 @@ class WriterProxy:
     reindex = proxy_method(WriterActor.reindex)
     merge_soon = proxy_method(WriterActor.merge_soon)
     merge_index = proxy_method(WriterActor.merge_index)
+    backup = proxy_method(WriterActor.backup)

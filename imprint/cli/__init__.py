@@ -2,14 +2,15 @@
 
 One module per group of commands: `reads` (search, status, recall, trace), `writes`
 (ingest, repair), `processes` (serve, stop, dashboard, daemon), `settings` (workspace
-and config), `hooks` (hook, hooks install/uninstall/status) and `capture` (capture
---backfill); `_app` holds the typer apps and `main`, `_daemon` the way a command asks a
-running daemon. The commands are registered here, in the order `imprint --help` lists them.
+and config), `hooks` (hook, hooks install/uninstall/status), `capture` (capture
+--backfill) and `archive` (export, import, backup, restore); `_app` holds the typer apps
+and `main`, `_daemon` the way a command asks a running daemon. The commands are registered
+here, in the order `imprint --help` lists them.
 """
 
 from __future__ import annotations
 
-from imprint.cli import capture, hooks, processes, reads, settings, writes
+from imprint.cli import archive, capture, hooks, processes, reads, settings, writes
 from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
@@ -26,8 +27,12 @@ for command in (
     processes.dashboard,
     hooks.hook,
     capture.capture,
+    archive.export,
 ):
     app.command()(command)
+app.command("import")(archive.import_)
+app.command()(archive.backup)
+app.command()(archive.restore)
 app.command(hidden=True)(processes.daemon)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)

@@ -9,6 +9,7 @@ client; the command line uses what this package exports.
 """
 
 from imprint.daemon.client import (
+    ask_backup,
     ask_dashboard,
     ask_status,
     bridge_stdio,
@@ -24,6 +25,7 @@ from imprint.daemon.security import peer_uid, socket_dir, socket_path
 
 __all__ = [
     "Daemon",
+    "ask_backup",
     "ask_dashboard",
     "ask_status",
     "bridge_stdio",

@@ -35,6 +35,7 @@ from imprint.daemon.security import peer_uid, socket_paths
 from imprint.errors import StoreError
 
 __all__ = [
+    "ask_backup",
     "ask_dashboard",
     "ask_hook",
     "ask_status",
@@ -331,3 +332,14 @@ def ask_hook(data_dir: Path, request: dict[str, Any]) -> str:
         why = reply.get("error") or "the owner closed the connection; see its log"
         raise StoreError(str(why).splitlines()[0])
     return str(reply["context"])
+
+
+def ask_backup(data_dir: Path, dest: str) -> str:
+    """Have the data dir's owner back its workspaces up into `dest` (empty: its default
+    folder); the line saying what it wrote where."""
+    sock, reply = _ask(data_dir, {"backup": {"dest": dest}})
+    sock.close()
+    if not isinstance(reply.get("done"), str):
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(str(why).splitlines()[0])
+    return str(reply["done"])

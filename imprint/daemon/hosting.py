@@ -14,7 +14,7 @@ from imprint.errors import ImprintError, StoreError, failure_line
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
 
-__all__ = ["DashboardHost", "answer_hook", "answer_status"]
+__all__ = ["DashboardHost", "answer_backup", "answer_hook", "answer_status"]
 
 
 class DashboardHost:
@@ -119,3 +119,22 @@ def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
         return {"context": hook_context(wait_runtime(asked.deadline_ms / 1000), asked)}
 
     return _reply("hook", answer)
+
+
+def answer_backup(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """`imprint backup` beside the daemon: the daemon's writers copy their own workspaces
+    (`imprint.writes.backup`); `{"done": line}` or `{"error": ...}`, as one JSON line."""
+    from pathlib import Path
+
+    def answer() -> dict[str, Any]:
+        dest = request.get("dest", "")
+        if not isinstance(dest, str):
+            raise StoreError("backup: dest must be a folder path")
+        # The runtime first: by then the warm-up has imported the package tree. Importing
+        # it here at the same time was seen to find `imprint.reads` half made.
+        runtime = wait_runtime(120)
+        from imprint.writes.backup import backup_data_dir
+
+        return {"done": backup_data_dir(runtime, Path(dest) if dest else None)}
+
+    return _reply("backup", answer)

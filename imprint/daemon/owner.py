@@ -36,7 +36,7 @@ from imprint.daemon.hello import (
     refuse,
     shut,
 )
-from imprint.daemon.hosting import DashboardHost, answer_hook, answer_status
+from imprint.daemon.hosting import DashboardHost, answer_backup, answer_hook, answer_status
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
@@ -319,6 +319,9 @@ class Daemon:
                 return
             if isinstance(hello.get("hook"), dict):
                 conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("backup"), dict):
+                conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
                 return
             conn.sendall((json.dumps({"ok": True}) + "\n").encode())
             reader: IO[str]

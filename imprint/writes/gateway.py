@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import Check, Repair, SourceState, Write
+from imprint.actors.write_messages import Backup, Check, Repair, SourceState, Write
 from imprint.actors.writer import WriteAck
 from imprint.reads.deadline import Pending, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
@@ -87,3 +87,8 @@ class Writes:
     def repair(self, ws: WorkspaceName) -> RepairReport:
         with call_deadline(REPAIR_TIMEOUT_SEC) as deadline:
             return deadline.wait(self.runtime.writer(ws).repair(Repair()), "repair")
+
+    def backup(self, ws: WorkspaceName, dest: Path) -> dict[str, dict[str, int | str]]:
+        """Copy the workspace's files into `dest`, the writer holding still; their sums."""
+        with call_deadline(REPAIR_TIMEOUT_SEC) as deadline:
+            return deadline.wait(self.runtime.writer(ws).backup(Backup(dest=str(dest))), "backup")

@@ -1,0 +1,195 @@
+"""The export format (JSON Lines) and `export_lines`, which writes a data dir's workspaces in it.
+
+Line 1 is the header: the format, its version and each workspace's counts. Then, workspace by
+workspace (by name): its memories (by id), its ingested sources (by project and name), each
+with its chunks' text, and its facts (by id). Every line is one JSON object with sorted keys
+and no spaces, so two exports of one store are byte-identical. Nothing from the config (its
+keys, a provider's API key) is part of it; neither are vectors: an import embeds again.
+
+The workspaces are read from their SQLite files read-only, each in one snapshot
+(`imprint.store.dump`), not through the reader actors: the snapshot is what makes an export
+consistent while a daemon writes, and it needs neither the daemon nor Chroma.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from imprint.errors import SQLITE_FILE
+from imprint.store.dump import Dump, dump
+from imprint.store.records import Fact, Record, SourceEntry
+from imprint.types import WorkspaceName
+from imprint.workspaces import workspace_dir
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ChunkLine",
+    "Counts",
+    "FactLine",
+    "Header",
+    "MemoryLine",
+    "SourceLine",
+    "Tags",
+    "export_lines",
+    "line_text",
+]
+
+FORMAT = "imprint-export"
+FORMAT_VERSION = 1
+
+
+class _Line(BaseModel):
+    # A field this version does not know is a corrupt line, not something to drop unseen.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Counts(_Line):
+    memories: int = 0
+    sources: int = 0
+    chunks: int = 0
+    facts: int = 0
+
+
+class Header(_Line):
+    line: Literal["header"] = "header"
+    format: str
+    version: int
+    workspaces: dict[str, Counts]
+
+
+class Tags(_Line):
+    lang: str = ""
+    layer: str = ""
+    kind: str = ""
+    domains: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, rec: Record) -> Tags:
+        return cls(
+            lang=rec.lang, layer=rec.layer, kind=rec.kind, domains=rec.domains, topics=rec.topics
+        )
+
+
+class MemoryLine(_Line):
+    line: Literal["memory"] = "memory"
+    workspace: str
+    id: str
+    project: str
+    content: str
+    type: str
+    tags: Tags
+    tagged_by: str
+    created_at: float
+    # The ids this memory superseded (issue 30, item 1): empty until memories carry the
+    # links; an import takes them as they are.
+    supersedes: tuple[str, ...] = ()
+
+
+class ChunkLine(_Line):
+    id: str
+    text: str
+    type: str
+    tags: Tags
+    tagged_by: str
+    created_at: float
+    source_mtime: float
+
+
+class SourceLine(_Line):
+    line: Literal["source"] = "source"
+    workspace: str
+    project: str
+    source: str
+    source_type: Literal["file", "url", "content"]
+    mtime: float
+    sha256: str
+    root: str = ""
+    validators: str = ""
+    chunks: tuple[ChunkLine, ...]
+
+
+class FactLine(_Line):
+    line: Literal["fact"] = "fact"
+    workspace: str
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    valid_from: float
+    ended: float | None
+    source: str
+
+
+def line_text(line: _Line) -> str:
+    """One line of the file: sorted keys, no spaces, text as it is (not \\u-escaped)."""
+    data = line.model_dump(mode="json")
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _about(rec: Record) -> dict[str, Any]:
+    """The fields a memory line and a chunk share."""
+    return {
+        "id": rec.id,
+        "type": rec.type,
+        "tags": Tags.of(rec),
+        "tagged_by": rec.tagged_by,
+        "created_at": rec.created_at,
+    }
+
+
+def _memory(ws: str, rec: Record) -> MemoryLine:
+    return MemoryLine(workspace=ws, project=rec.project, content=rec.content, **_about(rec))
+
+
+def _source(
+    ws: str, project: str, source: str, entry: SourceEntry | None, records: list[Record]
+) -> SourceLine:
+    first = records[0] if records else None
+    return SourceLine(
+        workspace=ws,
+        project=project,
+        source=source,
+        source_type=entry.source_type if entry else (first.source_type if first else "file"),  # type: ignore[arg-type]
+        mtime=entry.mtime if entry else max((r.source_mtime for r in records), default=0.0),
+        sha256=entry.sha if entry else "",
+        root=entry.root if entry else "",
+        validators=entry.validators if entry else "",
+        chunks=tuple(
+            ChunkLine(text=r.content, source_mtime=r.source_mtime, **_about(r)) for r in records
+        ),
+    )
+
+
+def _fact(ws: str, fact: Fact) -> FactLine:
+    return FactLine(workspace=ws, **fact.model_dump())
+
+
+def _workspace_lines(ws: str, snapshot: Dump) -> Iterator[str]:
+    for rec in snapshot.memories():
+        yield line_text(_memory(ws, rec))
+    for project, source, entry, records in snapshot.sources():
+        yield line_text(_source(ws, project, source, entry, records))
+    for fact in snapshot.facts():
+        yield line_text(_fact(ws, fact))
+
+
+def export_lines(data_dir: Path, workspaces: list[WorkspaceName]) -> Iterator[str]:
+    """The export of these workspaces, a line at a time: each read from one snapshot, all
+    snapshots taken before the header is written (its counts are theirs)."""
+    with ExitStack() as stack:
+        snapshots = {
+            ws: stack.enter_context(dump(workspace_dir(data_dir, ws) / SQLITE_FILE))
+            for ws in sorted(set(workspaces))
+        }
+        counts = {str(ws): Counts(**snap.counts()) for ws, snap in snapshots.items()}
+        yield line_text(Header(format=FORMAT, version=FORMAT_VERSION, workspaces=counts))
+        for ws, snapshot in snapshots.items():
+            yield from _workspace_lines(ws, snapshot)
