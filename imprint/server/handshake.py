@@ -20,7 +20,13 @@ from imprint import __version__
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["HANDSHAKE_FILE", "handshake_snapshot", "load_handshake", "write_handshake"]
+__all__ = [
+    "HANDSHAKE_FILE",
+    "handshake_snapshot",
+    "load_handshake",
+    "session_replies",
+    "write_handshake",
+]
 
 HANDSHAKE_FILE = Path(__file__).with_name("handshake.json")
 
@@ -87,8 +93,8 @@ def _legacy_answers(server: MCPServer, protocol: str) -> dict[str, Any]:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    replies = _session_answers(server, requests)
-    return {"initialize": replies[1], "tools/list": replies[2]}
+    replies = session_replies(server, requests)
+    return {"initialize": replies[1]["result"], "tools/list": replies[2]["result"]}
 
 
 def _modern_answers(server: MCPServer, protocol: str) -> dict[str, Any]:
@@ -109,12 +115,13 @@ def _modern_answers(server: MCPServer, protocol: str) -> dict[str, Any]:
         {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}},
     ]
-    replies = _session_answers(server, requests)
-    return {"server/discover": replies[1], "tools/list": replies[2]}
+    replies = session_replies(server, requests)
+    return {"server/discover": replies[1]["result"], "tools/list": replies[2]["result"]}
 
 
-def _session_answers(server: MCPServer, requests: list[dict[str, Any]]) -> dict[int, Any]:
-    """The results one session of `server` gives to `requests`, by request id."""
+def session_replies(server: MCPServer, requests: list[dict[str, Any]]) -> dict[Any, Any]:
+    """What one session of `server` answers to `requests` (sent in one go, in order): each
+    reply, by its request's id."""
     import anyio
 
     from imprint.server.wire import serve_lines
@@ -127,12 +134,12 @@ def _session_answers(server: MCPServer, requests: list[dict[str, Any]]) -> dict[
         thread = threading.Thread(target=anyio.run, args=(serve_lines, server, reader, writer))
         thread.start()
         theirs.sendall("".join(json.dumps(r) + "\n" for r in requests).encode())
-        replies: dict[int, Any] = {}
+        replies: dict[Any, Any] = {}
         with theirs.makefile("rb") as lines:
             while len(replies) < len(ids):
                 msg = json.loads(lines.readline())
                 if msg.get("id") in ids:
-                    replies[msg["id"]] = msg["result"]
+                    replies[msg["id"]] = msg
         theirs.shutdown(socket.SHUT_WR)
         thread.join(timeout=60)
         reader.close()
