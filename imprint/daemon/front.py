@@ -27,7 +27,6 @@ from imprint.daemon._log import log
 __all__ = ["Front"]
 
 _NO_ID = object()
-_MODERN = "modern"  # the era of a session opened with a 2026 `_meta` envelope
 _STATIC_MODERN = ("server/discover", "tools/list")
 
 
@@ -61,9 +60,8 @@ class Front:
         self.reader: IO[str] = open(read_fd, encoding="utf-8", newline="\n")  # noqa: SIM115
         self._pipe = open(write_fd, "wb", buffering=0)  # noqa: SIM115
         self.writer = _FrontOut(self)
-        # The handshake version the static initialize negotiated, or _MODERN after a
-        # static 2026 opening; None: the SDK answers everything.
-        self._era: str | None = None
+        self._version: str | None = None  # negotiated by the static initialize
+        self._modern = False  # the session was opened by a static 2026 reply
         self._decided = False  # the first request was seen
         self.drop_id: object = _NO_ID  # the replayed opening's id: its SDK reply is dropped
         self.drop_method = ""  # and its method
@@ -103,7 +101,7 @@ class Front:
     def _answer(self, line: bytes) -> bytes | None:
         """The static reply to this line, or None to pass it on (the replayed opening is
         passed on as well, after its reply)."""
-        if self._decided and (self._era is None or not self._may_answer(line)):
+        if self._decided and not self._may_answer(line):
             # Not a session opened by a static reply, or not a method the front answers:
             # passed on unparsed (a tool call's arguments may be megabytes).
             return None
@@ -123,9 +121,9 @@ class Front:
         return None if result is None else _reply(msg["id"], result)
 
     def _may_answer(self, line: bytes) -> bool:
-        if self._era == _MODERN:
+        if self._modern:
             return any(m.encode() in line for m in _STATIC_MODERN)
-        return b"tools/list" in line
+        return self._version is not None and b"tools/list" in line
 
     def _open(self, msg: dict[str, Any]) -> None:
         """The static reply to a session's first request, where the front answers it."""
@@ -135,13 +133,13 @@ class Front:
                 return
             versions = self._static["versions"]
             asked = params["protocolVersion"]
-            self._era = asked if asked in versions else self._static["latest"]
-            result = versions[self._era]["initialize"]
+            self._version = asked if asked in versions else self._static["latest"]
+            result = versions[self._version]["initialize"]
         elif method in _STATIC_MODERN:
             version = modern_version(params, self._static["modern"])
             if version is None:
                 return
-            self._era = _MODERN
+            self._modern = True
             result = self._static["modern"][version][method]
         else:
             return
@@ -150,14 +148,14 @@ class Front:
 
     def _static_result(self, method: str, params: object) -> object | None:
         """The snapshot's result for a later request of a session the front opened."""
-        if self._era == _MODERN:
+        if self._modern:
             version = modern_version(params, self._static["modern"])
             if method not in _STATIC_MODERN or version is None:
                 return None
             return self._static["modern"][version][method]
         if method == "tools/list" and legacy_plain_list(params):
-            assert self._era is not None
-            return self._static["versions"][self._era]["tools/list"]
+            assert self._version is not None
+            return self._static["versions"][self._version]["tools/list"]
         return None
 
 
