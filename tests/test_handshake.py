@@ -96,14 +96,37 @@ def _session(path: Path) -> Iterator[tuple[socket.socket, BinaryIO]]:
             yield sock, reader
 
 
-def _ask(sock: socket.socket, reader: BinaryIO, message: dict[str, Any]) -> dict[str, Any]:
-    sock.sendall((json.dumps(message) + "\n").encode())
-    while True:
+@pytest.fixture
+def release(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The MCP SDK's session of every daemon connection waits until this is set."""
+    import imprint.server
+
+    event = threading.Event()
+    original = imprint.server.serve_lines
+
+    async def held(*args: Any) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(event.wait, 60)
+        await original(*args)
+
+    monkeypatch.setattr(imprint.server, "serve_lines", held)
+    return event
+
+
+def _read_through(reader: BinaryIO, rid: object) -> list[dict[str, Any]]:
+    """Every message the daemon sends, up to the reply to request `rid`."""
+    seen: list[dict[str, Any]] = []
+    while not seen or seen[-1].get("id") != rid:
         line = reader.readline()
         assert line, "the daemon closed the session"
-        reply = json.loads(line)
-        if reply.get("id") == message["id"]:
-            return dict(reply)
+        seen.append(json.loads(line))
+    return seen
+
+
+def _ask(sock: socket.socket, reader: BinaryIO, message: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall((json.dumps(message) + "\n").encode())
+    return _read_through(reader, message["id"])[-1]
 
 
 def _modern(rid: object, method: str, protocol: str = MODERN, **params: object) -> dict[str, Any]:
@@ -226,23 +249,11 @@ def test_the_static_handshake_is_what_the_server_answers() -> None:
 
 
 def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
-    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    started: list[Daemon], tmp_path: Path, release: threading.Event
 ) -> None:
     """With the MCP SDK's session held back, initialize (an unknown protocol version gets
     the latest) and tools/list are answered; once it runs, a tool call goes through it and
     the client never sees a second reply to its initialize (the SDK's, to the replay)."""
-    import imprint.server
-
-    release = threading.Event()
-    original = imprint.server.serve_lines
-
-    async def held(*args: Any) -> None:
-        import anyio
-
-        await anyio.to_thread.run_sync(release.wait, 60)
-        await original(*args)
-
-    monkeypatch.setattr(imprint.server, "serve_lines", held)
     d = _start(started, tmp_path / "data", warm_embedder=False)
     init = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "1999-01-01"}}
     with _session(d.path) as (sock, reader):
@@ -260,35 +271,19 @@ def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
                 + "\n"
             ).encode()
         )
-        seen = []
-        while not seen or seen[-1].get("id") != 3:
-            line = reader.readline()
-            assert line, "the daemon closed the session"
-            seen.append(json.loads(line))
+        seen = _read_through(reader, 3)
     assert seen[-1]["result"]["isError"] is False, seen[-1]
     assert [m for m in seen if m.get("id") == 1] == []
 
 
 def test_a_2026_client_is_answered_before_the_sdk_session_runs_and_then_steps_aside(
-    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    started: list[Daemon], tmp_path: Path, release: threading.Event
 ) -> None:
     """With the MCP SDK's session held back, a 2026 client's server/discover and tools/list
     (each with its `_meta` envelope) get the snapshot's answers, ids echoed. Once it runs,
     the SDK session is in the 2026 era the replayed discover opened (an `initialize` gets
     its refusal), a tool call goes through it, and the client never sees a second reply to
     its discover."""
-    import imprint.server
-
-    release = threading.Event()
-    original = imprint.server.serve_lines
-
-    async def held(*args: Any) -> None:
-        import anyio
-
-        await anyio.to_thread.run_sync(release.wait, 60)
-        await original(*args)
-
-    monkeypatch.setattr(imprint.server, "serve_lines", held)
     d = _start(started, tmp_path / "data", warm_embedder=False)
     served = d.handshake["modern"][MODERN]  # type: ignore[index]
     with _session(d.path) as (sock, reader):
@@ -303,11 +298,7 @@ def test_a_2026_client_is_answered_before_the_sdk_session_runs_and_then_steps_as
         assert refused["error"]["code"] == -32022, refused
         call = {"name": "list_sources", "arguments": {}}
         sock.sendall((json.dumps(_modern(4, "tools/call", **call)) + "\n").encode())
-        seen = []
-        while not seen or seen[-1].get("id") != 4:
-            line = reader.readline()
-            assert line, "the daemon closed the session"
-            seen.append(json.loads(line))
+        seen = _read_through(reader, 4)
     assert seen[-1]["result"]["isError"] is False, seen[-1]
     assert [m for m in seen if m.get("id") == "d-1"] == []
 
