@@ -1,5 +1,7 @@
 """Handshake latency as a stdio MCP client sees it: spawn `imprint serve`, send `initialize`,
-time the reply; then tools/list and a first search.
+time the reply; then tools/list and a first search. And the same for a client of the 2026
+revision (2026-07-28), which sends `server/discover` and then tools/list, each with its
+`_meta` envelope, and no `initialize`.
 
 Cold: no daemon runs (each round stops it first), so the bridge starts one. Warm: the daemon
 is already up, only the bridge process is new. Each round is a fresh process, as an
@@ -13,10 +15,20 @@ reply came (initialize, tools/list, then search), and times:
   search's result, tools/list included, as a client that lists tools first sees it;
 - spawn_to_search: spawn -> the first search's result.
 
-    python -m benchmark.handshake [--cold 5] [--warm 10] [--serve "python -m imprint.launch serve"]
+A 2026 client (`--modern` rounds cold, as many warm) times:
 
-`--serve` names the command to time (for a before/after comparison, run it with another
-checkout on PYTHONPATH and its command line). Used by benchmark/scale.py too.
+- discover: spawn -> the `server/discover` reply;
+- tools_list ("a 2026 client's first tools/list"): spawn -> the tools/list reply, sent as
+  soon as the discover reply came;
+- spawn_to_search: spawn -> the first search's result (sent on the tools/list reply).
+
+    python -m benchmark.handshake [--cold 5] [--warm 10] [--modern 3] \
+        [--serve "python -m imprint.launch serve"]...
+
+`--serve` names the command to time; given more than once, each is timed in turn on the same
+store, in one run (a before/after comparison: another checkout on PYTHONPATH, e.g.
+`--serve "env PYTHONPATH=../old python -P -m imprint.launch serve"`; `-P` keeps this
+folder's own `imprint` off the path). Used by benchmark/scale.py too.
 """
 
 from __future__ import annotations
@@ -47,6 +59,11 @@ INIT = {
         "clientInfo": {"name": "handshake-benchmark", "version": "1"},
     },
 }
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "handshake-benchmark", "version": "1"},
+}
 QUERY = "how does the writer keep the two indexes consistent"
 
 
@@ -62,27 +79,41 @@ class Round:
 
 
 @dataclass
+class ModernRound:
+    """One 2026 client's times (seconds), each from the spawn of `imprint serve`."""
+
+    discover_s: float  # -> the `server/discover` reply
+    tools_list_s: float  # -> the first tools/list reply (sent on the discover reply)
+    spawn_to_search_s: float  # -> the first search's result (sent on the tools/list reply)
+
+
+@dataclass
 class Handshake:
     serve: str
     cold: list[Round] = field(default_factory=list)
     warm: list[Round] = field(default_factory=list)
+    modern_cold: list[ModernRound] = field(default_factory=list)
+    modern_warm: list[ModernRound] = field(default_factory=list)
     loadavg: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, dict[str, Latency]]:
-        out: dict[str, dict[str, Latency]] = {}
-        for name, rounds in (("cold", self.cold), ("warm", self.warm)):
-            if rounds:
-                out[name] = {
-                    key: latency([getattr(r, key) for r in rounds])
-                    for key in (
-                        "initialize_s",
-                        "tools_list_s",
-                        "first_search_s",
-                        "init_to_search_s",
-                        "spawn_to_search_s",
-                    )
-                }
-        return out
+        """The legacy (initialize) client's times, cold and warm."""
+        return _summary((("cold", self.cold), ("warm", self.warm)), Round)
+
+    def modern_summary(self) -> dict[str, dict[str, Latency]]:
+        """The 2026 client's times, cold and warm."""
+        return _summary((("cold", self.modern_cold), ("warm", self.modern_warm)), ModernRound)
+
+
+def _summary(
+    kinds: tuple[tuple[str, list[Any]], ...], shape: type[Round | ModernRound]
+) -> dict[str, dict[str, Latency]]:
+    keys = list(shape.__dataclass_fields__)
+    return {
+        name: {key: latency([getattr(r, key) for r in rounds]) for key in keys}
+        for name, rounds in kinds
+        if rounds
+    }
 
 
 class _Client:
@@ -118,6 +149,18 @@ class _Client:
         self.proc.wait(timeout=60)
 
 
+def _search(client: _Client, rid: int, envelope: dict[str, Any] | None = None) -> float:
+    """Send the search, wait for its result; the moment it came."""
+    params: dict[str, Any] = {"name": "search", "arguments": {"query": QUERY, "limit": 5}}
+    if envelope is not None:
+        params["_meta"] = envelope
+    client.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+    result = client.reply(rid)["result"]
+    if result.get("isError"):
+        raise RuntimeError(f"search failed: {result['content'][0]['text']}")
+    return time.perf_counter()
+
+
 def _round(command: list[str], env: dict[str, str]) -> Round:
     t0 = time.perf_counter()
     client = _Client(command, env)
@@ -129,22 +172,30 @@ def _round(command: list[str], env: dict[str, str]) -> Round:
         client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         client.reply(2)
         t_list = time.perf_counter()
-        args = {"query": QUERY, "limit": 5}
-        client.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "search", "arguments": args},
-            }
-        )
-        result = client.reply(3)["result"]
-        if result.get("isError"):
-            raise RuntimeError(f"search failed: {result['content'][0]['text']}")
-        t_search = time.perf_counter()
+        t_search = _search(client, 3)
     finally:
         client.close()
     return Round(t_init - t0, t_list - t_init, t_search - t_list, t_search - t_init, t_search - t0)
+
+
+def _enveloped(rid: int, method: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"_meta": ENVELOPE}}
+
+
+def _modern_round(command: list[str], env: dict[str, str]) -> ModernRound:
+    t0 = time.perf_counter()
+    client = _Client(command, env)
+    try:
+        client.send(_enveloped(1, "server/discover"))
+        client.reply(1)
+        t_discover = time.perf_counter()
+        client.send(_enveloped(2, "tools/list"))
+        client.reply(2)
+        t_list = time.perf_counter()
+        t_search = _search(client, 3, ENVELOPE)
+    finally:
+        client.close()
+    return ModernRound(t_discover - t0, t_list - t0, t_search - t0)
 
 
 def _stop(env: dict[str, str]) -> None:
@@ -172,8 +223,9 @@ def prepare_store(root: Path, corpus: Path, files: int) -> None:
         ingest_path(runtime, staging, project="handshake", roots=[staging])
 
 
-def measure_handshake(root: Path, serve: str, cold: int, warm: int) -> Handshake:
-    """`cold` rounds with no daemon, then `warm` rounds with the daemon left running."""
+def measure_handshake(root: Path, serve: str, cold: int, warm: int, modern: int = 0) -> Handshake:
+    """`cold` rounds with no daemon, then `warm` rounds with the daemon left running; and
+    `modern` rounds of each kind for a 2026 client."""
     env = {**os.environ, "IMPRINT_DATA_DIR": str(root), "IMPRINT_LOG_FILE": "false"}
     command = shlex.split(serve)
     res = Handshake(serve=serve, loadavg=list(os.getloadavg()))
@@ -182,11 +234,18 @@ def measure_handshake(root: Path, serve: str, cold: int, warm: int) -> Handshake
         res.cold.append(_round(command, env))
         note(f"handshake: cold {n + 1}/{cold}: {res.cold[-1]}")
         _stop(env)
-    if warm:
+    for n in range(modern):
+        res.modern_cold.append(_modern_round(command, env))
+        note(f"handshake: 2026 client cold {n + 1}/{modern}: {res.modern_cold[-1]}")
+        _stop(env)
+    if warm or modern:
         _round(command, env)  # starts the daemon the warm rounds find
         for n in range(warm):
             res.warm.append(_round(command, env))
             note(f"handshake: warm {n + 1}/{warm}: {res.warm[-1]}")
+        for n in range(modern):
+            res.modern_warm.append(_modern_round(command, env))
+            note(f"handshake: 2026 client warm {n + 1}/{modern}: {res.modern_warm[-1]}")
         _stop(env)
     res.loadavg += list(os.getloadavg())
     return res
@@ -196,21 +255,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cold", type=int, default=5, help="rounds with no daemon (5)")
     parser.add_argument("--warm", type=int, default=10, help="rounds with the daemon up (10)")
-    parser.add_argument("--serve", default=DEFAULT_SERVE, help="the command to time")
+    parser.add_argument(
+        "--modern", type=int, default=3, help="2026 client rounds, cold and warm each (3)"
+    )
+    parser.add_argument(
+        "--serve", action="append", help=f"the command to time, once or more ({DEFAULT_SERVE})"
+    )
     parser.add_argument("--files", type=int, default=20, help="corpus files in the store (20)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args()
-    if not 0 <= args.cold <= 50 or not 0 <= args.warm <= 200:
-        raise SystemExit("--cold: 0-50 rounds; --warm: 0-200 rounds")
+    if not 0 <= args.cold <= 50 or not 0 <= args.warm <= 200 or not 0 <= args.modern <= 50:
+        raise SystemExit("--cold: 0-50 rounds; --warm: 0-200 rounds; --modern: 0-50 rounds")
     with data_dir(args.data_dir, "imprint-handshake-") as root:
         prepare_store(root, args.corpus, args.files)
-        res = measure_handshake(root, args.serve, args.cold, args.warm)
-    summary = res.summary()
-    print(f"imprint serve handshake  ({args.serve}; load average {res.loadavg})")
-    for kind, rows in summary.items():
-        for key, lat in rows.items():
-            print(f"  {kind:4} {key:18} p50 {lat.p50_ms:7.0f} ms  p95 {lat.p95_ms:7.0f} ms")
+        runs = [
+            measure_handshake(root, serve, args.cold, args.warm, args.modern)
+            for serve in args.serve or [DEFAULT_SERVE]
+        ]
+    for res in runs:
+        print(f"imprint serve handshake  ({res.serve}; load average {res.loadavg})")
+        for client, summary in (("legacy", res.summary()), ("2026", res.modern_summary())):
+            for kind, rows in summary.items():
+                for key, lat in rows.items():
+                    print(
+                        f"  {client:6} {kind:4} {key:18} p50 {lat.p50_ms:7.0f} ms  "
+                        f"p95 {lat.p95_ms:7.0f} ms"
+                    )
 
 
 if __name__ == "__main__":

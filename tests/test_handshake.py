@@ -33,6 +33,7 @@ pytestmark = pytest.mark.timeout(120)
 
 REPO = Path(__file__).resolve().parents[1]
 INITIALIZE = initialize_request("handshake-test")
+MODERN = "2026-07-28"
 # What the bridge must not import: the store, the embedder, the model, and the libraries of
 # the command line, the config schema, logging and MCP (it copies bytes; the daemon speaks MCP).
 HEAVY = (
@@ -95,14 +96,47 @@ def _session(path: Path) -> Iterator[tuple[socket.socket, BinaryIO]]:
             yield sock, reader
 
 
-def _ask(sock: socket.socket, reader: BinaryIO, message: dict[str, Any]) -> dict[str, Any]:
-    sock.sendall((json.dumps(message) + "\n").encode())
-    while True:
+@pytest.fixture
+def release(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The MCP SDK's session of every daemon connection waits until this is set."""
+    import imprint.server
+
+    event = threading.Event()
+    original = imprint.server.serve_lines
+
+    async def held(*args: Any) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(event.wait, 60)
+        await original(*args)
+
+    monkeypatch.setattr(imprint.server, "serve_lines", held)
+    return event
+
+
+def _read_through(reader: BinaryIO, rid: object) -> list[dict[str, Any]]:
+    """Every message the daemon sends, up to the reply to request `rid`."""
+    seen: list[dict[str, Any]] = []
+    while not seen or seen[-1].get("id") != rid:
         line = reader.readline()
         assert line, "the daemon closed the session"
-        reply = json.loads(line)
-        if reply.get("id") == message["id"]:
-            return dict(reply)
+        seen.append(json.loads(line))
+    return seen
+
+
+def _ask(sock: socket.socket, reader: BinaryIO, message: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall((json.dumps(message) + "\n").encode())
+    return _read_through(reader, message["id"])[-1]
+
+
+def _modern(rid: object, method: str, protocol: str = MODERN, **params: object) -> dict[str, Any]:
+    """A 2026 client's request: its params carry the `_meta` envelope."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": protocol,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "handshake-test", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"_meta": meta, **params}}
 
 
 def test_plain_serve_is_recognised_and_everything_else_goes_to_the_full_cli() -> None:
@@ -199,31 +233,27 @@ def test_initialize_and_tools_list_are_answered_while_the_runtime_is_still_start
 
 def test_the_static_handshake_is_what_the_server_answers() -> None:
     """imprint/server/handshake.json (what the daemon answers before MCP's server code is loaded)
-    equals what a live session of today's server answers, for every protocol version that
-    opens with initialize. When it fails: run `python -m imprint.server` and commit."""
+    equals what a live session of today's server answers, for every protocol version the SDK
+    speaks: `initialize` and tools/list for each that opens with initialize, `server/discover`
+    and tools/list for each 2026 one. When it fails: run `python -m imprint.server` and commit."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
     from imprint.server import handshake_snapshot, load_handshake
 
-    assert load_handshake() == handshake_snapshot()
+    stored = load_handshake()
+    assert stored == handshake_snapshot()
+    assert sorted(stored["versions"]) == sorted(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert sorted(stored["modern"]) == sorted(MODERN_PROTOCOL_VERSIONS)
+    for answers in stored["modern"].values():
+        assert sorted(answers) == ["server/discover", "tools/list"]
 
 
 def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
-    started: list[Daemon], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    started: list[Daemon], tmp_path: Path, release: threading.Event
 ) -> None:
     """With the MCP SDK's session held back, initialize (an unknown protocol version gets
     the latest) and tools/list are answered; once it runs, a tool call goes through it and
     the client never sees a second reply to its initialize (the SDK's, to the replay)."""
-    import imprint.server
-
-    release = threading.Event()
-    original = imprint.server.serve_lines
-
-    async def held(*args: Any) -> None:
-        import anyio
-
-        await anyio.to_thread.run_sync(release.wait, 60)
-        await original(*args)
-
-    monkeypatch.setattr(imprint.server, "serve_lines", held)
     d = _start(started, tmp_path / "data", warm_embedder=False)
     init = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "1999-01-01"}}
     with _session(d.path) as (sock, reader):
@@ -241,24 +271,73 @@ def test_the_front_answers_before_the_sdk_session_runs_and_then_steps_aside(
                 + "\n"
             ).encode()
         )
-        seen = []
-        while not seen or seen[-1].get("id") != 3:
-            line = reader.readline()
-            assert line, "the daemon closed the session"
-            seen.append(json.loads(line))
+        seen = _read_through(reader, 3)
     assert seen[-1]["result"]["isError"] is False, seen[-1]
     assert [m for m in seen if m.get("id") == 1] == []
 
 
-def test_a_session_that_does_not_open_with_initialize_gets_the_sdk_answers(
+def test_a_2026_client_is_answered_before_the_sdk_session_runs_and_then_steps_aside(
+    started: list[Daemon], tmp_path: Path, release: threading.Event
+) -> None:
+    """With the MCP SDK's session held back, a 2026 client's server/discover and tools/list
+    (each with its `_meta` envelope) get the snapshot's answers, ids echoed. Once it runs,
+    the SDK session is in the 2026 era the replayed discover opened (an `initialize` gets
+    its refusal), a tool call goes through it, and the client never sees a second reply to
+    its discover."""
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    served = d.handshake["modern"][MODERN]  # type: ignore[index]
+    with _session(d.path) as (sock, reader):
+        found = _ask(sock, reader, _modern("d-1", "server/discover"))
+        assert found == {"jsonrpc": "2.0", "id": "d-1", "result": served["server/discover"]}
+        listed = _ask(sock, reader, _modern(2, "tools/list"))
+        assert listed["result"] == served["tools/list"]
+        assert len(listed["result"]["tools"]) == 17
+        assert not release.is_set()
+        release.set()
+        refused = _ask(sock, reader, {**INITIALIZE, "id": 3})
+        assert refused["error"]["code"] == -32022, refused
+        call = {"name": "list_sources", "arguments": {}}
+        sock.sendall((json.dumps(_modern(4, "tools/call", **call)) + "\n").encode())
+        seen = _read_through(reader, 4)
+    assert seen[-1]["result"]["isError"] is False, seen[-1]
+    assert [m for m in seen if m.get("id") == "d-1"] == []
+
+
+def test_an_enveloped_tools_list_in_a_handshake_session_gets_the_sdk_refusal(
     started: list[Daemon], tmp_path: Path
 ) -> None:
-    """The front answers tools/list only after its own initialize: a session opening with
-    tools/list (no handshake) gets what the SDK says to that, not the static list."""
+    """After the static `initialize`, a tools/list carrying the 2026 envelope is the SDK's
+    to refuse (a handshake session does not take it), not answered from the snapshot.
+    (Before: the front answered it with the tool list.)"""
     d = _start(started, tmp_path / "data", warm_embedder=False)
     with _session(d.path) as (sock, reader):
-        reply = _ask(sock, reader, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
-    assert "result" not in reply and reply["error"]["code"] == -32602, reply
+        _ask(sock, reader, INITIALIZE)
+        sock.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        reply = _ask(sock, reader, _modern(2, "tools/list"))
+    assert "result" not in reply and reply["error"]["code"] == -32600, reply
+
+
+@pytest.mark.parametrize(
+    ("opening", "code"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, -32602),
+        ({"jsonrpc": "2.0", "id": 7, "method": "server/discover"}, -32601),
+        (_modern(7, "tools/list", protocol="2027-01-01"), -32022),
+        (_modern(7, "server/discover", protocol="2025-11-25"), -32022),
+    ],
+    ids=["no-handshake-no-envelope", "discover-without-envelope", "unknown-2026", "legacy-2026"],
+)
+def test_a_session_that_does_not_open_with_initialize_gets_the_sdk_answers(
+    started: list[Daemon], tmp_path: Path, opening: dict[str, Any], code: int
+) -> None:
+    """A session the snapshot cannot open gets what the SDK says to its first request, not
+    the static list: a tools/list with neither a handshake nor a 2026 envelope, a
+    server/discover without the envelope, an envelope naming a version the snapshot lacks.
+    (A 2026 client's own opening is answered from the snapshot: the test above.)"""
+    d = _start(started, tmp_path / "data", warm_embedder=False)
+    with _session(d.path) as (sock, reader):
+        reply = _ask(sock, reader, opening)
+    assert "result" not in reply and reply["error"]["code"] == code, reply
 
 
 def test_a_runtime_that_fails_to_start_is_reported_to_the_session(

@@ -1,8 +1,8 @@
 """The static front: a session's first contact, answered from the handshake snapshot.
 
 MCP's own server code takes about a second to import (more on a busy machine), and a client
-waits for its `initialize` reply before anything else. The front answers what a session
-opens with from `handshake.json` (written by `imprint.server.handshake`) at once, and passes
+waits for its first reply before anything else. The front answers what a session opens
+with from `handshake.json` (written by `imprint.server.handshake`) at once, and passes
 every other line to the SDK session behind it.
 """
 
@@ -14,44 +14,40 @@ import json
 import os
 import socket
 import threading
-from typing import IO, Any, cast
+from typing import IO, Any
 
+from imprint.daemon._accepts import (
+    is_request,
+    legacy_plain_list,
+    modern_version,
+    well_formed_initialize,
+)
 from imprint.daemon._log import log
 
 __all__ = ["Front"]
 
 _NO_ID = object()
+_STATIC_MODERN = ("server/discover", "tools/list")
 
 
 def _reply(rid: object, result: object) -> bytes:
     return (json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n").encode()
 
 
-def _well_formed_initialize(params: object) -> bool:
-    """What the SDK's own validation of `initialize` params needs; anything else goes to the
-    SDK, which answers it in its own words."""
-    if not isinstance(params, dict):
-        return False
-    info = params.get("clientInfo")
-    return (
-        isinstance(params.get("protocolVersion"), str)
-        and isinstance(params.get("capabilities"), dict)
-        and isinstance(info, dict)
-        and isinstance(info.get("name"), str)
-        and isinstance(info.get("version"), str)
-    )
-
-
 class Front:
-    """A session's first contact: answers `initialize` and a plain tools/list from the
-    static snapshot (`handshake.json`) at once, and passes every other line to the SDK
-    session behind it, which may still be importing (about a second of MCP's own imports,
-    more on a busy machine).
+    """A session's first contact: answers its opening from the static snapshot
+    (`handshake.json`) at once, and passes every other line to the SDK session behind it,
+    which may still be importing (about a second of MCP's own imports, more on a busy
+    machine).
 
-    The SDK session still sees the client's `initialize` (replayed first, so it negotiates
-    the same version and accepts the session); its own reply to it is dropped, the client
-    already has one. A session that does not open with `initialize` (a 2026 protocol client)
-    is passed through untouched, as is everything once a line is not a JSON object.
+    Two openings are answered. A handshake client's `initialize`, and after it a plain
+    tools/list at the negotiated version. A 2026 client's `server/discover` or plain
+    tools/list (each request carries its `_meta` envelope; no handshake), and after it
+    either of those again, at the version each one names, where the snapshot has it.
+    The SDK session still sees the opening request (replayed first, so it negotiates the
+    same version, or serves the same era, as if it had answered itself); its own reply to
+    it is dropped, the client already has one. A session whose opening the front does not
+    answer is passed through untouched, as is everything once a line is not a JSON object.
     """
 
     def __init__(self, conn: socket.socket, raw: io.BufferedReader, static: dict[str, Any]):
@@ -65,8 +61,10 @@ class Front:
         self._pipe = open(write_fd, "wb", buffering=0)  # noqa: SIM115
         self.writer = _FrontOut(self)
         self._version: str | None = None  # negotiated by the static initialize
+        self._modern = False  # the session was opened by a static 2026 reply
         self._decided = False  # the first request was seen
-        self.drop_id: object = _NO_ID  # the replayed initialize's id: its SDK reply is dropped
+        self.drop_id: object = _NO_ID  # the replayed opening's id: its SDK reply is dropped
+        self.drop_method = ""  # and its method
         self._thread = threading.Thread(target=self._pump, name="imprint-front", daemon=True)
         self._thread.start()
 
@@ -101,11 +99,11 @@ class Front:
                 self._pipe.close()
 
     def _answer(self, line: bytes) -> bytes | None:
-        """The static reply to this line, or None to pass it on (the replayed `initialize`
-        is passed on as well, after its reply)."""
-        if self._decided and (self._version is None or b"tools/list" not in line):
-            # Not a session opened by our static initialize, or not a tools/list: passed on
-            # unparsed (a tool call's arguments may be megabytes).
+        """The static reply to this line, or None to pass it on (the replayed opening is
+        passed on as well, after its reply)."""
+        if self._decided and not self._may_answer(line):
+            # Not a session opened by a static reply, or not a method the front answers:
+            # passed on unparsed (a tool call's arguments may be megabytes).
             return None
         try:
             msg = json.loads(line)
@@ -113,29 +111,57 @@ class Front:
             # Not JSON, or nested deeper than json can read: the session behind answers it
             # (a parse error), and this pump goes on with the next line.
             return None
-        if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
-            return None  # notifications, replies, batches
-        method, params = msg["method"], msg.get("params")
+        if not is_request(msg):
+            return None  # notifications, replies, batches, ids the SDK refuses
         if not self._decided:
             self._decided = True
-            if method != "initialize" or not _well_formed_initialize(params):
-                return None
-            versions = self._static["versions"]
-            asked = cast(dict[str, Any], params)["protocolVersion"]
-            self._version = asked if asked in versions else self._static["latest"]
-            self.drop_id = msg["id"]
-            self.send(_reply(msg["id"], versions[self._version]["initialize"]))
+            self._open(msg)
             return None  # replayed to the SDK session, whose own reply is dropped
-        plain = params is None or (isinstance(params, dict) and set(params) <= {"_meta"})
-        if method == "tools/list" and plain:
+        result = self._static_result(msg["method"], msg.get("params"))
+        return None if result is None else _reply(msg["id"], result)
+
+    def _may_answer(self, line: bytes) -> bool:
+        if self._modern:
+            return any(m.encode() in line for m in _STATIC_MODERN)
+        return self._version is not None and b"tools/list" in line
+
+    def _open(self, msg: dict[str, Any]) -> None:
+        """The static reply to a session's first request, where the front answers it."""
+        method, params = msg["method"], msg.get("params") or {}
+        if method == "initialize":
+            if not well_formed_initialize(params):
+                return
+            versions = self._static["versions"]
+            asked = params["protocolVersion"]
+            self._version = asked if asked in versions else self._static["latest"]
+            result = versions[self._version]["initialize"]
+        elif method in _STATIC_MODERN:
+            version = modern_version(params, self._static["modern"])
+            if version is None:
+                return
+            self._modern = True
+            result = self._static["modern"][version][method]
+        else:
+            return
+        self.drop_id, self.drop_method = msg["id"], method
+        self.send(_reply(msg["id"], result))
+
+    def _static_result(self, method: str, params: object) -> object | None:
+        """The snapshot's result for a later request of a session the front opened."""
+        if self._modern:
+            version = modern_version(params, self._static["modern"])
+            if method not in _STATIC_MODERN or version is None:
+                return None
+            return self._static["modern"][version][method]
+        if method == "tools/list" and legacy_plain_list(params):
             assert self._version is not None
-            return _reply(msg["id"], self._static["versions"][self._version]["tools/list"])
+            return self._static["versions"][self._version]["tools/list"]
         return None
 
 
 class _FrontOut(io.TextIOBase):
     """The SDK session's output: whole lines to the client, less its reply to the replayed
-    `initialize`."""
+    opening request."""
 
     def __init__(self, front: Front) -> None:
         super().__init__()
@@ -153,13 +179,13 @@ class _FrontOut(io.TextIOBase):
         self._buffer = rest
         out = []
         for line in (lines + "\n").splitlines(keepends=True):
-            if self._front.drop_id is not _NO_ID and self._is_init_reply(line):
+            if self._front.drop_id is not _NO_ID and self._is_replayed_reply(line):
                 continue
             out.append(line)
         if out:
             self._front.send("".join(out).encode("utf-8"))
 
-    def _is_init_reply(self, line: str) -> bool:
+    def _is_replayed_reply(self, line: str) -> bool:
         try:
             msg = json.loads(line)
         except ValueError:
@@ -170,5 +196,11 @@ class _FrontOut(io.TextIOBase):
             return False
         self._front.drop_id = _NO_ID
         if "error" in msg:  # the static reply said yes where the SDK says no: worth knowing
-            log.warning("daemon.front.initialize_refused", error=str(msg["error"])[:200])
+            error = str(msg["error"])[:200]
+            if self._front.drop_method == "initialize":
+                log.warning("daemon.front.initialize_refused", error=error)
+            else:
+                log.warning(
+                    "daemon.front.opening_refused", method=self._front.drop_method, error=error
+                )
         return True

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from imprint.server.app import INSTRUCTIONS, ImprintServer, build_server, tool_modules
     from imprint.server.error_lines import MAX_ERROR_CHARS, bounded
-    from imprint.server.handshake import handshake_snapshot, load_handshake, write_handshake
+    from imprint.server.handshake import (
+        handshake_snapshot,
+        load_handshake,
+        session_replies,
+        write_handshake,
+    )
     from imprint.server.http_auth import (
         BearerAuth,
         BearerToken,
@@ -45,6 +50,7 @@ __all__ = [
     "portable",
     "read_line",
     "serve_lines",
+    "session_replies",
     "token_hint_lines",
     "tool_modules",
     "untitled",
@@ -60,6 +66,7 @@ _MODULE_OF = {
     "bounded": "error_lines",
     "handshake_snapshot": "handshake",
     "load_handshake": "handshake",
+    "session_replies": "handshake",
     "write_handshake": "handshake",
     "BearerAuth": "http_auth",
     "BearerToken": "http_auth",
