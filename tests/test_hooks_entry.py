@@ -219,3 +219,22 @@ def test_every_clients_event_names_and_context_forms() -> None:
     assert context_output("claude-code", "session-start", "") == ""
     assert hook_args(["stop", "--client", "codex"]) == ("stop", "codex")
     assert hook_args(["--help"]) is None and hook_args(["stop", "extra"]) is None
+
+
+def test_the_hook_process_imports_nothing_heavy() -> None:
+    """What a hook process loads (the console script's router, the entry, the capture
+    hand-off, the daemon's client half) brings in no structlog, pydantic, typer, MCP, rich,
+    store or model library: a hook starts at every session, within its budget."""
+    heavy = (
+        "structlog", "pydantic", "typer", "mcp", "rich", "chromadb", "numpy", "pykka",
+        "onnxruntime", "llama_cpp", "detect_secrets",
+    )  # fmt: skip
+    script = (
+        "import sys, imprint.launch, imprint.hooks.entry, imprint.hooks.capture, "
+        "imprint.capture.queue, imprint.daemon.client; "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -8,21 +8,17 @@ configuration and MCP server entry) and `briefing` (the session-start briefing a
 prompt's memories, computed by the daemon). Capture (`capture`) is handed the stop,
 pre-compact and session-end events.
 
-Only the light modules are re-exported here: a hook process imports this package, and
-`briefing` pulls in the reads (import it by its own name).
+Only the light modules are re-exported here: a hook process imports this package (import
+`install` and `briefing` by their own names: they pull in the reads and the capture worker).
 """
 
 from imprint.hooks.entry import hook_args, run_hook
 from imprint.hooks.events import CLIENTS, EVENTS, canonical_event
-from imprint.hooks.install import install_hooks, status_lines, uninstall_hooks
 
 __all__ = [
     "CLIENTS",
     "EVENTS",
     "canonical_event",
     "hook_args",
-    "install_hooks",
     "run_hook",
-    "status_lines",
-    "uninstall_hooks",
 ]

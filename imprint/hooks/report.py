@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from imprint.capture.worker import client_stats
 from imprint.hooks.events import CLIENTS
 from imprint.hooks.state import read_state
 
@@ -44,6 +43,8 @@ def _number(row: dict[str, object], key: str) -> float | None:
 def client_hooks(data_dir: Path) -> list[ClientHooks]:
     """One row per client a hook ran for or a capture was counted for; none when no hook
     has run."""
+    from imprint.capture.worker import client_stats  # the daemon's side: only when shown
+
     state, stats = read_state(data_dir), client_stats(data_dir)
     seen = set(state) | set(stats)
     rows = []
