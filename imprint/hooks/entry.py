@@ -113,8 +113,10 @@ def _cwd(event: dict[str, Any]) -> Path:
 
 
 def _hand_off(event: dict[str, Any], client: str, name: str) -> None:
+    import importlib
+
     try:
-        from imprint.hooks import capture  # type: ignore[attr-defined,unused-ignore]
+        capture = importlib.import_module("imprint.hooks.capture")
     except ImportError as exc:
         raise HookFailure("capture is not available in this installation") from exc
     capture.hand_off({**event, "client": client, "imprint_client": client, "imprint_event": name})

@@ -139,7 +139,11 @@ def test_a_server_killed_mid_write_leaves_the_others_working(
             for i in range(20):
                 text = f"survivor {n} note {i} about the albatross"
                 ids.append(_text(await client.call_tool("store", {"content": text})).split()[1])
-            found = _text(await client.call_tool("search", {"query": "albatross", "limit": 50}))
+            found = _text(
+                await client.call_tool(
+                    "search", {"query": "albatross", "limit": 50, "max_chars": 12000}
+                )
+            )
             assert all(rid in found for rid in ids[-5:])
         return ids
 
