@@ -25,6 +25,7 @@ from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
 from imprint.redact import redact
 from imprint.store.records import (
+    SESSION_SUMMARY_KIND,
     Record,
     WriteBatch,
     content_sha,
@@ -157,13 +158,13 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     summary = summary_text(sid, state.project, state.notes)
     records.append(
         Record(
-            id=make_id("session-summary", state.project, sid),
+            id=make_id(SESSION_SUMMARY_KIND, state.project, sid),
             content=summary,
             project=state.project,
             source=source,
             source_type="memory",
             type="milestone",
-            kind="session-summary",
+            kind=SESSION_SUMMARY_KIND,
             content_sha=content_sha(summary),
         )
     )

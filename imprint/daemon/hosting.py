@@ -97,13 +97,15 @@ def _reply(what: str, answer: Callable[[], dict[str, Any]]) -> str:
 def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
     """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
     `{"error": ...}` in the words the status tool would use."""
-    from imprint.writes.repair import status_row
 
     def answer() -> dict[str, Any]:
         workspace, check = request.get("workspace", ""), request.get("check", False)
         if not isinstance(workspace, str) or not isinstance(check, bool):
             raise StoreError("status: workspace must be a string and check a boolean")
-        row = status_row(wait_runtime(120), workspace, check)
+        runtime = wait_runtime(120)  # first: see answer_backup
+        from imprint.writes.repair import status_row
+
+        row = status_row(runtime, workspace, check)
         return {"row": row.model_dump(mode="json")}
 
     return _reply("status", answer)

@@ -28,7 +28,13 @@ from imprint.hooks.settings import excluded_folder
 from imprint.reads.deadline import Deadline, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
 from imprint.reads.layout import clip, escape_field, one_line
-from imprint.store.records import Fact, Filters, Record, project_from_folder
+from imprint.store.records import (
+    SESSION_SUMMARY_KIND,
+    Fact,
+    Filters,
+    Record,
+    project_from_folder,
+)
 from imprint.types import WorkspaceName
 
 if TYPE_CHECKING:
@@ -47,7 +53,7 @@ __all__ = [
 ]
 
 # The kind of the session summary memories that capture keeps (one per session).
-SUMMARY_KIND = "session-summary"  # what imprint.capture writes
+SUMMARY_KIND = SESSION_SUMMARY_KIND
 PROMPT_MAX_CHARS = 600
 PROMPT_MAX_MEMORIES = 3
 # Cosine similarity a memory must reach to count as clearly relevant to a prompt.
