@@ -117,7 +117,14 @@ def _pieces(text: str) -> list[str]:
 
 def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     """Capture what the event's transcript holds past the session's saved offset; how many
-    turns were written. InputError for an event that names no readable transcript."""
+    turns were written. InputError for an event that names no readable transcript.
+
+    A Cursor event is counted and captures nothing: Cursor's hooks name no transcript in a
+    format Imprint reads (and no Cursor build is pinned here to check one against), and the
+    events Imprint installs for it (session start, stop, pre-compact, session end) carry no
+    text of the conversation."""
+    if event.get("client") == "cursor":
+        return 0
     sid = event.get("session_id", "")
     if not _SESSION_ID.match(sid):
         raise InputError(f"capture: {sid!r} is not a session id")
@@ -130,7 +137,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
         transcript=str(path),
         project=session_project(event.get("cwd", "")),
     )
-    batch = read_new(path, state.offset)
+    batch = read_new(path, state.offset, state.client)
     if batch.end == state.offset:
         return 0
     source = f"session:{sid}"

@@ -16,7 +16,10 @@ from imprint.capture.transcript import ToolCall, Turn
 
 __all__ = ["Notes", "render_turn", "summary_text"]
 
-_FILE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "apply_patch"}
+# Claude Code's file tools, then Gemini CLI's (Codex edits through apply_patch's patch text).
+_FILE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "apply_patch"} | {
+    "read_file", "write_file", "replace", "edit"
+}  # fmt: skip
 _COMMAND_TOOLS = {"Bash", "shell", "run_shell_command", "exec_command"}
 _DECISION = re.compile(
     r"(?i)\b(?:decided|decision|we(?:'ll| will) (?:use|go with|keep)|i(?:'ll| will) "
@@ -87,7 +90,7 @@ def _path(call: ToolCall) -> str:
 def _command(call: ToolCall) -> str:
     if call.name not in _COMMAND_TOOLS:
         return ""
-    value = call.input.get("command")
+    value = call.input.get("command", call.input.get("cmd"))  # Codex's exec_command: cmd
     if isinstance(value, list):
         value = " ".join(str(v) for v in value)
     return value if isinstance(value, str) else ""

@@ -1,4 +1,9 @@
-"""Reading a Claude Code transcript from where the last capture ended.
+"""Reading a client's transcript from where the last capture ended; Claude Code's format here.
+
+Every format is one JSON object a line, appended as the session goes: Claude Code's here,
+Codex's rollout in `imprint.capture.codex`, Gemini CLI's chat file in `imprint.capture.gemini`
+(`read_new` picks the reader by client). Each reader leaves out what is not the conversation
+(Imprint's own hook output among it) and trims tool outputs.
 
 `~/.claude/projects/<cwd-slug>/<session>.jsonl` holds one JSON object a line: `user` lines
 (a prompt, or the results of tool calls), `assistant` lines (text, thinking, tool calls), and
@@ -17,9 +22,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["MAX_READ_BYTES", "Batch", "ToolCall", "Turn", "read_new"]
+__all__ = ["MAX_READ_BYTES", "Batch", "LineReader", "ToolCall", "Turn", "clip", "read_new"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024  # one capture reads at most this; the next goes on
 TOOL_OUTPUT_CHARS = 600
@@ -58,7 +63,7 @@ class Batch:
     end: int  # the byte offset after the last complete line read
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
@@ -83,7 +88,18 @@ def _user_text(text: str) -> str:
     return _INJECTED.sub("", text).strip()
 
 
-class _Reader:
+class LineReader(Protocol):
+    """One format's reader: fed each complete line's object, it gathers the turns."""
+
+    turns: list[Turn]
+
+    def line(self, obj: dict[str, Any], key: str) -> None: ...
+
+    def finish(self) -> None:
+        """Called after the last line of a read."""
+
+
+class ClaudeCodeReader:
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self.pending: dict[str, ToolCall] = {}
@@ -108,7 +124,7 @@ class _Reader:
             for b in results:
                 call = self.pending.pop(str(b.get("tool_use_id", "")), None)
                 if call is not None:
-                    call.output = _clip(_result_text(b.get("content")), TOOL_OUTPUT_CHARS)
+                    call.output = clip(_result_text(b.get("content")), TOOL_OUTPUT_CHARS)
                     call.is_error = bool(b.get("is_error"))
             if results:
                 return
@@ -116,12 +132,12 @@ class _Reader:
                 "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
             )
             if text:
-                self.turns.append(Turn(key=key, prompt=_clip(text, TEXT_CHARS)))
+                self.turns.append(Turn(key=key, prompt=clip(text, TEXT_CHARS)))
             return
         turn = self._current(key)
         for b in blocks:
             if b.get("type") == "text" and str(b.get("text", "")).strip():
-                turn.texts.append(_clip(str(b["text"]), TEXT_CHARS))
+                turn.texts.append(clip(str(b["text"]), TEXT_CHARS))
             elif b.get("type") == "tool_use":
                 raw = b.get("input")
                 call = ToolCall(
@@ -130,10 +146,27 @@ class _Reader:
                 turn.tools.append(call)
                 self.pending[str(b.get("id", ""))] = call
 
+    def finish(self) -> None:
+        pass
 
-def read_new(path: Path, offset: int) -> Batch:
-    """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them).
-    A file shorter than `offset` (replaced, or cut) is read again from its start."""
+
+def _reader(client: str) -> LineReader:
+    # Imported here: each format's module imports this one's types.
+    if client == "codex":
+        from imprint.capture.codex import CodexReader
+
+        return CodexReader()
+    if client == "gemini":
+        from imprint.capture.gemini import GeminiReader
+
+        return GeminiReader()
+    return ClaudeCodeReader()
+
+
+def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
+    """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
+    as `client`'s format. A file shorter than `offset` (replaced, or cut) is read again from
+    its start."""
     with path.open("rb") as handle:
         size = handle.seek(0, 2)
         if offset > size:
@@ -144,7 +177,7 @@ def read_new(path: Path, offset: int) -> Batch:
     if cut < 0:
         return Batch(turns=[], end=offset)
     data = data[: cut + 1]
-    reader = _Reader()
+    reader = _reader(client)
     at = offset
     for raw in data.splitlines(keepends=True):
         start, at = at, at + len(raw)
@@ -154,4 +187,5 @@ def read_new(path: Path, offset: int) -> Batch:
             continue  # a damaged line: the rest of the transcript still counts
         if isinstance(obj, dict):
             reader.line(obj, str(obj.get("uuid") or f"offset-{start}"))
+    reader.finish()
     return Batch(turns=reader.turns, end=offset + len(data))

@@ -22,7 +22,7 @@ def capture(
 ) -> None:
     """Capture the sessions a client still keeps (redacted, idempotent), in the background."""
     from imprint._fs import data_dir
-    from imprint.capture.backfill import CLIENTS, claude_code_events
+    from imprint.capture.backfill import CLIENTS, backfill_events
     from imprint.capture.queue import enqueue
     from imprint.daemon import poke_capture
 
@@ -34,7 +34,7 @@ def capture(
         raise typer.Exit(2)
     root = data_dir()
     queued = 0
-    for event in claude_code_events(Path.home()):
+    for event in backfill_events(client, Path.home()):
         enqueue(root, event)
         queued += 1
         err.print(f"capture: queued {queued}: {event['session_id']}", end="\r", markup=False)
