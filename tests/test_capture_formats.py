@@ -155,8 +155,35 @@ def test_capturing_a_real_transcript_stores_it_redacted_with_its_summary(
     state_file = rt.data_dir / "capture" / "sessions" / f"{client}-s1.json"
     assert secret[:24] not in state_file.read_text("utf-8")
     state = load_state(rt.data_dir, f"{client}-s1")
-    assert state is not None and state.client == client and state.offset == path.stat().st_size
+    assert state is not None and state.client == client and state.read_to == path.stat().st_size
     assert capture_event(writes, rt.data_dir, event) == 0
+
+
+def test_a_gemini_turn_captured_midway_is_written_again_in_place(
+    tmp_path: Path, rt: Runtime
+) -> None:
+    """Gemini CLI appends a message again each time it changes. A capture made while the
+    reply had no tool calls yet, then one after the whole turn: the turn's records are
+    written over (one record per piece, holding both commands once), and it counts as one
+    turn."""
+    whole = _lines(_planted(tmp_path, "gemini"))
+    cut = next(i for i, line in enumerate(whole) if '"toolCalls"' in line)
+    path = tmp_path / "growing.jsonl"
+    path.write_text("".join(whole[:cut]), "utf-8")
+    event = {"client": "gemini", "session_id": "g-mid", "transcript_path": str(path),
+             "cwd": str(tmp_path / "birdwatch"), "hook_event_name": "AfterAgent"}  # fmt: skip
+    writes = Writes(rt)
+    assert capture_event(writes, rt.data_dir, event) == 1
+    path.write_text("".join(whole), "utf-8")
+    assert capture_event(writes, rt.data_dir, event) == 1
+    assert capture_event(writes, rt.data_dir, event) == 0
+    turns = [r for r in _records(rt, "birdwatch", "session:g-mid") if r.kind == "session"]
+    assert len(turns) == 1, [r.content for r in turns]
+    assert turns[0].content.count("run_shell_command: cat birds.toml") == 1
+    assert "run_shell_command: printf" in turns[0].content
+    state = load_state(rt.data_dir, "g-mid")
+    assert state is not None and state.notes.turns == 1
+    assert state.notes.errors == [e for e in state.notes.errors if "-> then printf" in e]
 
 
 def test_a_cursor_event_is_counted_and_captures_nothing(tmp_path: Path, rt: Runtime) -> None:

@@ -90,7 +90,7 @@ class CodexReader:
             self.turns.append(Turn(key=key))
         return self.turns[-1]
 
-    def line(self, obj: dict[str, Any], key: str) -> None:
+    def line(self, obj: dict[str, Any], key: str, start: int) -> None:
         payload = obj.get("payload")
         if obj.get("type") != "response_item" or not isinstance(payload, dict):
             return
@@ -120,5 +120,5 @@ class CodexReader:
             if texts:
                 self._current(key).texts.extend(clip(t, TEXT_CHARS) for t in texts)
 
-    def finish(self) -> None:
-        pass
+    def finish(self) -> int | None:
+        return None

@@ -65,8 +65,9 @@ class GeminiReader:
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self._messages: dict[str, dict[str, Any]] = {}  # by id, in first-seen order
+        self._starts: dict[str, int] = {}  # each message's first line's offset
 
-    def line(self, obj: dict[str, Any], key: str) -> None:
+    def line(self, obj: dict[str, Any], key: str, start: int) -> None:
         rewind = obj.get("$rewindTo")
         if isinstance(rewind, str):
             ids = list(self._messages)
@@ -75,8 +76,11 @@ class GeminiReader:
             return
         if isinstance(obj.get("id"), str) and obj.get("type") in ("user", "gemini"):
             self._messages[obj["id"]] = obj
+            self._starts.setdefault(obj["id"], start)
 
-    def finish(self) -> None:
+    def finish(self) -> int | None:
+        """The turns; the next read starts at the last prompt's line (a later line may
+        append that turn's messages again, changed)."""
         for message in self._messages.values():
             key = str(message["id"])
             if message["type"] == "user":
@@ -103,3 +107,5 @@ class GeminiReader:
                         is_error=failed,
                     )
                 )
+        prompts = [t.key for t in self.turns if t.prompt]
+        return self._starts[prompts[-1]] if prompts else None

@@ -48,8 +48,11 @@ class SessionState(BaseModel):
     notes: Notes = Notes()  # what the summary is made of, so far
     transcript: str = ""
     project: str = ""
-    offset: int = 0  # the byte after the last line captured
+    offset: int = 0  # where the next capture reads from
+    read_to: int = 0  # the byte after the last line read
     chunks: int = 0  # records written: the next one's chunk index
+    open_turn: str = ""  # the turn the next capture reads again (Gemini CLI), and
+    open_chunk: int = 0  # the chunk index its records start at
     captured_at: float = 0.0
 
 
@@ -138,11 +141,15 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
         project=session_project(event.get("cwd", "")),
     )
     batch = read_new(path, state.offset, state.client)
-    if batch.end == state.offset:
+    if batch.end in (state.offset, state.read_to):
         return 0
     source = f"session:{sid}"
     records: list[Record] = []
     for turn in batch.turns:
+        if turn.key == state.open_turn:
+            state.chunks = state.open_chunk  # read again: its records are written over
+        if batch.resume < batch.end and turn is batch.turns[-1]:
+            state.open_turn, state.open_chunk = turn.key, state.chunks
         clean = _redacted(turn)
         state.notes.add(clean)
         for piece_no, piece in enumerate(_pieces(render_turn(clean))):
@@ -178,7 +185,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     ws = writes.open("", create=True)
     writes.write(ws, WriteBatch(upserts=tuple(records)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
-    state.offset = batch.end
+    state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()
     atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())
     return len(batch.turns)

@@ -40,9 +40,12 @@ class Notes(BaseModel):
     decisions: list[str] = []
     turns: int = 0
     open_error: str = ""  # the last error no later call has got past yet (even turns later)
+    last_turn: str = ""  # the key of the last turn added: a turn read again is not counted
 
     def add(self, turn: Turn) -> None:
-        self.turns += 1
+        if turn.key != self.last_turn:
+            self.turns += 1
+            self.last_turn = turn.key
         if turn.prompt:
             self._keep("asked", _line(turn.prompt, 160))
         for call in turn.tools:
@@ -53,9 +56,10 @@ class Notes(BaseModel):
             if command:
                 self._keep("commands", _line(command, 160))
             if call.is_error:
-                if self.open_error:
+                error = f"{call.name}: {_line(call.output, 140)}"
+                if self.open_error and self.open_error != error:
                     self._keep("errors", self.open_error)
-                self.open_error = f"{call.name}: {_line(call.output, 140)}"
+                self.open_error = error
             elif self.open_error:
                 # The next call that worked after an error: how it was got past.
                 self._keep("errors", f"{self.open_error} -> then {_describe(call)}")

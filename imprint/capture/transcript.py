@@ -61,6 +61,14 @@ class Turn:
 class Batch:
     turns: list[Turn]
     end: int  # the byte offset after the last complete line read
+    # Where the next read starts: `end`, or the first line of the last turn where a format
+    # rewrites its messages by appending them again (Gemini CLI): that turn is read again
+    # whole next time, and written again in place.
+    resume: int = -1
+
+    def __post_init__(self) -> None:
+        if self.resume < 0:
+            self.resume = self.end
 
 
 def clip(text: str, limit: int) -> str:
@@ -93,10 +101,12 @@ class LineReader(Protocol):
 
     turns: list[Turn]
 
-    def line(self, obj: dict[str, Any], key: str) -> None: ...
+    def line(self, obj: dict[str, Any], key: str, start: int) -> None:
+        """One complete line's object; `key` names it stably, `start` is its byte offset."""
 
-    def finish(self) -> None:
-        """Called after the last line of a read."""
+    def finish(self) -> int | None:
+        """Called after the last line of a read: the offset the next read should start
+        at, when not after the last line read."""
 
 
 class ClaudeCodeReader:
@@ -109,7 +119,7 @@ class ClaudeCodeReader:
             self.turns.append(Turn(key=key))
         return self.turns[-1]
 
-    def line(self, obj: dict[str, Any], key: str) -> None:
+    def line(self, obj: dict[str, Any], key: str, start: int) -> None:
         kind = obj.get("type")
         if kind in _SKIPPED_TYPES or kind not in ("user", "assistant"):
             return
@@ -146,8 +156,8 @@ class ClaudeCodeReader:
                 turn.tools.append(call)
                 self.pending[str(b.get("id", ""))] = call
 
-    def finish(self) -> None:
-        pass
+    def finish(self) -> int | None:
+        return None
 
 
 def _reader(client: str) -> LineReader:
@@ -186,6 +196,7 @@ def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
         except ValueError:
             continue  # a damaged line: the rest of the transcript still counts
         if isinstance(obj, dict):
-            reader.line(obj, str(obj.get("uuid") or f"offset-{start}"))
-    reader.finish()
-    return Batch(turns=reader.turns, end=offset + len(data))
+            reader.line(obj, str(obj.get("uuid") or f"offset-{start}"), start)
+    resume = reader.finish()
+    end = offset + len(data)
+    return Batch(turns=reader.turns, end=end, resume=end if resume is None else resume)

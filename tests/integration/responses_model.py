@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tests.integration.model_server import Block, ScriptedModel
+from tests.integration.scripted_http import NOT_FOUND, Reply, serve
 
 __all__ = ["function_call", "message", "scripted_responses"]
 
@@ -55,52 +54,15 @@ def _answer(model: ScriptedModel, body: dict[str, Any]) -> bytes:
     return b"".join(out)
 
 
-def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the test reads the recorded requests, not a log
-
-        def _reply(self, status: int, kind: str, payload: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def do_GET(self) -> None:
-            model.record(self.path, {})
-            self._reply(404, "application/json", b'{"error": "not found"}')
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                body = {}
-            model.record(self.path, body)
-            if not self.path.split("?")[0].endswith("/responses"):
-                self._reply(404, "application/json", b'{"error": "not found"}')
-                return
-            self._reply(200, "text/event-stream", _answer(model, body))
-
-    return Handler
+def _route(model: ScriptedModel, path: str, body: dict[str, Any]) -> Reply:
+    if not path.endswith("/responses"):
+        return NOT_FOUND
+    return 200, "text/event-stream", _answer(model, body)
 
 
 @contextmanager
 def scripted_responses(turns: list[list[Block]]) -> Iterator[ScriptedModel]:
     """A ScriptedModel answering the Responses API on a free loopback port (its `url`, the
     provider's `base_url`) until the block ends."""
-    model = ScriptedModel(turns=turns)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
-    server.daemon_threads = True
-    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, name="scripted-responses", daemon=True)
-    thread.start()
-    try:
+    with serve(ScriptedModel(turns=turns), _route, suffix="/v1") as model:
         yield model
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
