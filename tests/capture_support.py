@@ -7,7 +7,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BRIEFING", "Transcript"]
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.read_messages import SourceChunks
+from imprint.reads.deadline import Deadline
+from imprint.store.records import Record
+from imprint.writes import Writes
+
+__all__ = ["BRIEFING", "Transcript", "session_records"]
 
 # What Imprint's own session-start briefing looks like in a transcript's attachment line.
 BRIEFING = "Imprint briefing for project demo: decision the kestrel-briefing marker"
@@ -88,3 +94,13 @@ class Transcript:
             "cwd": str(self.cwd),
             "hook_event_name": hook,
         }
+
+
+def session_records(rt: Runtime, project: str, source: str) -> list[Record]:
+    """Every record of `source` in `project`, read back through the application layer."""
+    writes = Writes(rt)
+    ws = writes.open("", create=False)
+    records, _ = Deadline(30).wait(
+        writes.reads.ask(SourceChunks(workspace=ws, project=project, source=source)), "test"
+    )
+    return records

@@ -8,31 +8,19 @@ import threading
 from pathlib import Path
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import SourceChunks
 from imprint.capture.queue import done, enqueue, take
 from imprint.capture.session import capture_event, load_state, session_project
 from imprint.capture.transcript import read_new
 from imprint.capture.worker import CaptureWorker, client_stats
-from imprint.reads.deadline import Deadline
-from imprint.store.records import Record
 from imprint.writes import Writes
 from imprint.writes.memories import delete_records
-from tests.capture_support import BRIEFING, Transcript
+from tests.capture_support import BRIEFING, Transcript, session_records
 
 
 def _transcript(tmp_path: Path, sid: str = "sess-1") -> Transcript:
     cwd = tmp_path / "demo-project"
     cwd.mkdir(exist_ok=True)
     return Transcript(tmp_path / "claude" / f"{sid}.jsonl", sid, cwd)
-
-
-def _records(rt: Runtime, project: str, source: str) -> list[Record]:
-    writes = Writes(rt)
-    ws = writes.open("", create=False)
-    records, _ = Deadline(30).wait(
-        writes.reads.ask(SourceChunks(workspace=ws, project=project, source=source)), "test"
-    )
-    return records
 
 
 def test_turns_are_read_from_the_offset_and_a_partly_written_line_waits(tmp_path: Path) -> None:
@@ -99,18 +87,18 @@ def test_capture_is_idempotent_and_keeps_the_summary_in_place(tmp_path: Path, rt
     assert project == "demo-project"
     assert capture_event(writes, data, t.event()) == 2
     assert capture_event(writes, data, t.event()) == 0
-    first = _records(rt, project, "session:sess-1")
+    first = session_records(rt, project, "session:sess-1")
     assert len([r for r in first if r.source_type == "content"]) == 2
 
     (data / "capture" / "sessions" / "sess-1.json").unlink()  # as if killed before saving
     assert capture_event(writes, data, t.event()) == 2
-    assert sorted(r.id for r in _records(rt, project, "session:sess-1")) == sorted(
+    assert sorted(r.id for r in session_records(rt, project, "session:sess-1")) == sorted(
         r.id for r in first
     )
 
     t.turn("and the docs", "We'll use MkDocs for the docs instead of Sphinx.")
     assert capture_event(writes, data, t.event("SessionEnd")) == 1
-    records = _records(rt, project, "session:sess-1")
+    records = session_records(rt, project, "session:sess-1")
     summaries = [r for r in records if r.kind == "session-summary"]
     assert len(summaries) == 1 and len(records) == 4
     summary = summaries[0].content
@@ -129,9 +117,9 @@ def test_deleting_the_session_source_removes_its_turns_and_its_summary(
     t.turn("hello", "hi")
     writes = Writes(rt)
     capture_event(writes, rt.data_dir, t.event())
-    assert len(_records(rt, "demo-project", "session:sess-del")) == 2
+    assert len(session_records(rt, "demo-project", "session:sess-del")) == 2
     delete_records(writes, source="session:sess-del", project="demo-project")
-    assert _records(rt, "demo-project", "session:sess-del") == []
+    assert session_records(rt, "demo-project", "session:sess-del") == []
 
 
 def test_a_secret_typed_in_a_transcript_is_stored_redacted(tmp_path: Path, rt: Runtime) -> None:
@@ -141,7 +129,7 @@ def test_a_secret_typed_in_a_transcript_is_stored_redacted(tmp_path: Path, rt: R
     t = _transcript(tmp_path, "sess-key")
     t.turn(f"use ANTHROPIC_API_KEY={key}", "ok", command="env", output=f"ANTHROPIC_API_KEY={key}")
     capture_event(Writes(rt), rt.data_dir, t.event())
-    contents = " ".join(r.content for r in _records(rt, "demo-project", "session:sess-key"))
+    contents = " ".join(r.content for r in session_records(rt, "demo-project", "session:sess-key"))
     assert "[redacted:" in contents and key[:20] not in contents
     state = (rt.data_dir / "capture" / "sessions" / "sess-key.json").read_text()
     assert key[:20] not in state

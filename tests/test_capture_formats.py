@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import SourceChunks
 from imprint.capture.backfill import backfill_events
 from imprint.capture.session import capture_event, load_state
 from imprint.capture.transcript import TOOL_OUTPUT_CHARS, read_new
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline
-from imprint.store.records import SESSION_SUMMARY_KIND, Record
+from imprint.store.records import SESSION_SUMMARY_KIND
 from imprint.writes import Writes
+from tests.capture_support import session_records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 FILES = {"codex": "codex-rollout.jsonl", "gemini": "gemini-session.jsonl"}
@@ -123,15 +122,6 @@ def test_a_rewound_gemini_message_is_not_captured(tmp_path: Path) -> None:
     assert turn.texts == [] and turn.tools == []
 
 
-def _records(rt: Runtime, project: str, source: str) -> list[Record]:
-    writes = Writes(rt)
-    ws = writes.open("", create=False)
-    records, _ = Deadline(30).wait(
-        writes.reads.ask(SourceChunks(workspace=ws, project=project, source=source)), "test"
-    )
-    return records
-
-
 @pytest.mark.parametrize("client", ["codex", "gemini"])
 def test_capturing_a_real_transcript_stores_it_redacted_with_its_summary(
     tmp_path: Path, rt: Runtime, client: str
@@ -146,7 +136,7 @@ def test_capturing_a_real_transcript_stores_it_redacted_with_its_summary(
              "cwd": str(tmp_path / "birdwatch"), "hook_event_name": "Stop"}  # fmt: skip
     writes = Writes(rt)
     assert capture_event(writes, rt.data_dir, event) == 1
-    records = _records(rt, "birdwatch", f"session:{client}-s1")
+    records = session_records(rt, "birdwatch", f"session:{client}-s1")
     summary = next(r for r in records if r.kind == SESSION_SUMMARY_KIND)
     assert DECISION.removesuffix(".") in summary.content
     assert "cat birds.toml" in summary.content and "-> then printf" in summary.content
@@ -177,7 +167,7 @@ def test_a_gemini_turn_captured_midway_is_written_again_in_place(
     path.write_text("".join(whole), "utf-8")
     assert capture_event(writes, rt.data_dir, event) == 1
     assert capture_event(writes, rt.data_dir, event) == 0
-    turns = [r for r in _records(rt, "birdwatch", "session:g-mid") if r.kind == "session"]
+    turns = [r for r in session_records(rt, "birdwatch", "session:g-mid") if r.kind == "session"]
     assert len(turns) == 1, [r.content for r in turns]
     assert turns[0].content.count("run_shell_command: cat birds.toml") == 1
     assert "run_shell_command: printf" in turns[0].content

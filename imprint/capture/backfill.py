@@ -75,7 +75,8 @@ def codex_events(home: Path) -> Iterator[dict[str, str]]:
     found = _oldest_first(list(root.glob("*/*/*/rollout-*.jsonl"))) if root.is_dir() else []
     for path in found:
         meta = next((o for o in _first_lines(path, 5) if o.get("type") == "session_meta"), {})
-        payload = meta.get("payload") if isinstance(meta.get("payload"), dict) else {}
+        found_payload = meta.get("payload")
+        payload: dict[str, Any] = found_payload if isinstance(found_payload, dict) else {}
         session_id = str(payload.get("id") or payload.get("session_id") or "")
         if session_id:
             yield _event("codex", session_id, path, str(payload.get("cwd") or ""))

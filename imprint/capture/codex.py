@@ -17,7 +17,14 @@ import json
 import re
 from typing import Any
 
-from imprint.capture.transcript import TEXT_CHARS, TOOL_OUTPUT_CHARS, ToolCall, Turn, clip
+from imprint.capture.transcript import (
+    TEXT_CHARS,
+    TOOL_OUTPUT_CHARS,
+    ToolCall,
+    Turn,
+    TurnsReader,
+    clip,
+)
 
 __all__ = ["CodexReader"]
 
@@ -78,17 +85,8 @@ def _output(raw: Any) -> tuple[str, bool]:
     return text, failed
 
 
-class CodexReader:
+class CodexReader(TurnsReader):
     """The turns of a stretch of a Codex rollout."""
-
-    def __init__(self) -> None:
-        self.turns: list[Turn] = []
-        self.pending: dict[str, ToolCall] = {}
-
-    def _current(self, key: str) -> Turn:
-        if not self.turns:
-            self.turns.append(Turn(key=key))
-        return self.turns[-1]
 
     def line(self, obj: dict[str, Any], key: str, start: int) -> None:
         payload = obj.get("payload")
@@ -102,10 +100,10 @@ class CodexReader:
             self._current(key).tools.append(call)
             self.pending[str(payload.get("call_id", ""))] = call
         elif kind in _OUTPUTS:
-            call = self.pending.pop(str(payload.get("call_id", "")), None)
-            if call is not None:
-                text, call.is_error = _output(payload.get("output"))
-                call.output = clip(text, TOOL_OUTPUT_CHARS)
+            done = self.pending.pop(str(payload.get("call_id", "")), None)
+            if done is not None:
+                text, done.is_error = _output(payload.get("output"))
+                done.output = clip(text, TOOL_OUTPUT_CHARS)
 
     def _message(self, payload: dict[str, Any], key: str) -> None:
         role = payload.get("role")
@@ -119,6 +117,3 @@ class CodexReader:
             texts = _texts(content, "output_text")
             if texts:
                 self._current(key).texts.extend(clip(t, TEXT_CHARS) for t in texts)
-
-    def finish(self) -> int | None:
-        return None

@@ -45,7 +45,7 @@ def _text(content: Any) -> str:
 def _result(call: dict[str, Any]) -> tuple[str, bool]:
     """A tool call's output as text, and whether it failed (an error status, or a shell
     command's non-zero exit code, which Gemini CLI records as a success)."""
-    texts = []
+    texts: list[str] = []
     for part in _parts(call.get("result")):
         response = part.get("functionResponse")
         answer = response.get("response") if isinstance(response, dict) else None

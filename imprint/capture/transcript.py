@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["MAX_READ_BYTES", "Batch", "LineReader", "ToolCall", "Turn", "clip", "read_new"]
+__all__ = [
+    "MAX_READ_BYTES",
+    "Batch",
+    "LineReader",
+    "ToolCall",
+    "Turn",
+    "TurnsReader",
+    "clip",
+    "read_new",
+]
 
 MAX_READ_BYTES = 8 * 1024 * 1024  # one capture reads at most this; the next goes on
 TOOL_OUTPUT_CHARS = 600
@@ -109,7 +118,10 @@ class LineReader(Protocol):
         at, when not after the last line read."""
 
 
-class ClaudeCodeReader:
+class TurnsReader:
+    """A reader whose turns grow line by line (a prompt opens one) and whose tool calls
+    wait in `pending` for their results; the next read starts after the last line."""
+
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self.pending: dict[str, ToolCall] = {}
@@ -119,6 +131,11 @@ class ClaudeCodeReader:
             self.turns.append(Turn(key=key))
         return self.turns[-1]
 
+    def finish(self) -> int | None:
+        return None
+
+
+class ClaudeCodeReader(TurnsReader):
     def line(self, obj: dict[str, Any], key: str, start: int) -> None:
         kind = obj.get("type")
         if kind in _SKIPPED_TYPES or kind not in ("user", "assistant"):
@@ -155,9 +172,6 @@ class ClaudeCodeReader:
                 )
                 turn.tools.append(call)
                 self.pending[str(b.get("id", ""))] = call
-
-    def finish(self) -> int | None:
-        return None
 
 
 def _reader(client: str) -> LineReader:

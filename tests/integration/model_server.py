@@ -21,12 +21,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = ["Recorded", "ScriptedModel", "scripted_model", "text", "tool_use"]
 
 Block = dict[str, Any]
+Reply = tuple[int, str, bytes]  # status, content type, body
 _ids = itertools.count(1)
 
 
@@ -104,71 +104,32 @@ def _stream(message: dict[str, Any], blocks: list[Block], stop: str) -> Iterator
     yield _event("message_stop", {"type": "message_stop"})
 
 
-def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the test reads the recorded requests, not a log
-
-        def _reply(self, status: int, kind: str, payload: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def do_GET(self) -> None:
-            model.record(self.path, {})
-            self._reply(404, "application/json", b'{"type":"error"}')
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                body = {}
-            model.record(self.path, body)
-            path = self.path.split("?")[0]
-            if path.endswith("/count_tokens"):
-                self._reply(200, "application/json", b'{"input_tokens": 100}')
-                return
-            if not path.endswith("/v1/messages"):
-                self._reply(404, "application/json", b'{"type":"error"}')
-                return
-            blocks, stop = model.answer(body)
-            message = {
-                "id": f"msg_{next(_ids):04d}",
-                "type": "message",
-                "role": "assistant",
-                "model": body.get("model", "scripted"),
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 100, "output_tokens": 1},
-            }
-            if not body.get("stream"):
-                whole = {**message, "content": blocks, "stop_reason": stop}
-                self._reply(200, "application/json", json.dumps(whole).encode())
-                return
-            payload = b"".join(_stream(message, blocks, stop))
-            self._reply(200, "text/event-stream", payload)
-
-    return Handler
+def _route(model: ScriptedModel, path: str, body: dict[str, Any]) -> Reply:
+    if path.endswith("/count_tokens"):
+        return 200, "application/json", b'{"input_tokens": 100}'
+    if not path.endswith("/v1/messages"):
+        return 404, "application/json", b'{"type":"error"}'
+    blocks, stop = model.answer(body)
+    message = {
+        "id": f"msg_{next(_ids):04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "scripted"),
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 1},
+    }
+    if not body.get("stream"):
+        whole = {**message, "content": blocks, "stop_reason": stop}
+        return 200, "application/json", json.dumps(whole).encode()
+    return 200, "text/event-stream", b"".join(_stream(message, blocks, stop))
 
 
 @contextmanager
 def scripted_model(turns: list[list[Block]]) -> Iterator[ScriptedModel]:
     """A ScriptedModel answering on a free loopback port (its `url`) until the block ends."""
-    model = ScriptedModel(turns=turns)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
-    server.daemon_threads = True
-    model.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="scripted-model", daemon=True)
-    thread.start()
-    try:
+    from tests.integration.scripted_http import serve
+
+    with serve(ScriptedModel(turns=turns), _route) as model:
         yield model
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

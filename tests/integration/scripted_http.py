@@ -1,6 +1,6 @@
-"""The loopback HTTP server under the scripted model APIs other than Anthropic's
-(`responses_model` for Codex, `gemini_model` for Gemini CLI): it records each request's
-body on the ScriptedModel and answers through the API's own `route`."""
+"""The loopback HTTP server under every scripted model API (`model_server` for Claude Code,
+`responses_model` for Codex, `gemini_model` for Gemini CLI): it records each request's body
+on the ScriptedModel and answers through the API's own `route`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tests.integration.model_server import ScriptedModel
+if TYPE_CHECKING:  # model_server builds its server from this module
+    from tests.integration.model_server import ScriptedModel
 
 __all__ = ["Reply", "Route", "serve"]
 
 Reply = tuple[int, str, bytes]  # status, content type, body
-Route = Callable[[ScriptedModel, str, dict[str, Any]], Reply]
+Route = Callable[["ScriptedModel", str, dict[str, Any]], Reply]
 NOT_FOUND: Reply = (404, "application/json", b'{"error": {"code": 404}}')
 
 

@@ -80,6 +80,26 @@ def _listing(data_dir: Path) -> str:
     )
 
 
+def stop_daemon(data_dir: Path) -> None:
+    """SIGTERM for the daemon the hooks started (if one runs), waited until it is gone."""
+    pid = daemon_pid(data_dir)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        assert wait_gone(pid), "the daemon the hooks started did not stop on SIGTERM"
+
+
+def assert_secret_nowhere(data_dir: Path, secret: str, briefed: str, notes: dict[str, Any]) -> None:
+    """`secret` is in no file of the data dir (stores, capture queue and state, hook state,
+    logs: the logs are among the files looked at) and not in what the second session was
+    told, while the capture's notes hold the prompt it was in, redacted."""
+    assert secret not in briefed
+    assert "[redacted:" in json.dumps(notes["asked"])
+    files = [p for p in sorted(data_dir.rglob("*")) if p.is_file()]
+    assert any(p.suffix == ".jsonl" and p.parent.name == "logs" for p in files), files
+    found = [str(p.relative_to(data_dir)) for p in files if secret.encode() in p.read_bytes()]
+    assert found == [], f"the secret is stored in {found}"
+
+
 def _tool_results(body: dict[str, Any]) -> list[str]:
     return [
         json.dumps(block.get("content"))
@@ -155,10 +175,7 @@ def claude_sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoSes
             briefed = json.dumps(model.agent_requests()[0])
         yield TwoSessions(data_dir, secret, state, results, briefed)
     finally:
-        pid = daemon_pid(data_dir)
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            assert wait_gone(pid), "the daemon the hooks started did not stop on SIGTERM"
+        stop_daemon(data_dir)
 
 
 def test_claude_code_first_session_runs_its_tools_and_is_captured(
@@ -199,10 +216,8 @@ def test_claude_code_secret_is_in_no_file_of_the_data_dir(claude_sessions: TwoSe
     """The key typed in the first session is in no file of the data dir (stores, capture
     queue and state, hook state, logs), and not in what the second session was told; the
     capture did store that turn, with the key redacted."""
-    data_dir, secret = claude_sessions.data_dir, claude_sessions.secret
-    assert secret not in claude_sessions.briefed
-    assert "[redacted:anthropic-key]" in json.dumps(claude_sessions.state["notes"]["asked"])
-    files = [p for p in sorted(data_dir.rglob("*")) if p.is_file()]
-    assert any(p.suffix == ".jsonl" and p.parent.name == "logs" for p in files), files
-    found = [str(p.relative_to(data_dir)) for p in files if secret.encode() in p.read_bytes()]
-    assert found == [], f"the secret is stored in {found}"
+    notes = claude_sessions.state["notes"]
+    assert "[redacted:anthropic-key]" in json.dumps(notes["asked"])
+    assert_secret_nowhere(
+        claude_sessions.data_dir, claude_sessions.secret, claude_sessions.briefed, notes
+    )

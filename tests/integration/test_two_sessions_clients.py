@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import secrets
-import signal
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -24,12 +22,20 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import daemon_pid, wait_gone
 from tests.integration.gemini_model import call, scripted_gemini, words
 from tests.integration.model_server import Block, ScriptedModel
 from tests.integration.node_clients import client, client_env
 from tests.integration.responses_model import function_call, message, scripted_responses
-from tests.integration.test_two_sessions import DECISION, FAILING, FIX, _imprint, _listing, _ok
+from tests.integration.test_two_sessions import (
+    DECISION,
+    FAILING,
+    FIX,
+    _imprint,
+    _listing,
+    _ok,
+    assert_secret_nowhere,
+    stop_daemon,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -193,10 +199,7 @@ def sessions(
             briefed = json.dumps(model.agent_requests()[0])
         yield TwoSessions(name, data_dir, secret, state, briefed)
     finally:
-        pid = daemon_pid(data_dir)
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            assert wait_gone(pid), "the daemon the hooks started did not stop on SIGTERM"
+        stop_daemon(data_dir)
 
 
 def test_first_session_is_captured_with_its_decision_and_fixed_error(
@@ -227,10 +230,5 @@ def test_secret_is_in_no_file_of_the_data_dir(sessions: TwoSessions) -> None:
     """The key typed in the first session is in no file of the data dir (stores, capture
     queue and state, hook state, logs), and not in what the second session was told; the
     capture did store that prompt, with the key redacted."""
-    data_dir, secret = sessions.data_dir, sessions.secret
-    assert secret not in sessions.briefed
-    assert "[redacted:" in json.dumps(sessions.state["notes"]["asked"])
-    files = [p for p in sorted(data_dir.rglob("*")) if p.is_file()]
-    assert any(p.suffix == ".jsonl" and p.parent.name == "logs" for p in files), files
-    found = [str(p.relative_to(data_dir)) for p in files if secret.encode() in p.read_bytes()]
-    assert found == [], f"the secret is stored in {found}"
+    notes = sessions.state["notes"]
+    assert_secret_nowhere(sessions.data_dir, sessions.secret, sessions.briefed, notes)
