@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
 from imprint.capture.queue import capture_dir
+from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
 from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
@@ -169,7 +170,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
                 )
             )
             state.chunks += 1
-    summary = summary_text(sid, state.project, state.notes)
+    summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))
     records.append(
         Record(
             id=make_id(SESSION_SUMMARY_KIND, state.project, sid),
