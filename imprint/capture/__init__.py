@@ -1,8 +1,10 @@
 """Capture: each session's transcript, redacted, as the source `session:<id>` and a summary.
 
 One module per idea: `queue` (the durable queue a hook appends to and the daemon drains),
-`transcript` (reading a Claude Code transcript from an offset), `summary` (a turn as stored,
-the rule-based session summary), `session` (one capture, through `imprint.writes`) and
+`transcript` (reading a transcript from an offset; Claude Code's format), `codex` and
+`gemini` (their clients' formats), `summary` (a turn as stored, the rule-based session
+summary), `refine` (the local model's line on it, where the model path is on), `session`
+(one capture, through `imprint.writes`), `backfill` (the transcripts each client keeps) and
 `worker` (the daemon's draining thread). Only the queue is exported here: a hook imports it
 and must stay light (the standard library only); the rest is imported from its module.
 """

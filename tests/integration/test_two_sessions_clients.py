@@ -40,6 +40,9 @@ from tests.integration.test_two_sessions import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
+FINAL = "The fix was to write birds.toml first. Done."  # session 1's last reply
+
+
 def _secret() -> str:
     """A fresh fake key in OpenAI's project key format (never a committed literal)."""
     body = secrets.token_urlsafe(120).replace("-", "x").replace("_", "y")[:156]
@@ -65,7 +68,7 @@ CLIENTS = {
                 function_call("exec_command", {"cmd": FAILING}),
             ],
             [function_call("exec_command", {"cmd": FIX})],
-            [message("The fix was to write birds.toml first. Done.")],
+            [message(FINAL)],
         ],
         [[message("Noted.")]],
         "birds.toml: No such file or directory (exit code 1) -> then printf",
@@ -79,7 +82,7 @@ CLIENTS = {
                 call("run_shell_command", {"command": FAILING}),
             ],
             [call("run_shell_command", {"command": FIX})],
-            [words("The fix was to write birds.toml first. Done.")],
+            [words(FINAL)],
         ],
         [[words("Noted.")]],
         "birds.toml: No such file or directory Exit Code: 1 -> then printf",
@@ -136,20 +139,35 @@ def _session_id(name: str, transcript: Path) -> str:
     return str(first["payload"]["id"] if name == "codex" else first["sessionId"])
 
 
-def _wait_captured(data_dir: Path, session_id: str) -> dict[str, Any]:
-    """The session's capture state once its end-of-turn hook's capture is written: the
-    daemon captures after the hook has exited, so this polls the state file the capture
-    writes (a client may append its own bookkeeping to the transcript after the hook, so
-    the offset need not reach the file's end)."""
-    path = data_dir / "capture" / "sessions" / f"{session_id}.json"
+def _reply_end(name: str, transcript: Path) -> int:
+    """The byte offset after the line that records session 1's last reply (Codex: its
+    `response_item`; Gemini CLI: the first copy of its message), 0 while there is none."""
+    marker = '"output_text"' if name == "codex" else '"type":"gemini"'
+    at = 0
+    for line in transcript.read_bytes().splitlines(keepends=True):
+        at += len(line)
+        text = line.decode("utf-8", "replace")
+        if FINAL in text and marker in text:
+            return at
+    return 0
+
+
+def _wait_captured(name: str, data_dir: Path, transcript: Path) -> dict[str, Any]:
+    """The session's capture state once a capture has read past the line of its last
+    reply: the daemon captures after the hook has exited (and may capture a session midway,
+    when the client fires its end-of-turn hook more than once), so this polls the state file
+    the capture writes. (A client may append its own bookkeeping after the hook, so the
+    capture need not reach the file's end.)"""
+    path = data_dir / "capture" / "sessions" / f"{_session_id(name, transcript)}.json"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if path.exists():
+        end = _reply_end(name, transcript)
+        if path.exists() and end:
             state: dict[str, Any] = json.loads(path.read_text("utf-8"))
-            if state["notes"]["turns"] >= 1:
+            if state["read_to"] >= end:
                 return state
         time.sleep(0.1)  # another process's background work; nothing here to wait on
-    raise AssertionError(f"session {session_id} was not captured: {_listing(data_dir)}")
+    raise AssertionError(f"{transcript} was not captured to its end: {_listing(data_dir)}")
 
 
 @dataclass(frozen=True)
@@ -192,7 +210,7 @@ def sessions(
             model.turns = spec.first
             prompt = f"Set up the sightings store. My key is OPENAI_API_KEY={secret} if needed."
             _session(name, exe, prompt, project, env)
-            state = _wait_captured(data_dir, _session_id(name, _transcript(name, home)))
+            state = _wait_captured(name, data_dir, _transcript(name, home))
             model.requests.clear()
             model.turns = spec.second
             _session(name, exe, "What did we do last time?", project, env)
