@@ -5,6 +5,7 @@ rule-based summary otherwise, and whenever the model is late, fails or leaves th
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,7 +83,7 @@ def test_a_secret_the_model_repeats_is_redacted_and_it_never_saw_it(
 ) -> None:
     """The model reads the redacted notes only, and a key in its own answer is redacted
     before the summary is written."""
-    key = "sk-ant-api03-" + "Zq8xW2vK9mN4pL7rT1yB6cF3hJ5dG0sA" * 3
+    key = "sk-ant-api03-" + secrets.token_urlsafe(70).replace("-", "x").replace("_", "y")[:93]
     provider = FakeProvider(responses=[[json.dumps({"gist": f"Used the key {key} to set up."})]])
     rt = _runtime(tmp_path, embedder, provider)
     try:

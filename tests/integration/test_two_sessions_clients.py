@@ -40,6 +40,7 @@ from tests.integration.test_two_sessions import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
+DUMMY_KEY = "dummy"  # the clients need a key; the loopback model reads none
 FINAL = "The fix was to write birds.toml first. Done."  # session 1's last reply
 
 
@@ -103,7 +104,7 @@ def _configure(name: str, home: Path, project: Path, url: str) -> dict[str, str]
             f'name = "loopback"\nbase_url = "{url}"\nwire_api = "responses"\n'
             'env_key = "LOOPBACK_API_KEY"\n'
         )
-        return {"CODEX_HOME": str(codex_home), "LOOPBACK_API_KEY": "dummy-loopback-key"}
+        return {"CODEX_HOME": str(codex_home), "LOOPBACK_API_KEY": DUMMY_KEY}
     gemini_dir = home / ".gemini"
     gemini_dir.mkdir(parents=True)
     trusted = {str(project.resolve()): "TRUST_FOLDER"}
@@ -113,7 +114,7 @@ def _configure(name: str, home: Path, project: Path, url: str) -> dict[str, str]
         "security": {"auth": {"selectedType": "gemini-api-key"}},
     }
     (gemini_dir / "settings.json").write_text(json.dumps(settings))
-    return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "dummy-loopback-key"}
+    return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": DUMMY_KEY}
 
 
 def _session(name: str, exe: str, prompt: str, cwd: Path, env: dict[str, str]) -> None:
