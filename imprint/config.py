@@ -58,6 +58,13 @@ class StoreConfig(_Group):
         description="writes are refused while the store's disk has less free (MB; plus a "
         "quarter of the vector index's size); 0 = no check",
     )
+    near_duplicate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="a memory at least this similar (cosine) to one of its project is not "
+        "stored again: `already stored as ID (similar, 0.95)`; 0 = off (exact text only)",
+    )
 
     @field_validator("chroma_url")
     @classmethod
@@ -223,6 +230,19 @@ def _hook_ms(default: int, what: str) -> Any:
     return Field(default=default, ge=50, le=60_000, description=f"ms {what} may take")
 
 
+class BackupConfig(_Group):
+    every_hours: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=8760.0,
+        description="the daemon backs the data dir up this often into {data dir}/backups "
+        "(hours); 0 = no rolling backups",
+    )
+    keep: int = Field(
+        default=7, ge=1, le=1000, description="rolling backups kept; older ones are removed"
+    )
+
+
 class HookTimeoutsConfig(_Group):
     session_start: int = _hook_ms(1500, "the session-start hook")
     prompt_submit: int = _hook_ms(300, "the prompt-submit hook")
@@ -256,6 +276,7 @@ class Config(BaseModel):
     server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    backup: BackupConfig = Field(default_factory=BackupConfig)
 
 
 # Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.
