@@ -84,7 +84,11 @@ def table(res: Results) -> str:
             f"| {group} | {s['pairs']:.0f} | {s['min']:.3f} | {s['p10']:.3f} | "
             f"{s['median']:.3f} | {s['p90']:.3f} | {s['max']:.3f} |"
         )
-    lines += ["", "| threshold | paraphrases caught | different memories refused |", "|---|---|---|"]
+    lines += [
+        "",
+        "| threshold | paraphrases caught | different memories refused |",
+        "|---|---|---|",
+    ]
     n_same, n_diff = len(res.pairs["same"]), len(res.pairs["different"])
     for row in res.thresholds:
         lines.append(

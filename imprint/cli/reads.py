@@ -85,6 +85,9 @@ def status(
             row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
     from imprint.hooks.report import client_hooks, hooks_lines
+    from imprint.writes.backup import backup_line
+
+    typer.echo(backup_line(root))
 
     for line in hooks_lines(client_hooks(root)):
         typer.echo(line)

@@ -40,6 +40,7 @@ __all__ = [
     "ROLLING_PREFIX",
     "BackupRecord",
     "backup_data_dir",
+    "backup_line",
     "backups_dir",
     "default_backup_dir",
     "last_backup",
@@ -210,6 +211,14 @@ def last_backup(data_dir: Path) -> BackupRecord | None:
         return None
     except (OSError, ValidationError) as exc:
         return BackupRecord(path=str(path), made_by="command", created_at=0.0, error=str(exc))
+
+
+def backup_line(data_dir: Path) -> str:
+    """`imprint status`'s line for the last backup."""
+    record = last_backup(data_dir)
+    if record is None:
+        return "last backup: none yet (`imprint backup`; backup.every_hours for rolling ones)"
+    return record.line()
 
 
 def rolling_backups(data_dir: Path) -> list[tuple[float, Path]]:
