@@ -119,7 +119,9 @@ class Daemon:
             self.wait_runtime, kind=kind, started_at=self.started_at, clients=lambda: self.sessions
         )
         self.capture: CaptureWorker | None = None  # drains the hooks' capture queue
-        self.backups = RollingBackups(data_dir, config.backup, self.wait_runtime)
+        self.backups = RollingBackups(
+            data_dir, config.backup, self.wait_runtime, started=self._warmup.wait_started
+        )
 
     @property
     def runtime(self) -> Runtime | None:

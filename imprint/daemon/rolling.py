@@ -40,6 +40,7 @@ class RollingBackups:
         *,
         clock: Callable[[], float] = time.time,
         wait: Callable[[float], bool] | None = None,
+        started: Callable[[float], bool] = lambda _timeout: True,
     ) -> None:
         self.data_dir = data_dir
         self.every_sec = config.every_hours * 3600.0
@@ -48,6 +49,7 @@ class RollingBackups:
         self._clock = clock
         self._stopping = threading.Event()
         self._wait = wait or self._stopping.wait
+        self._started = started
         self._thread: threading.Thread | None = None
         self._tried: float | None = None  # the last attempt, failed or not
 
@@ -91,6 +93,11 @@ class RollingBackups:
 
     def run(self) -> None:
         """Until stopped: wait for the next due time, then `tick`."""
+        # Not a module imported before the daemon's warm-up has imported the package tree:
+        # two threads importing it at once were seen to find `imprint.reads` half made.
+        while not self._started(1.0):
+            if self._stopping.is_set():
+                return
         while True:
             due = self.due()
             if due is None:
