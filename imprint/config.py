@@ -46,6 +46,13 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
+_NEAR_DUPLICATE = (
+    "a memory at least this similar (cosine) to one of its project is not stored again: "
+    "`already stored as ID (similar, 0.95)`; 0 = off (exact text only)"
+)
+_EVERY_HOURS = "the daemon backs up into {data dir}/backups this often (hours); 0 = off"
+
+
 class StoreConfig(_Group):
     chroma_url: str = Field(
         default="",
@@ -58,13 +65,7 @@ class StoreConfig(_Group):
         description="writes are refused while the store's disk has less free (MB; plus a "
         "quarter of the vector index's size); 0 = no check",
     )
-    near_duplicate: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="a memory at least this similar (cosine) to one of its project is not "
-        "stored again: `already stored as ID (similar, 0.95)`; 0 = off (exact text only)",
-    )
+    near_duplicate: float = Field(default=0.0, ge=0.0, le=1.0, description=_NEAR_DUPLICATE)
 
     @field_validator("chroma_url")
     @classmethod
@@ -231,16 +232,8 @@ def _hook_ms(default: int, what: str) -> Any:
 
 
 class BackupConfig(_Group):
-    every_hours: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=8760.0,
-        description="the daemon backs the data dir up this often into {data dir}/backups "
-        "(hours); 0 = no rolling backups",
-    )
-    keep: int = Field(
-        default=7, ge=1, le=1000, description="rolling backups kept; older ones are removed"
-    )
+    every_hours: float = Field(default=0.0, ge=0.0, le=8760.0, description=_EVERY_HOURS)
+    keep: int = Field(default=7, ge=1, le=1000, description="rolling backups kept; older removed")
 
 
 class HookTimeoutsConfig(_Group):
