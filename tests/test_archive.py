@@ -171,25 +171,31 @@ def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
         assert not (target / "workspaces").exists() or not any((target / "workspaces").iterdir())
 
 
-@pytest.fixture
-def daemon(data_dir: Path) -> Iterator[Path]:
-    """A real daemon process owning the data dir, started as `imprint serve` starts it (by
-    a short-lived process of its own, which returns once the daemon answers)."""
+def start_daemon(data: Path, env: dict[str, str] | None = None) -> None:
+    """Start a daemon owning `data` as `imprint serve` starts it (by a short-lived process
+    of its own, which returns once the daemon answers), with `env` added to its environment."""
     started = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys, pathlib; from imprint.daemon import connect; "
             "connect(pathlib.Path(sys.argv[1])).close()",
-            str(data_dir),
+            str(data),
         ],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data_dir)},
+        env={**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert started.returncode == 0, started.stderr
+
+
+@pytest.fixture
+def daemon(data_dir: Path) -> Iterator[Path]:
+    """A real daemon process owning the data dir, started as `imprint serve` starts it (by
+    a short-lived process of its own, which returns once the daemon answers)."""
+    start_daemon(data_dir)
     try:
         yield data_dir
     finally:
@@ -277,21 +283,7 @@ def test_a_daemon_killed_mid_backup_leaves_a_usable_store_and_a_rerun_completes(
     memory, and the next `imprint backup DIR` completes, verified, with a manifest that
     reads back."""
     env = {**os.environ, "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_DELAY": "backup.copy:120:1"}
-    started = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, pathlib; from imprint.daemon import connect; "
-            "connect(pathlib.Path(sys.argv[1])).close()",
-            str(data_dir),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert started.returncode == 0, started.stderr
+    start_daemon(data_dir, env)
     pid = json.loads((data_dir / "run" / "daemon.json").read_text())["pid"]
     folder = tmp_path / "snap"
     backup = subprocess.Popen(

@@ -5,9 +5,6 @@ last backup shown by `imprint status` and the dashboard; a real daemon making on
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +32,7 @@ from imprint.writes.backup import (
 )
 from imprint.writes.memories import store_memory
 from tests.dashboard_support import owner
+from tests.test_archive import cli, start_daemon
 
 HOUR = 3600.0
 START = 1_800_000_000.0  # 2027-01-15 08:00 UTC: the fake clock's first reading
@@ -194,22 +192,7 @@ def test_a_daemon_with_every_hours_makes_a_verified_rolling_backup(
     rolling backup soon after it starts, verified; `imprint status` beside it shows it."""
     root = runtime.data_dir
     runtime.stop()
-    env = {**os.environ, "IMPRINT_DATA_DIR": str(root), "IMPRINT_BACKUP_EVERY_HOURS": "24"}
-    started = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, pathlib; from imprint.daemon import connect; "
-            "connect(pathlib.Path(sys.argv[1])).close()",
-            str(root),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert started.returncode == 0, started.stderr
+    start_daemon(root, {"IMPRINT_BACKUP_EVERY_HOURS": "24"})
     try:
         last = backups_dir(root) / "last.json"
         deadline = time.monotonic() + 120
@@ -219,14 +202,7 @@ def test_a_daemon_with_every_hours_makes_a_verified_rolling_backup(
         record = json.loads(last.read_text())
         assert record["made_by"] == "schedule" and record["verified"], record
         assert Path(record["path"]).name.startswith("auto-")
-        shown = subprocess.run(
-            [sys.executable, "-m", "imprint.cli", "status"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        shown = cli(root, "status")
         assert shown.returncode == 0, shown.stderr
         assert "(rolling)" in shown.stdout and ", verified: " in shown.stdout, shown.stdout
     finally:
