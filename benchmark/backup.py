@@ -237,11 +237,16 @@ def readme(res: Results, command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--idle", type=int, default=200, help="idle searches timed")
+    parser.add_argument("--records", type=int, default=100_000, help="100 to 10,000,000")
+    parser.add_argument("--idle", type=int, default=200, help="idle searches timed, 10-10,000")
     parser.add_argument("--data-dir", type=Path, default=None, help="kept; default a temp dir")
     parser.add_argument("--publish", action="store_true", help="write benchmark/published/...")
+    parser.add_argument("--out", type=Path, default=PUBLISHED, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not 100 <= args.records <= 10_000_000:
+        parser.error("--records: must be 100 to 10,000,000")
+    if not 10 <= args.idle <= 10_000:
+        parser.error("--idle: must be 10 to 10,000")
     res = Results(
         started_at=common.utc_now(),
         command=sys.argv,
@@ -251,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with common.data_dir(args.data_dir, "imprint-backup-bench-") as data:
         measure(res, data, args.idle)
-    common.conclude(res, table, readme if args.publish else None, PUBLISHED, "backup")
+    common.conclude(res, table, readme if args.publish else None, args.out, "backup")
     return 0
 
 
