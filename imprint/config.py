@@ -46,6 +46,13 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
+_NEAR_DUPLICATE = (
+    "a memory at least this similar (cosine) to one of its project is not stored again: "
+    "`already stored as ID (similar, 0.95)`; 0 = off (exact text only)"
+)
+_EVERY_HOURS = "the daemon backs up into {data dir}/backups this often (hours); 0 = off"
+
+
 class StoreConfig(_Group):
     chroma_url: str = Field(
         default="",
@@ -58,6 +65,7 @@ class StoreConfig(_Group):
         description="writes are refused while the store's disk has less free (MB; plus a "
         "quarter of the vector index's size); 0 = no check",
     )
+    near_duplicate: float = Field(default=0.0, ge=0.0, le=1.0, description=_NEAR_DUPLICATE)
 
     @field_validator("chroma_url")
     @classmethod
@@ -223,6 +231,11 @@ def _hook_ms(default: int, what: str) -> Any:
     return Field(default=default, ge=50, le=60_000, description=f"ms {what} may take")
 
 
+class BackupConfig(_Group):
+    every_hours: float = Field(default=0.0, ge=0.0, le=8760.0, description=_EVERY_HOURS)
+    keep: int = Field(default=7, ge=1, le=1000, description="rolling backups kept; older removed")
+
+
 class HookTimeoutsConfig(_Group):
     session_start: int = _hook_ms(1500, "the session-start hook")
     prompt_submit: int = _hook_ms(300, "the prompt-submit hook")
@@ -256,6 +269,7 @@ class Config(BaseModel):
     server: ServerConfig = Field(default_factory=ServerConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    backup: BackupConfig = Field(default_factory=BackupConfig)
 
 
 # Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.

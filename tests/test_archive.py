@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from imprint.reads.search import SearchArgs, search_text
 from imprint.store.embedder import Embedder
 from imprint.tools.kg_query import format_facts
 from imprint.writes import Writes
+from imprint.writes.backup import read_manifest
 from imprint.writes.content import ingest_text
 from imprint.writes.facts import edit_facts
 from imprint.writes.memories import delete_records, store_memory
@@ -168,25 +171,31 @@ def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
         assert not (target / "workspaces").exists() or not any((target / "workspaces").iterdir())
 
 
-@pytest.fixture
-def daemon(data_dir: Path) -> Iterator[Path]:
-    """A real daemon process owning the data dir, started as `imprint serve` starts it (by
-    a short-lived process of its own, which returns once the daemon answers)."""
+def start_daemon(data: Path, env: dict[str, str] | None = None) -> None:
+    """Start a daemon owning `data` as `imprint serve` starts it (by a short-lived process
+    of its own, which returns once the daemon answers), with `env` added to its environment."""
     started = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys, pathlib; from imprint.daemon import connect; "
             "connect(pathlib.Path(sys.argv[1])).close()",
-            str(data_dir),
+            str(data),
         ],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data_dir)},
+        env={**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert started.returncode == 0, started.stderr
+
+
+@pytest.fixture
+def daemon(data_dir: Path) -> Iterator[Path]:
+    """A real daemon process owning the data dir, started as `imprint serve` starts it (by
+    a short-lived process of its own, which returns once the daemon answers)."""
+    start_daemon(data_dir)
     try:
         yield data_dir
     finally:
@@ -251,3 +260,57 @@ def test_a_backup_killed_midway_leaves_no_backup_and_a_rerun_completes(
     again = cli(data_dir, "backup", str(folder))
     assert again.returncode == 0, again.stderr
     assert (folder / "manifest.json").is_file() and not (tmp_path / "snap.partial").exists()
+
+
+def _wait_logged(data: Path, event: str, point: str, seconds: float = 120) -> None:
+    """Until the data dir's log holds `event` at `point` (written by another process)."""
+    path = data / "logs" / "imprint.jsonl"
+    deadline = time.monotonic() + seconds
+    while True:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        if any(f'"{event}"' in line and point in line for line in text.splitlines()):
+            return
+        assert time.monotonic() < deadline, f"no {event} at {point} within {seconds} s"
+        time.sleep(0.05)  # polling another process's log file
+
+
+def test_a_daemon_killed_mid_backup_leaves_a_usable_store_and_a_rerun_completes(
+    filled: dict[str, str], data_dir: Path, tmp_path: Path
+) -> None:
+    """A daemon held between the SQLite copy and the vector copy of `imprint backup DIR`
+    (IMPRINT_DELAY) and SIGKILLed there: the backup command fails in one line, no DIR is
+    left that looks whole (only `DIR.partial`), the store checks clean and keeps every
+    memory, and the next `imprint backup DIR` completes, verified, with a manifest that
+    reads back."""
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(data_dir), "IMPRINT_DELAY": "backup.copy:120:1"}
+    start_daemon(data_dir, env)
+    pid = json.loads((data_dir / "run" / "daemon.json").read_text())["pid"]
+    folder = tmp_path / "snap"
+    backup = subprocess.Popen(
+        [sys.executable, "-m", "imprint.cli", "backup", str(folder)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_logged(data_dir, "fault.delay", "backup.copy")
+        assert (tmp_path / "snap.partial").is_dir() and not folder.exists()
+        os.kill(pid, signal.SIGKILL)
+        out, err = backup.communicate(timeout=120)
+    finally:
+        if backup.poll() is None:
+            backup.kill()
+            backup.wait()
+    assert backup.returncode == 2 and not out, (out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert not daemon_alive(data_dir)
+    assert not folder.exists() and (tmp_path / "snap.partial").is_dir()
+    assert cli(data_dir, "status", "--check").returncode == 0
+    found = cli(data_dir, "search", "job queue PostgreSQL", "--mode", "lexical")
+    assert filled["pg"] in found.stdout, found.stdout
+    again = cli(data_dir, "backup", str(folder))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip().endswith("; verified"), again.stdout
+    assert not (tmp_path / "snap.partial").exists()
+    assert set(read_manifest(folder)["workspaces"]) == {"default"}

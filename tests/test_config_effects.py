@@ -54,6 +54,18 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/test_query_embedder.py",
         "test_query_cache_size_comes_from_config",
     ),
+    "store.near_duplicate": (
+        "tests/test_supersede.py",
+        "test_a_paraphrase_answers_the_first_id_when_near_duplicate_is_set",
+    ),
+    "backup.every_hours": (
+        "tests/test_rolling_backups.py",
+        "test_a_daemon_with_every_hours_makes_a_verified_rolling_backup",
+    ),
+    "backup.keep": (
+        "tests/test_rolling_backups.py",
+        "test_a_backup_is_made_when_due_verified_and_only_the_newest_rolling_ones_kept",
+    ),
     "store.min_free_mb": (
         "tests/test_limits.py",
         "test_min_free_mb_refuses_a_write_before_it_is_embedded_or_reaches_chroma",

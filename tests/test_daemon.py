@@ -565,6 +565,8 @@ def test_status_beside_a_daemon_exits_by_the_row_not_by_its_text(
         )
         pid, shown = _cli_alone(tmp_path, "status")
         assert shown.returncode == code, shown.stderr
-        assert shown.stdout == format_status(rows[-1]) + "\n"
+        # Then the data dir's last backup (issue 30): this one has none.
+        none_yet = "last backup: none yet (`imprint backup`; backup.every_hours for rolling ones)"
+        assert shown.stdout == format_status(rows[-1]) + "\n" + none_yet + "\n"
         assert set(pids) == {pid}
         pids.clear()

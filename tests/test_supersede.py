@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from imprint.actors.lifecycle import Runtime
+from imprint.cli import app as cli_app
+from imprint.config import Config
+from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, text_key
 from imprint.store.sqlite_write import SqliteWriter
 from tests import test_tools
@@ -137,6 +147,64 @@ def test_a_near_duplicate_store_returns_the_first_id(session: Session) -> None:
     assert older not in _ids(session.ok("search", query="linting black flake8 ruff"))
 
 
+PG = "Decision: the job queue runs on PostgreSQL with SKIP LOCKED polling."
+PG_AGAIN = "Decision: job queue is on PostgreSQL, polled with SKIP LOCKED."  # 0.94 (MiniLM)
+SIMILAR = re.compile(r"^already stored as ([0-9a-f]{16}) \(similar, (0\.\d\d)\)$")
+
+
+@pytest.fixture
+def near(tmp_path: Path, embedder: Embedder) -> Iterator[Session]:
+    """A session over a runtime with `store.near_duplicate = 0.9`."""
+    config = Config.model_validate({"store": {"near_duplicate": 0.9}})
+    rt = Runtime(tmp_path / "data", config, embedder=embedder).start()
+    try:
+        yield Session(rt, tmp_path)
+    finally:
+        rt.stop()
+
+
+def test_a_paraphrase_answers_the_first_id_when_near_duplicate_is_set(near: Session) -> None:
+    """With `store.near_duplicate`, a paraphrase of a memory of the same project answers
+    `already stored as ID (similar, 0.9x)` and writes nothing (search finds one memory, the
+    first keeps its id and text); a related memory that says something else, and the same
+    paraphrase in another project, are stored as memories of their own; exact text keeps
+    its plain answer."""
+    first = _stored(near.ok("store", content=PG, project="jobs", type="decision"))
+    said = near.ok("store", content=PG_AGAIN, project="jobs", type="decision")
+    match = SIMILAR.match(said)
+    assert match and match[1] == first, said
+    assert 0.9 <= float(match[2]) < 1.0
+    assert near.ok("store", content=PG, project="jobs") == f"already stored as {first}"
+    found = near.ok("search", query="job queue PostgreSQL SKIP LOCKED", project="jobs")
+    assert _ids(found) == [first], found
+    assert PG in near.ok("get_memory", id=first)
+    other = _stored(near.ok("store", content=MID, project="jobs", type="decision"))
+    elsewhere = _stored(near.ok("store", content=PG_AGAIN, project="billing"))
+    assert len({first, other, elsewhere}) == 3
+    both = near.ok("search", query="job queue", project="jobs", mode="lexical")
+    assert sorted(_ids(both)) == sorted([first, other]), both
+
+
+def test_a_store_that_supersedes_its_near_duplicate_is_written(near: Session) -> None:
+    """A memory that names a close one in `supersedes` is meant to replace it: it is stored
+    (not answered with the one it supersedes), and a later paraphrase of the superseded
+    memory is not matched to it either (search no longer shows it)."""
+    first = _stored(near.ok("store", content=PG, project="jobs"))
+    said = near.ok("store", content=PG_AGAIN, project="jobs", supersedes=[first])
+    second = _stored(said)
+    assert said == f"stored {second}; supersedes {first}"
+    third = near.ok("store", content=PG + " (confirmed)", project="jobs")
+    assert SIMILAR.match(third) and SIMILAR.match(third)[1] == second, third  # type: ignore[index]
+
+
+def test_near_duplicates_are_off_by_default(session: Session) -> None:
+    """Without `store.near_duplicate` (0, the default) a paraphrase is a memory of its own:
+    only text equal once normalized is stored once."""
+    assert Config().store.near_duplicate == 0.0
+    first = _stored(session.ok("store", content=PG, project="jobs"))
+    assert _stored(session.ok("store", content=PG_AGAIN, project="jobs")) != first
+
+
 def test_memory_blocks_show_their_date_and_since_keeps_newer_records(session: Session) -> None:
     """A memory's block header carries its date (YYYY-MM-DD, UTC), a file chunk's does not;
     `since` keeps records stored on or after that date; a date that is not ISO is a
@@ -153,6 +221,38 @@ def test_memory_blocks_show_their_date_and_since_keeps_newer_records(session: Se
     assert session.error("search", query="espresso", since="last week").startswith(
         "since: 'last week' is not an ISO date"
     )
+
+
+def test_cli_search_since_keeps_newer_records_and_refuses_a_bad_date(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """`imprint search --since YYYY-MM-DD` keeps records stored on or after that day (the
+    tool's `since`); a date that is not ISO is one line naming `--since`, exit 2."""
+    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        rid = _stored(
+            Session(rt, tmp_path).ok("store", content="The espresso grinder is set to 14.")
+        )
+    finally:
+        rt.stop()
+    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400))
+    yesterday = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 86400))
+    runner = CliRunner()
+    kept = runner.invoke(cli_app, ["search", "espresso grinder", "--since", yesterday])
+    assert kept.exit_code == 0 and rid in kept.output, kept.output
+    newer = runner.invoke(cli_app, ["search", "espresso grinder", "--since", tomorrow])
+    assert newer.exit_code == 0 and "no results" in newer.output and rid not in newer.output
+    bad = subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "search", "espresso", "--since", "2026-13-01"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert bad.returncode == 2 and not bad.stdout, (bad.stdout, bad.stderr)
+    assert bad.stderr.splitlines() == [
+        "error: --since: '2026-13-01' is not an ISO date; give YYYY-MM-DD (UTC)"
+    ]
 
 
 def test_recall_fact_blocks_show_their_date(session: Session) -> None:

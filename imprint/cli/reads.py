@@ -29,14 +29,18 @@ def search(
     max_chars: Annotated[
         int | None, typer.Option("--max-chars", help="budget, 1200-12000; default search.max_chars")
     ] = None,
+    since: Annotated[
+        str, typer.Option("--since", help="only records stored on or after this date, YYYY-MM-DD")
+    ] = "",
     workspace: WorkspaceOpt = "",
 ) -> None:
     """Print exactly what the MCP search tool returns."""
     from imprint.actors.lifecycle import running
     from imprint.reads.gateway import ActorReads
-    from imprint.reads.search import SearchArgs, checked_mode, search_text
+    from imprint.reads.search import SearchArgs, checked_mode, parse_since, search_text
 
     root, config = setup()
+    parse_since(since, "--since")  # refused here in the option's own name, daemon or not
     args: dict[str, object] = {
         "query": query,
         "project": project,
@@ -46,6 +50,7 @@ def search(
         "limit": limit,
         "mode": mode,
         "max_chars": max_chars,
+        "since": since,
         "workspace": workspace,
     }
     via = via_daemon(root, "search", args)
@@ -80,6 +85,9 @@ def status(
             row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
     from imprint.hooks.report import client_hooks, hooks_lines
+    from imprint.writes.backup import backup_line
+
+    typer.echo(backup_line(root))
 
     for line in hooks_lines(client_hooks(root)):
         typer.echo(line)

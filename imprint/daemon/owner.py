@@ -37,6 +37,7 @@ from imprint.daemon.hello import (
     shut,
 )
 from imprint.daemon.hosting import DashboardHost, answer_backup, answer_hook, answer_status
+from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
@@ -118,6 +119,9 @@ class Daemon:
             self.wait_runtime, kind=kind, started_at=self.started_at, clients=lambda: self.sessions
         )
         self.capture: CaptureWorker | None = None  # drains the hooks' capture queue
+        self.backups = RollingBackups(
+            data_dir, config.backup, self.wait_runtime, started=self._warmup.wait_started
+        )
 
     @property
     def runtime(self) -> Runtime | None:
@@ -158,6 +162,7 @@ class Daemon:
 
         # It waits for the runtime, then captures what hooks queued while none ran.
         self.capture = CaptureWorker(self.data_dir, self.wait_runtime).start()
+        self.backups.start()  # backup.every_hours; nothing runs when it is 0
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
@@ -400,6 +405,7 @@ class Daemon:
         try:
             self._warmup.join()
             self._dashboard.stop()
+            self.backups.stop()  # before the writers a backup under way copies through
             if self.capture is not None:
                 self.capture.stop()  # before the writers it writes through
             if self.runtime is not None:

@@ -121,6 +121,11 @@ class Warmup:
             log.warning("daemon.warm.failed", error=f"{type(exc).__name__}: {exc}")
         self._then()  # last: a first search does not wait for it
 
+    def wait_started(self, timeout: float | None = None) -> bool:
+        """Whether the background start is done (the runtime up, or its error kept) within
+        `timeout`; by then the package tree is imported."""
+        return self._runtime_ready.wait(timeout)
+
     def wait_runtime(self, timeout: float | None = None) -> Runtime:
         """The started runtime, once the background start is done; its error if it failed."""
         if not self._runtime_ready.wait(timeout):

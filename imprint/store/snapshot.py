@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from imprint._faults import failpoint
+from imprint._faults import delay, failpoint
 from imprint._fs import private_dir
 from imprint.errors import SQLITE_FILE, StoreError
 from imprint.store.workspace import WorkspaceStore
@@ -56,7 +56,9 @@ def copy_store(store: WorkspaceStore, dest: Path) -> dict[str, dict[str, int | s
         store.sqlite.conn.backup(target)
     finally:
         target.close()
-    failpoint("backup.copy")  # killed between the two copies (tests/test_archive.py)
+    # Killed (or held, so that a test can kill the process) between the two copies.
+    failpoint("backup.copy")
+    delay("backup.copy")
     chroma = store.folder / CHROMA_DIR
     if chroma.is_dir():
         shutil.copytree(chroma, dest / CHROMA_DIR)

@@ -7,13 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks
+from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks, VectorQuery
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
 from imprint.reads.memory import check_id
+from imprint.reads.neighbors import superseded_among
 from imprint.store.records import (
     RECORD_TYPES,
+    Filters,
     Record,
     SupersedeLink,
     WriteBatch,
@@ -38,6 +40,9 @@ __all__ = [
 
 MAX_MEMORY_CHARS = 8_000
 MAX_SUPERSEDES = 20
+# Memories of the project looked at for a paraphrase: the nearest few of every record (the
+# project's chunks of ingested files among them), so a memory close enough is among them.
+NEAR_LOOKED_AT = 10
 
 
 class Stored(BaseModel):
@@ -49,11 +54,15 @@ class Stored(BaseModel):
     id: MemoryId
     existed: bool = False
     supersedes: tuple[MemoryId, ...] = ()
+    # Set when the memory found says the same in other words (`store.near_duplicate`).
+    similarity: float | None = None
 
     def line(self) -> str:
-        """The store tool's answer: `stored ID` or `already stored as ID`, and what it
-        supersedes."""
+        """The store tool's answer: `stored ID`, `already stored as ID` or `already stored
+        as ID (similar, 0.95)`, and what it supersedes."""
         head = f"already stored as {self.id}" if self.existed else f"stored {self.id}"
+        if self.similarity is not None:
+            head += f" (similar, {self.similarity:.2f})"
         return head + (f"; supersedes {', '.join(self.supersedes)}" if self.supersedes else "")
 
 
@@ -90,6 +99,38 @@ def _superseded(
     return wanted
 
 
+def _paraphrased(
+    writes: Writes,
+    ws: WorkspaceName,
+    project: str,
+    text: str,
+    skip: tuple[MemoryId, ...],
+    deadline: Deadline,
+) -> tuple[MemoryId, float] | None:
+    """The memory of this project nearest to `text` when its cosine similarity reaches
+    `store.near_duplicate` (0 turns this off), leaving out the memories `skip` names (those
+    it supersedes: a memory that replaces one is meant to differ from it) and memories
+    already superseded (search no longer shows them)."""
+    threshold = writes.runtime.config.store.near_duplicate
+    if threshold <= 0:
+        return None
+    ask = VectorQuery(
+        workspace=ws, text=text, limit=NEAR_LOOKED_AT, filters=Filters(project=project)
+    )
+    hits = deadline.wait(writes.reads.ask(ask), "store")
+    close = [rid for rid, sim in hits if sim >= threshold and rid not in skip]
+    if not close:
+        return None
+    replaced = superseded_among(writes.reads, ws, close, deadline)
+    ids = tuple(rid for rid in close if rid not in replaced)
+    found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=ids)), "store")
+    for rid, sim in hits:
+        record = found.get(rid)
+        if record is not None and record.source_type == "memory" and record.project == project:
+            return rid, sim
+    return None
+
+
 def store_memory(writes: Writes, content: str, *args: Any, **kwargs: Any) -> MemoryId:
     """`remember` (the same arguments), answering only the memory's id."""
     return remember(writes, content, *args, **kwargs).id
@@ -109,8 +150,9 @@ def remember(
 
     The same text in the same project is stored once: the same bytes give the same id, and
     text that differs only in case, Unicode form, whitespace or punctuation
-    (`records.text_key`) finds the memory stored first; nothing new is written then but the
-    supersede links. Nothing is written when any argument is refused."""
+    (`records.text_key`) finds the memory stored first; so does text the embedder finds at
+    least `store.near_duplicate` similar (a paraphrase), when that is set. Nothing new is
+    written then but the supersede links. Nothing is written when any argument is refused."""
     text = content.strip() if isinstance(content, str) else ""
     if not text:
         raise InputError("content: must be non-empty text")
@@ -135,6 +177,11 @@ def remember(
             writes.reads.ask(SameText(workspace=ws, project=project, key=text_key(text))),
             "store",
         )
+    similarity = None
+    if same is None:
+        near = _paraphrased(writes, ws, project, text, old, deadline)
+        if near is not None:
+            same, similarity = near
     target = same or rid
     if target in old:
         raise InputError(f"supersedes: {target!r} is this memory itself")
@@ -143,7 +190,7 @@ def remember(
     if same is not None:
         if links:
             writes.write(ws, WriteBatch(supersede=links))
-        return Stored(id=same, existed=True, supersedes=old)
+        return Stored(id=same, existed=True, supersedes=old, similarity=similarity)
     rules = rule_tags("memory.txt", text)
     model = model_tags(writes.runtime, text)
     record = Record(

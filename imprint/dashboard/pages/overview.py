@@ -1,5 +1,5 @@
-"""Overview: the owner, the inference device, each workspace's counts, running ingests,
-and per client its last capture and hook failures."""
+"""Overview: the owner, the inference device, each workspace's counts, the last backup,
+running ingests, and per client its last capture and hook failures."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from imprint.dashboard._templates import duration
 from imprint.errors import ImprintError
 from imprint.hooks.report import client_hooks
 from imprint.workspaces import active_workspace, list_workspaces
+from imprint.writes.backup import last_backup
 
 __all__ = ["routes"]
 
@@ -58,6 +59,8 @@ def routes(site: Site) -> list[Route]:
             active_ws=active_workspace(rt.data_dir),
             ingests=rows.running_ingests(rt.data_dir),
             hooks=client_hooks(rt.data_dir),
+            backup=last_backup(rt.data_dir),
+            backup_config=rt.config.backup,
             now=now,
             stale_sec=STALE_SEC,
         )
