@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from imprint._fs import atomic_write_lines, private_dir
 from imprint.errors import InputError
-from imprint.reads.export import FactLine, MemoryLine, SourceLine, line_text
+from imprint.reads.export import FactLine, MemoryLine, SourceLine, _Line, line_text
 from imprint.store.tombstones import fact_mark, memory_mark, source_mark
 from imprint.workspaces import validate_name
 from imprint.writes.imports import _check, _first_error
@@ -45,10 +45,6 @@ SYNC_FORMAT = "imprint-sync"
 SYNC_VERSION = 1
 FILE_RE = re.compile(r"^(\d{6,})\.jsonl$")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-
-class _Line(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class SyncHeader(_Line):

@@ -186,11 +186,11 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
         mine, theirs = local.get(key), view.get(key)
         if mine is not None and theirs is not None and mine.text == theirs.text:
             continue
-        won = mine if theirs is None else theirs if mine is None else _winner(mine, theirs)
-        if won is mine and mine is not None:
+        if theirs is None or (mine is not None and _winner(mine, theirs) is mine):
+            assert mine is not None
             plan.publish.append(mine)
-        elif isinstance(won.line, LinkLine) and {won.line.old, won.line.new} <= alive:
-            plan.links.append(won.line)
+        elif isinstance(theirs.line, LinkLine) and {theirs.line.old, theirs.line.new} <= alive:
+            plan.links.append(theirs.line)
     return plan
 
 
@@ -268,7 +268,7 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
         taken.update(memory=len(plan.memories), source=len(plan.sources), fact=len(plan.facts))
         taken.update(link=len(plan.links), deleted=len(plan.forget) + len(plan.drop))
     out = [item for plan in plans for item in plan.publish]
-    sent = Counter(str(item.line.line) for item in out)  # type: ignore[union-attr]
+    sent = Counter(str(item.line.line) for item in out)
     if out:
         path = write_file(folder, me, shared.own_last + 1, out)
         wrote = f"wrote {path.relative_to(folder)} ({_tally(sent)})"
