@@ -154,7 +154,9 @@ def test_deletions_travel_as_tombstones_and_an_older_record_never_resurrects(
     # A third machine that never saw the deletions writes B's old lines as its own.
     third = folder / "c0ffee00"
     third.mkdir()
-    (third / "000001.jsonl").write_text(stale.replace(stale.split('"machine":"')[1][:8], "c0ffee00"))
+    (third / "000001.jsonl").write_text(
+        stale.replace(stale.split('"machine":"')[1][:8], "c0ffee00")
+    )
     for data in (a, b):
         said = sync(data, folder, embedder)
         assert "took nothing" in said, said
@@ -219,15 +221,30 @@ def _memory_line(export_text: str, memory_id: str) -> dict[str, object]:
     raise AssertionError(memory_id)
 
 
+def _source_line(export_text: str, name: str) -> dict[str, object]:
+    for raw in export_text.splitlines():
+        data = json.loads(raw)
+        if data.get("source") == name:
+            return dict(data)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("what", ["memory", "chunk"])
 def test_the_same_id_with_other_content_is_refused_naming_it_and_nothing_is_written(
-    pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder, tmp_path: Path
+    pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder, what: str
 ) -> None:
-    """A file in the folder holding a memory whose id B holds with other text is refused
-    with one line naming the id, and B writes nothing: not the new memory the same file
-    brings, not a file of its own for what it stored meanwhile."""
-    a, b, folder, ids = pair
+    """A file in the folder holding a memory (or a source's chunk) whose id B holds with
+    other text is refused with one line naming the id, and B writes nothing: not the new
+    memory the same file brings, not a file of its own for what it stored meanwhile."""
+    _a, b, folder, ids = pair
     text = export(b)
-    forged = _memory_line(text, ids["both"]) | {"content": "Use black for formatting"}
+    if what == "memory":
+        forged, named = _memory_line(text, ids["both"]) | {"content": "Use black"}, ids["both"]
+    else:
+        source = _source_line(text, "notes/b.md")
+        chunk = dict(source["chunks"][0])  # type: ignore[index]
+        named = str(chunk["id"])
+        forged = source | {"source": "notes/c.md", "chunks": [chunk | {"text": "Other text"}]}
     fresh = _memory_line(text, ids["pg"]) | {"id": "00000000000000aa", "content": "A new memory"}
     _planted(folder, [fresh, forged])
     on(b, embedder, lambda w: remember(w, "Stored on B after the last sync"))
@@ -235,8 +252,29 @@ def test_the_same_id_with_other_content_is_refused_naming_it_and_nothing_is_writ
     with pytest.raises(InputError) as refused:
         sync(b, folder, embedder)
     message = str(refused.value)
-    assert "\n" not in message and ids["both"] in message and "different content" in message
+    assert "\n" not in message and named in message and "different content" in message
     assert export(b) == before and own_files(b, folder) == files
+
+
+def test_a_session_summary_rewritten_in_place_travels_as_its_newer_version(
+    pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder
+) -> None:
+    """Capture rewrites a session's summary memory under one id: a newer summary in the
+    folder replaces the older one here instead of being refused as other content."""
+    a, _b, folder, ids = pair
+    summary = _memory_line(export(a), ids["pg"]) | {
+        "id": "00000000000000dd",
+        "content": "Session s1: decided the queue",
+        "tags": {"domains": [], "kind": "session-summary", "lang": "", "layer": "", "topics": []},
+    }
+    path = _planted(folder, [summary])
+    sync(a, folder, embedder)
+    newer = summary | {"content": "Session s1: decided the queue, then fixed CI", "created_at": 9e9}
+    header = json.loads(path.read_text().splitlines()[0]) | {"seq": 2}
+    (path.parent / "000002.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(newer) + "\n")
+    said = sync(a, folder, embedder)
+    assert "took 1 memory" in said, said
+    assert "then fixed CI" in export(a)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "bad json", "short count", "unknown kind"])
@@ -278,6 +316,7 @@ def test_the_store_keeps_tombstones_and_an_older_store_gains_the_table_on_open(
     """Deleting a memory or a source leaves a tombstone with its time; storing the memory
     again removes it; a store written before tombstones existed gets the table when a
     writer opens it, keeping its records."""
+
     def fill(w: Writes) -> str:
         kept = remember(w, "A memory that stays").id
         gone = remember(w, "A memory that goes").id
@@ -322,7 +361,7 @@ def test_one_workspace_by_default_and_every_one_with_all(
     assert export(a, ["default", "work"]) == export(b, ["default", "work"])
     with pytest.raises(InputError, match="--all, --workspace"):
         sync(b, folder, embedder, all_=True, workspace="work")
-    with pytest.raises(InputError, match="dir: .* is not a folder"):
+    with pytest.raises(InputError, match=r"dir: .* is not a folder"):
         sync(b, tmp_path / "missing", embedder)
 
 

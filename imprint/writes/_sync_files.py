@@ -224,6 +224,9 @@ def write_file(folder: Path, me: str, seq: int, items: list[Item]) -> Path:
     """This machine's next file, renamed into place whole."""
     own = private_dir(folder / me)
     target = own / f"{seq:06d}.jsonl"
+    while target.exists():  # another sync of this machine's just wrote that number
+        seq += 1
+        target = own / f"{seq:06d}.jsonl"
     header = SyncHeader(
         format=SYNC_FORMAT, version=SYNC_VERSION, machine=me, seq=seq, lines=len(items)
     )
