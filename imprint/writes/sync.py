@@ -15,7 +15,9 @@ holds, and decides:
 "Newer" is the record's own time: a memory's `created_at`, a source's newest chunk, a
 fact's `valid_from`, a link's `at`; a fact that ended wins over the same fact still open.
 The same id always means the same content: a memory (or chunk, or fact) whose id is held
-with other text is refused with a one-line error naming the id, before anything is written.
+with other text is refused with a one-line error naming the id, before anything is written
+(a session's summary memory is the exception: capture rewrites it in place, so the newer
+one wins).
 Everything is checked and decided before the first write, so a refused sync writes nothing;
 a sync cut short is finished by running it again, and a second run changes nothing.
 """
@@ -33,7 +35,14 @@ from pydantic import BaseModel
 from imprint.errors import SQLITE_FILE, InputError
 from imprint.reads.export import FactLine, MemoryLine, SourceLine, _workspace_lines
 from imprint.store.dump import dump
-from imprint.store.records import Fact, Record, SourceEntry, SupersedeLink, WriteBatch
+from imprint.store.records import (
+    SESSION_SUMMARY_KIND,
+    Fact,
+    Record,
+    SourceEntry,
+    SupersedeLink,
+    WriteBatch,
+)
 from imprint.types import MemoryId, WorkspaceName
 from imprint.workspaces import list_workspaces, workspace_dir
 from imprint.writes._sync_files import (
@@ -100,6 +109,8 @@ def _local(data_dir: Path, ws: WorkspaceName) -> tuple[dict[str, Item], dict[str
 def _content(item: Item) -> tuple[object, ...]:
     """What an id stands for; the rest (tags, dates, an end) may differ between copies."""
     line = item.line
+    if isinstance(line, MemoryLine) and line.tags.kind == SESSION_SUMMARY_KIND:
+        return ("summary", line.project)  # capture rewrites a session's summary in place
     if isinstance(line, MemoryLine):
         return ("memory", line.project, line.content)
     if isinstance(line, FactLine):
@@ -119,6 +130,8 @@ def _rank(item: Item) -> tuple[float, float, str]:
     if isinstance(line, FactLine):  # an end travels: the ended copy wins, the earliest end
         ended = line.ended
         return (1.0, -ended, item.text) if ended is not None else (0.0, 0.0, item.text)
+    if isinstance(line, SourceLine):  # the same chunks, touched since: the later mtime
+        return (item.version, line.mtime, item.text)
     return (item.version, 0.0, item.text)
 
 
@@ -277,5 +290,5 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
     others = f"{shared.machines} other machine{'s' if shared.machines != 1 else ''}"
     return (
         f"sync {', '.join(targets)} through {folder} as machine {me}: {wrote}; read "
-        f"{shared.files} files ({others}): took {_tally(taken)}"
+        f"{shared.files} file{'s' if shared.files != 1 else ''} ({others}): took {_tally(taken)}"
     )
