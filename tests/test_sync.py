@@ -365,32 +365,28 @@ def test_one_workspace_by_default_and_every_one_with_all(
         sync(b, tmp_path / "missing", embedder)
 
 
-def cli(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(
+    data: Path, *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "imprint.cli", *args],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+        [sys.executable, *argv], env=env, capture_output=True, text=True, timeout=240
     )
+
+
+def cli(
+    data: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run(data, "-m", "imprint.cli", *args, env=env)
 
 
 def _start_daemon(data: Path) -> None:
-    started = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, pathlib; from imprint.daemon import connect; "
-            "connect(pathlib.Path(sys.argv[1])).close()",
-            str(data),
-        ],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    """A real daemon owning `data`, started as `imprint serve` starts one."""
+    code = (
+        "import sys, pathlib; from imprint.daemon import connect; "
+        "connect(pathlib.Path(sys.argv[1])).close()"
     )
+    started = run(data, "-c", code, str(data))
     assert started.returncode == 0, started.stderr
 
 
@@ -400,15 +396,19 @@ def test_sync_through_the_command_line_beside_a_daemon_and_without(
 ) -> None:
     """Through `imprint sync` and `imprint export`: A (a daemon serving it, so the daemon's
     writer takes what comes) and B (no daemon), each storing, superseding and deleting, sync
-    A, B, A: the exports are byte-identical; a deletion on B is gone on A; a third round
-    changes nothing; a truncated file in the folder is refused with one line naming the file
-    and line, and the exit status says so."""
+    A, B (killed between two of its writes, then again), A: the exports are byte-identical;
+    a deletion on B is gone on A; a third round changes nothing; a truncated file in the
+    folder is refused with one line naming the file and line, and the exit status says so."""
     a, b, folder = tmp_path / "a", tmp_path / "b", tmp_path / "shared"
     folder.mkdir()
     ids = on(a, embedder, _fill_a) | on(b, embedder, _fill_b)
     _start_daemon(a)
     try:
-        for data in (a, b, a):
+        assert cli(a, "sync", str(folder)).returncode == 0
+        killed = cli(b, "sync", str(folder), env={"IMPRINT_FAILPOINT": "sync.write:2"})
+        assert killed.returncode == -9, killed.stderr  # SIGKILL between two of its writes
+        assert own_files(b, folder) == []
+        for data in (b, a):
             done = cli(data, "sync", str(folder))
             assert done.returncode == 0, done.stderr
             assert done.stdout.startswith("sync default through"), done.stdout

@@ -149,49 +149,63 @@ def _check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
         _check(line, seen)
 
 
+def _header(data: object, machine: str) -> SyncHeader:
+    if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
+        raise InputError(f"not an Imprint sync file (no format {SYNC_FORMAT!r})")
+    if data.get("version") != SYNC_VERSION:
+        raise InputError(
+            f"format version {data.get('version')!r} is not known; this imprint reads "
+            f"version {SYNC_VERSION}"
+        )
+    header = SyncHeader.model_validate(data)
+    if header.machine != machine:
+        raise InputError(f"machine: {header.machine!r}, in {machine!r}'s folder")
+    return header
+
+
+def _record(data: object, seen: set[tuple[str, str]]) -> Line:
+    kind = data.get("line") if isinstance(data, dict) else None
+    model = _KINDS.get(str(kind))
+    if model is None:
+        raise InputError(f"line: {kind!r} is not one of {', '.join(_KINDS)}")
+    line = model.model_validate(data)
+    _check_line(line, seen)
+    return line  # type: ignore[return-value]
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    if isinstance(exc, ValidationError):
+        return f"not a valid line ({_first_error(exc)})"
+    if isinstance(exc, InputError):
+        return str(exc)
+    return f"not a valid line ({exc})"  # JSON
+
+
 def _read_file(path: Path, machine: str) -> list[Line]:
     """The file's lines, checked whole; InputError naming the file and the line."""
     lines: list[Line] = []
     header: SyncHeader | None = None
     seen: set[tuple[str, str]] = set()
-    number = 0
+    count = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+        for count, raw in enumerate(handle, 1):
             try:
                 if not raw.endswith(b"\n"):
                     raise InputError("cut short (no line end): the file is truncated")
-                data = json.loads(raw.decode("utf-8"))
+                data = json.loads(raw)  # bytes: decoded as UTF-8, or a UnicodeDecodeError
                 if header is None:
-                    if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
-                        raise InputError(f"not an Imprint sync file (no format {SYNC_FORMAT!r})")
-                    if data.get("version") != SYNC_VERSION:
-                        raise InputError(
-                            f"format version {data.get('version')!r} is not known; this "
-                            f"imprint reads version {SYNC_VERSION}"
-                        )
-                    header = SyncHeader.model_validate(data)
-                    if header.machine != machine:
-                        raise InputError(f"machine: {header.machine!r}, in {machine!r}'s folder")
-                    continue
-                kind = data.get("line") if isinstance(data, dict) else None
-                model = _KINDS.get(str(kind))
-                if model is None:
-                    raise InputError(f"line: {kind!r} is not one of {', '.join(_KINDS)}")
-                line = model.model_validate(data)
-                _check_line(line, seen)
-                lines.append(line)  # type: ignore[arg-type]
-            except UnicodeDecodeError as exc:
-                raise InputError(f"sync: {path}: line {number}: not UTF-8") from exc
-            except ValueError as exc:  # JSON, and pydantic's ValidationError
-                why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
-                raise InputError(f"sync: {path}: line {number}: not a valid line ({why})") from exc
-            except InputError as exc:
-                raise InputError(f"sync: {path}: line {number}: {exc}") from exc
+                    header = _header(data, machine)
+                else:
+                    lines.append(_record(data, seen))
+            except (ValueError, InputError) as exc:  # ValueError: JSON, UTF-8, pydantic
+                raise InputError(f"sync: {path}: line {count}: {_why(exc)}") from exc
     if header is None:
         raise InputError(f"sync: {path}: line 1: empty; not an Imprint sync file")
     if header.lines != len(lines):
         raise InputError(
-            f"sync: {path}: line {number + 1}: the header counts {header.lines} lines and the "
+            f"sync: {path}: line {count + 1}: the header counts {header.lines} lines and the "
             f"file holds {len(lines)}: it is truncated or edited"
         )
     return lines

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from imprint._faults import failpoint
 from imprint.errors import SQLITE_FILE, InputError
 from imprint.reads.export import FactLine, MemoryLine, SourceLine, _workspace_lines
 from imprint.store.dump import dump
@@ -209,11 +210,17 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
 
 def _apply(writes: Writes, plan: _Plan) -> None:
     """Write what the plan takes: memories and sources (embedded), facts, then the deletes
-    and the links in one write."""
+    and the links in one write. Each write is whole; a sync killed between two is finished
+    by the next, which finds what the first wrote already here."""
     ws = plan.ws
+
+    def write(batch: WriteBatch) -> None:
+        writes.write(ws, batch)
+        failpoint("sync.write")  # a test kills the sync here, between two writes
+
     records: list[Record] = [_memory_record(m) for m in plan.memories]
     for start in range(0, len(records), BATCH_RECORDS):
-        writes.write(ws, WriteBatch(upserts=tuple(records[start : start + BATCH_RECORDS])))
+        write(WriteBatch(upserts=tuple(records[start : start + BATCH_RECORDS])))
     batch: list[Record] = []
     entries: list[SourceEntry] = []
     for line in plan.sources:
@@ -221,23 +228,17 @@ def _apply(writes: Writes, plan: _Plan) -> None:
         batch.extend(chunks)  # a source's chunks and its entry: one write
         entries.append(entry)
         if len(batch) >= BATCH_RECORDS or line is plan.sources[-1]:
-            writes.write(ws, WriteBatch(upserts=tuple(batch), set_sources=tuple(entries)))
+            write(WriteBatch(upserts=tuple(batch), set_sources=tuple(entries)))
             batch, entries = [], []
     facts = tuple(Fact(**f.model_dump(exclude={"line", "workspace"})) for f in plan.facts)
     if facts:
-        writes.write(ws, WriteBatch(add_facts=facts))
+        write(WriteBatch(add_facts=facts))
     links = tuple(
         SupersedeLink(old=MemoryId(ln.old), new=MemoryId(ln.new), at=ln.at) for ln in plan.links
     )
     if plan.forget or plan.drop or links:
-        writes.write(
-            ws,
-            WriteBatch(
-                delete_ids=tuple(MemoryId(i) for i in plan.forget),
-                drop_sources=tuple(plan.drop),
-                supersede=links,
-            ),
-        )
+        forget = tuple(MemoryId(i) for i in plan.forget)
+        write(WriteBatch(delete_ids=forget, drop_sources=tuple(plan.drop), supersede=links))
 
 
 _WORDS = {
