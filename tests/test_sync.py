@@ -213,7 +213,7 @@ def _planted(folder: Path, lines: list[dict[str, object]], *, count: int | None 
     return path
 
 
-def _memory_line(export_text: str, memory_id: str) -> dict[str, object]:
+def _line_by_id(export_text: str, memory_id: str) -> dict[str, object]:
     for raw in export_text.splitlines():
         data = json.loads(raw)
         if data.get("id") == memory_id:
@@ -229,23 +229,25 @@ def _source_line(export_text: str, name: str) -> dict[str, object]:
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize("what", ["memory", "chunk"])
+@pytest.mark.parametrize("what", ["memory", "chunk", "fact"])
 def test_the_same_id_with_other_content_is_refused_naming_it_and_nothing_is_written(
     pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder, what: str
 ) -> None:
-    """A file in the folder holding a memory (or a source's chunk) whose id B holds with
-    other text is refused with one line naming the id, and B writes nothing: not the new
+    """A file in the folder holding a memory (or a source's chunk, or a fact) whose id B
+    holds with other text is refused with one line naming the id, and B writes nothing: not the new
     memory the same file brings, not a file of its own for what it stored meanwhile."""
     _a, b, folder, ids = pair
     text = export(b)
     if what == "memory":
-        forged, named = _memory_line(text, ids["both"]) | {"content": "Use black"}, ids["both"]
+        forged, named = _line_by_id(text, ids["both"]) | {"content": "Use black"}, ids["both"]
+    elif what == "fact":
+        forged, named = _line_by_id(text, ids["fact"]) | {"object": "MySQL"}, ids["fact"]
     else:
         source = _source_line(text, "notes/b.md")
         chunk = dict(source["chunks"][0])  # type: ignore[index]
         named = str(chunk["id"])
         forged = source | {"source": "notes/c.md", "chunks": [chunk | {"text": "Other text"}]}
-    fresh = _memory_line(text, ids["pg"]) | {"id": "00000000000000aa", "content": "A new memory"}
+    fresh = _line_by_id(text, ids["pg"]) | {"id": "00000000000000aa", "content": "A new memory"}
     _planted(folder, [fresh, forged])
     on(b, embedder, lambda w: remember(w, "Stored on B after the last sync"))
     before, files = export(b), own_files(b, folder)
@@ -262,7 +264,7 @@ def test_a_session_summary_rewritten_in_place_travels_as_its_newer_version(
     """Capture rewrites a session's summary memory under one id: a newer summary in the
     folder replaces the older one here instead of being refused as other content."""
     a, _b, folder, ids = pair
-    summary = _memory_line(export(a), ids["pg"]) | {
+    summary = _line_by_id(export(a), ids["pg"]) | {
         "id": "00000000000000dd",
         "content": "Session s1: decided the queue",
         "tags": {"domains": [], "kind": "session-summary", "lang": "", "layer": "", "topics": []},
@@ -288,7 +290,7 @@ def test_a_damaged_file_is_refused_naming_file_and_line_and_nothing_is_applied(
     on(a, embedder, lambda w: remember(w, "A memory that must not arrive half"))
     sync(a, folder, embedder)
     text = export(a)
-    good = _memory_line(text, ids["pg"]) | {"id": "00000000000000bb", "content": "Another one"}
+    good = _line_by_id(text, ids["pg"]) | {"id": "00000000000000bb", "content": "Another one"}
     path = _planted(folder, [good, good | {"id": "00000000000000cc"}])
     raw = path.read_bytes()
     where = {"truncated": 3, "bad json": 2, "short count": 4, "unknown kind": 3}[damage]
@@ -346,7 +348,8 @@ def test_one_workspace_by_default_and_every_one_with_all(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     """A plain sync carries the active workspace only; `--all` carries the others too,
-    making them on the other side under their own names."""
+    making them on the other side under their own names; `--workspace` names one that
+    this store or the folder has (another is refused, and not made)."""
     a, b, folder = tmp_path / "a", tmp_path / "b", tmp_path / "shared"
     folder.mkdir()
     on(a, embedder, lambda w: remember(w, "In the default workspace"))
@@ -363,6 +366,13 @@ def test_one_workspace_by_default_and_every_one_with_all(
         sync(b, folder, embedder, all_=True, workspace="work")
     with pytest.raises(InputError, match=r"dir: .* is not a folder"):
         sync(b, tmp_path / "missing", embedder)
+    with pytest.raises(InputError, match="workspace"):
+        sync(b, folder, embedder, workspace="wrok")
+    assert "wrok" not in list_workspaces(b)
+    on(b, embedder, lambda w: remember(w, "Only on B, in a new workspace", workspace="mine"))
+    said = sync(b, folder, embedder, workspace="mine")
+    assert "1 memory" in said, said
+    assert "took 1 memory" in sync(a, folder, embedder, workspace="mine")
 
 
 def run(

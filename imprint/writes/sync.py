@@ -274,7 +274,9 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
         names = sorted(set(list_workspaces(runtime.data_dir)) | set(shared.items))
         targets = [writes.open(n, create=True) for n in names]
     else:
-        targets = [writes.open(workspace, create=True)]
+        # A workspace only the folder has yet is made here; one neither has is a typo.
+        named = runtime.resolve(workspace, create=workspace in shared.items)
+        targets = [writes.open(named, create=True)]
     plans = [_plan(runtime.data_dir, ws, shared.items.get(ws, [])) for ws in targets]
     taken: Counter[str] = Counter()
     for plan in plans:
