@@ -271,7 +271,7 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
     me = runtime.namespace()
     shared: Shared = read_folder(folder, me)
     if all_:
-        names = sorted(set(list_workspaces(runtime.data_dir)) | set(shared.items))
+        names = sorted(set(list_workspaces(runtime.data_dir)) | set(shared.items)) or [""]
         targets = [writes.open(n, create=True) for n in names]
     else:
         # A workspace only the folder has yet is made here; one neither has is a typo.
