@@ -364,7 +364,7 @@ def test_one_workspace_by_default_and_every_one_with_all(
     assert export(a, ["default", "work"]) == export(b, ["default", "work"])
     with pytest.raises(InputError, match="--all, --workspace"):
         sync(b, folder, embedder, all_=True, workspace="work")
-    with pytest.raises(InputError, match=r"dir: .* is not a folder"):
+    with pytest.raises(InputError, match=r"DIR: .* is not a folder"):
         sync(b, tmp_path / "missing", embedder)
     with pytest.raises(InputError, match="workspace"):
         sync(b, folder, embedder, workspace="wrok")

@@ -15,12 +15,14 @@ __all__ = ["sync"]
 
 
 def sync(
-    folder: Annotated[Path, typer.Argument(help="the folder a sync tool or git repository shares")],
+    folder: Annotated[
+        Path, typer.Argument(metavar="DIR", help="the folder a sync tool or git repository shares")
+    ],
     workspace: WorkspaceOpt = "",
     all_: Annotated[bool, typer.Option("--all", help="every workspace, not only one")] = False,
 ) -> None:
     """Write this machine's memories, facts, sources, supersede links and deletions since
-    its last sync into FOLDER (its own file per sync), and take the other machines'."""
+    its last sync into DIR (a file of its own per sync), and take the other machines'."""
     from imprint.daemon import ask_sync, daemon_alive
 
     root, config = setup()
@@ -29,7 +31,7 @@ def sync(
     target = folder.expanduser().resolve()
     if not target.is_dir():
         raise InputError(
-            f"dir: {str(target)!r} is not a folder; give the folder a sync tool or git "
+            f"DIR: {str(target)!r} is not a folder; give the folder a sync tool or git "
             "repository shares (make it first)"
         )
     if daemon_alive(root):

@@ -262,7 +262,7 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
     folder = folder.expanduser().resolve()
     if not folder.is_dir():
         raise InputError(
-            f"dir: {str(folder)!r} is not a folder; give the folder a sync tool or git "
+            f"DIR: {str(folder)!r} is not a folder; give the folder a sync tool or git "
             "repository shares (make it first)"
         )
     if all_ and workspace:
