@@ -3,14 +3,14 @@
 One module per group of commands: `reads` (search, status, recall, trace), `writes`
 (ingest, repair), `processes` (serve, stop, dashboard, daemon), `settings` (workspace
 and config), `hooks` (hook, hooks install/uninstall/status), `capture` (capture
---backfill) and `archive` (export, import, backup, restore); `_app` holds the typer apps
-and `main`, `_daemon` the way a command asks a running daemon. The commands are registered
-here, in the order `imprint --help` lists them.
+--backfill), `archive` (export, import, backup, restore) and `sync` (sync DIR); `_app`
+holds the typer apps and `main`, `_daemon` the way a command asks a running daemon. The
+commands are registered here, in the order `imprint --help` lists them.
 """
 
 from __future__ import annotations
 
-from imprint.cli import archive, capture, hooks, processes, reads, settings, writes
+from imprint.cli import archive, capture, hooks, processes, reads, settings, sync, writes
 from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
@@ -33,6 +33,7 @@ for command in (
 app.command("import")(archive.import_)
 app.command()(archive.backup)
 app.command()(archive.restore)
+app.command()(sync.sync)
 app.command(hidden=True)(processes.daemon)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)

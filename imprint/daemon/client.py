@@ -39,6 +39,7 @@ __all__ = [
     "ask_dashboard",
     "ask_hook",
     "ask_status",
+    "ask_sync",
     "bridge_stdio",
     "connect",
     "daemon_alive",
@@ -338,6 +339,17 @@ def ask_backup(data_dir: Path, dest: str) -> str:
     """Have the data dir's owner back its workspaces up into `dest` (empty: its default
     folder); the line saying what it wrote where."""
     sock, reply = _ask(data_dir, {"backup": {"dest": dest}})
+    sock.close()
+    if not isinstance(reply.get("done"), str):
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(str(why).splitlines()[0])
+    return str(reply["done"])
+
+
+def ask_sync(data_dir: Path, folder: str, workspace: str, all_: bool) -> str:
+    """Have the data dir's owner sync through `folder` (`imprint.writes.sync`), its writers
+    writing what it takes; the line saying what it wrote and read."""
+    sock, reply = _ask(data_dir, {"sync": {"dir": folder, "workspace": workspace, "all": all_}})
     sock.close()
     if not isinstance(reply.get("done"), str):
         why = reply.get("error") or "the owner closed the connection; see its log"

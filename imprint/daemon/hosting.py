@@ -14,7 +14,7 @@ from imprint.errors import ImprintError, StoreError, failure_line
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
 
-__all__ = ["DashboardHost", "answer_backup", "answer_hook", "answer_status"]
+__all__ = ["DashboardHost", "answer_backup", "answer_hook", "answer_status", "answer_sync"]
 
 
 class DashboardHost:
@@ -140,3 +140,22 @@ def answer_backup(request: dict[str, Any], wait_runtime: Callable[[float], Runti
         return {"done": backup_data_dir(runtime, Path(dest) if dest else None)}
 
     return _reply("backup", answer)
+
+
+def answer_sync(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+    """`imprint sync` beside the daemon: its writers write what the folder brings
+    (`imprint.writes.sync`); `{"done": line}` or `{"error": ...}`, as one JSON line."""
+    from pathlib import Path
+
+    def answer() -> dict[str, Any]:
+        folder, workspace = request.get("dir"), request.get("workspace", "")
+        all_ = request.get("all", False)
+        if not isinstance(folder, str) or not folder or not isinstance(workspace, str):
+            raise StoreError("sync: dir must be a folder path and workspace a string")
+        runtime = wait_runtime(120)  # first: see answer_backup
+        from imprint.writes import Writes
+        from imprint.writes.sync import sync_folder
+
+        return {"done": sync_folder(Writes(runtime), Path(folder), workspace, bool(all_))}
+
+    return _reply("sync", answer)

@@ -36,7 +36,13 @@ from imprint.daemon.hello import (
     refuse,
     shut,
 )
-from imprint.daemon.hosting import DashboardHost, answer_backup, answer_hook, answer_status
+from imprint.daemon.hosting import (
+    DashboardHost,
+    answer_backup,
+    answer_hook,
+    answer_status,
+    answer_sync,
+)
 from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
@@ -327,6 +333,9 @@ class Daemon:
                 return
             if isinstance(hello.get("backup"), dict):
                 conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("sync"), dict):
+                conn.sendall(answer_sync(hello["sync"], self.wait_runtime).encode())
                 return
             conn.sendall((json.dumps({"ok": True}) + "\n").encode())
             reader: IO[str]

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from imprint.store.records import Fact, Record, SourceEntry
+from imprint.store.records import Fact, Record, SourceEntry, SupersedeLink
 from imprint.store.schema import SELECT, row_to_record
+from imprint.types import MemoryId
 
 __all__ = ["Dump", "dump"]
 
@@ -79,6 +80,26 @@ class Dump:
     def facts(self) -> Iterator[Fact]:
         for row in self._rows("SELECT " + ", ".join(_FACT_KEYS) + " FROM facts ORDER BY id"):
             yield Fact.model_validate(dict(zip(_FACT_KEYS, row, strict=True)))
+
+    def tombstones(self) -> dict[str, float]:
+        """What this store deleted (`imprint.store.tombstones`): key -> when."""
+        if self._conn is None or not self._has("tombstones"):
+            return {}  # a store no writer has opened since tombstones came
+        rows = self._rows("SELECT key, at FROM tombstones")
+        return {str(k): float(str(at)) for k, at in rows}
+
+    def supersede_links(self) -> list[SupersedeLink]:
+        """Every supersede link, by the superseded memory's id."""
+        if self._conn is None or not self._has("supersedes"):
+            return []
+        rows = self._rows("SELECT old_id, new_id, at FROM supersedes ORDER BY old_id")
+        return [
+            SupersedeLink(old=MemoryId(str(o)), new=MemoryId(str(n)), at=float(str(a)))
+            for o, n, a in rows
+        ]
+
+    def _has(self, table: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)))
 
 
 @contextmanager

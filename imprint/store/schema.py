@@ -1,8 +1,9 @@
 """The workspace SQLite file's tables, how a record maps to a row, and the migrations that
 bring a store written by an older version to this schema (the writer runs them on open).
 
-A store older than supersede links and memory keys gains both tables on open (SCHEMA makes
-what is missing) and its memories their keys (`_key_memories`)."""
+A store older than supersede links, memory keys and tombstones gains those tables on open
+(SCHEMA makes what is missing) and its memories their keys (`_key_memories`); a store older
+than tombstones starts with none (what it deleted before is not known)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,10 @@ CREATE TABLE IF NOT EXISTS memory_keys (
     text_key TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memory_keys_by_key ON memory_keys(project, text_key);
+CREATE TABLE IF NOT EXISTS tombstones (
+    key TEXT PRIMARY KEY,
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     payload TEXT NOT NULL,

@@ -12,6 +12,7 @@ from imprint.errors import StoreError, damaged_sqlite
 from imprint.store.records import WriteBatch
 from imprint.store.schema import COLUMNS, memory_key_rows, prepare, record_to_row
 from imprint.store.sqlite_read import SqliteReader
+from imprint.store.tombstones import memory_mark, source_mark
 
 __all__ = ["MERGE_PAGES", "SqliteWriter"]
 
@@ -109,6 +110,7 @@ class SqliteWriter(SqliteReader):
     def apply(self, batch: WriteBatch, seq: int | None) -> None:
         """Apply a batch and retire its journal entry in one transaction."""
         with self.conn:
+            self._mark_tombstones(batch)
             drop = list(batch.delete_ids) + [r.id for r in batch.upserts]
             for start in range(0, len(drop), 500):
                 part = drop[start : start + 500]
@@ -171,3 +173,26 @@ class SqliteWriter(SqliteReader):
             )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+
+    def _mark_tombstones(self, batch: WriteBatch) -> None:
+        """Inside `apply`'s transaction, before its deletes: a tombstone for each memory and
+        source the batch deletes, and none left for what it writes again. Chunks a source's
+        new ingest replaces are not marked: the source itself lives on."""
+        now = time.time()
+        gone = list(batch.delete_ids)
+        marks: list[str] = []
+        for start in range(0, len(gone), 500):
+            part = gone[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT id FROM records WHERE source_type = 'memory' "
+                f"AND id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            marks.extend(memory_mark(str(row[0])) for row in rows)
+        marks.extend(source_mark(p, s) for p, s in batch.drop_sources)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO tombstones VALUES (?, ?)", [(m, now) for m in marks]
+        )
+        back = [memory_mark(r.id) for r in batch.upserts if r.source_type == "memory"]
+        back.extend(source_mark(e.project, e.source) for e in batch.set_sources)
+        self.conn.executemany("DELETE FROM tombstones WHERE key = ?", [(m,) for m in back])
