@@ -88,7 +88,7 @@ def _folded(hits: Sequence[SearchHit]) -> list[Item]:
             continue
         if source:
             first[source] = len(groups)
-        groups.append((hit, []))
+        groups.append((hit, list(hit.also)))
     return [_record(hit.record, hit.score, folded) for hit, folded in groups]
 
 
