@@ -156,9 +156,11 @@ def shown_sources(text: str) -> set[tuple[str, str]]:
     return {(m.group(1), m.group(2)) for m in HEADER.finditer(text)}
 
 
-def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
+def search_once(reads: ActorReads, lookup: Lookup, mode: Mode, by_chunk: bool = False) -> Searched:
+    # by_chunk only when asked: a checkout from before issue 32 has no such argument.
+    extra = {"by_chunk": True} if by_chunk else {}
     started = time.perf_counter()
-    rows = search(reads, SearchArgs(query=lookup.query, limit=LIMIT, mode=mode))
+    rows = search(reads, SearchArgs(query=lookup.query, limit=LIMIT, mode=mode, **extra))
     ms = (time.perf_counter() - started) * 1000
     gold = set(lookup.gold)
     pairs = [(h.record.project, h.record.source) for h in rows.hits]
@@ -179,23 +181,23 @@ def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
         ]
         for h in rows.hits
     ]
-    return Searched(
-        mode=mode, rank=rank, file_rank=file_rank, visible=visible, hits=hits, ms=[ms]
-    )
+    return Searched(mode=mode, rank=rank, file_rank=file_rank, visible=visible, hits=hits, ms=[ms])
 
 
-def run_lookups(runtime: Runtime, lookups: Sequence[Lookup], repeats: int) -> list[LookupResult]:
+def run_lookups(
+    runtime: Runtime, lookups: Sequence[Lookup], repeats: int, by_chunk: bool = False
+) -> list[LookupResult]:
     reads = ActorReads(runtime)
     for lookup in lookups[:WARMUP]:
         for mode in MODES:
-            search_once(reads, lookup, mode)
+            search_once(reads, lookup, mode, by_chunk)
     out = []
     for i, lookup in enumerate(lookups):
         result = LookupResult(lookup.id, lookup.query, lookup.half, [list(g) for g in lookup.gold])
         order = MODES[i % len(MODES) :] + MODES[: i % len(MODES)]
         for _ in range(repeats):
             for mode in order:
-                got = search_once(reads, lookup, mode)
+                got = search_once(reads, lookup, mode, by_chunk)
                 first = result.modes.setdefault(mode, got)
                 if first is got:
                     continue
@@ -407,6 +409,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--repeats", type=int, default=3, help="searches per lookup and mode (default: 3)"
     )
     parser.add_argument(
+        "--by-chunk",
+        action="store_true",
+        help="search with by_chunk=True (every chunk its own hit, the list before issue 32)",
+    )
+    parser.add_argument(
         "--publish",
         action="store_true",
         help="write retrieval-<timestamp>/ with README.md and results.json under --out",
@@ -459,6 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "hit": "a result whose (project, source) is a gold pair",
                 "visible": "format_search(rows, max_chars) shows a gold pair in a block header",
                 "p50": "median over lookups of each lookup's median search_rows ms",
+                "by_chunk": str(args.by_chunk),
             },
             repeats=args.repeats,
         )
@@ -476,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             res.store["corpus"] = str(args.corpus.expanduser().resolve())
             res.store["revisions"] = common.readme_revisions(args.corpus.expanduser().resolve())
             note(f"store: {records} records; {len(lookups)} lookups x {len(MODES)} modes")
-            res.lookups = run_lookups(runtime, lookups, args.repeats)
+            res.lookups = run_lookups(runtime, lookups, args.repeats, args.by_chunk)
         finally:
             runtime.stop()
     res.figures = all_figures(res.lookups)

@@ -15,7 +15,15 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.ranking import Fusion, Why, by_source, history_chunk, history_question, rerank
+from imprint.reads.ranking import (
+    Fusion,
+    Why,
+    by_source,
+    history_chunk,
+    history_question,
+    licence_chunk,
+    rerank,
+)
 from imprint.reads.search import SearchArgs, format_search, meta_line, search
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
@@ -171,6 +179,29 @@ def test_a_history_page_gives_way_unless_the_question_asks_when() -> None:
     assert when[0][1] == when[1][1]
     off = rerank("restore the tracklist state", fused, records, Fusion(history=0.0))
     assert off[0][1] == off[1][1]
+
+
+MIT = (
+    "Copyright (c) 2024 Someone\n\nPermission is hereby granted, free of charge, to any person "
+    "obtaining a copy. THE SOFTWARE IS PROVIDED AS IS, WITHOUT WARRANTY OF ANY KIND, INCLUDING "
+    "MERCHANTABILITY. IN NO EVENT SHALL THE AUTHORS BE LIABLE FOR ANY CLAIM OR LIABILITY."
+)
+
+
+def test_licence_text_gives_way_unless_the_question_names_the_licence() -> None:
+    """Legal clauses without headings make a licence chunk (a page that mentions a copyright
+    once does not); it drops below a level page unless the query names the licence."""
+    licence = _record("l", "COPYING", 0, MIT)
+    assert licence_chunk(licence)
+    assert not licence_chunk(_record("n", "a.md", 0, "Copyright 2024, see the docs."))
+    assert not licence_chunk(_record("h", "a.md", 0, MIT, context="docs | Licence"))
+    page = _record("p", "docs/copy.md", 0, MIT[:40])
+    records = {licence.id: licence, page.id: page}
+    fused = [(licence.id, 0.2, _why()), (page.id, 0.2, _why())]
+    how = rerank("software provided to any person", fused, records, Fusion(coverage=0.0))
+    assert [rid for rid, _, _ in how] == ["p", "l"]
+    asked = rerank("which licence is the software under", fused, records, Fusion(coverage=0.0))
+    assert asked[0][1] == asked[1][1]
 
 
 def test_the_tool_lists_chunks_with_detail_chunks(runtime: Runtime, tmp_path: Path) -> None:

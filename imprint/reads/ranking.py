@@ -1,14 +1,15 @@
 """How hybrid search ranks: weighted reciprocal-rank fusion, then a re-rank by coverage and
-a prior on history pages; and how a ranking becomes one hit per source.
+a prior on history pages and licences; and how a ranking becomes one hit per source.
 
 History pages (changelogs, release notes, migration guides, what's-new pages) answer "when
-did X change" and name almost everything once, so they crowd "how does X work" answers out.
-A chunk counts as history from its file's structure, never its name: the heading trail it
-sits under (`Record.context`) or its own headings name a version or a date (`v3.0.0
-(2019-12-22)`, `## 1.2`, `Migration: v1 to v2`). A query counts as a history question from its
-form (`when`, `which version`, `since`, `removed`, `deprecated`, a version number). For any
-other question a history chunk's score is lowered by `history` times a first rank in one
-list; a history question leaves it alone.
+did X change" and name almost everything once, so they crowd "how does X work" answers out;
+licence texts answer only questions about the licence. A chunk counts as history from its
+file's structure, never its name: the heading trail it sits under (`Record.context`) or its
+own headings name a version or a date (`v3.0.0 (2019-12-22)`, `## 1.2.0`, `Migration: v1 to
+v2`); as a licence from its form, legal clauses without headings. A query counts as a history
+question from its form (`when did`, `which version`, `since v2`, `removed`, `deprecated`, a
+version number), as a licence question when it names a licence or copyright. For any other
+question such a chunk's score is lowered by `history` times a first rank in one list.
 
 The numbers each hit ranked by travel with it (`Why`), for dashboards and benchmarks.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "fuse",
     "history_chunk",
     "history_question",
+    "licence_chunk",
     "rerank",
 ]
 
@@ -53,6 +55,12 @@ _HISTORY_QUESTION = re.compile(
     r"\bv?\d+\.\d+\b|\bv\d+\b",
     re.I,
 )
+_LEGAL = re.compile(
+    r"\b(?:copyright|warrant(?:y|ies)|liabilit(?:y|ies)|permission is hereby granted|"
+    r"licen[cs]ed under|redistribution|merchantability|infringement)\b",
+    re.I,
+)
+_LICENCE_QUESTION = re.compile(r"\b(?:licen[cs]\w*|copyright|warranty|spdx)\b", re.I)
 
 
 class Why(BaseModel):
@@ -67,7 +75,7 @@ class Why(BaseModel):
     lexical_rank: int | None = None
     phrase: bool = False  # the record holds the query's words as one exact phrase
     coverage: float | None = None  # share of the query's terms the chunk holds (hybrid re-rank)
-    history: bool = False  # a history chunk lowered for a question that is not about history
+    history: bool = False  # a history or licence chunk lowered for a question not about it
     fused: float  # the final score, the same as the hit's score
 
 
@@ -148,6 +156,13 @@ def history_chunk(record: Record) -> bool:
     return len(_VERSION_HEADING.findall(record.content, 0, 4000)) >= 2
 
 
+def licence_chunk(record: Record) -> bool:
+    """Whether a chunk is licence text: legal clauses of three kinds or more, no headings."""
+    if record.context.partition(" | ")[2]:
+        return False
+    return len({m.group().lower()[:8] for m in _LEGAL.finditer(record.content, 0, 4000)}) >= 3
+
+
 def history_question(text: str) -> bool:
     """Whether a query asks when something changed (its form, not its topic)."""
     return _HISTORY_QUESTION.search(text) is not None
@@ -171,17 +186,21 @@ def rerank(
     """Add coverage of the query's terms, worth `coverage` times a first rank in one list;
     lower history chunks by `history` times that for a question not about history."""
     terms = content_terms(text)
-    prior = 0.0 if history_question(text) else fusion.history
+    history_prior = 0.0 if history_question(text) else fusion.history
+    licence_prior = 0.0 if _LICENCE_QUESTION.search(text) else fusion.history
     out = []
     for rid, score, why in fused:
         record = records.get(rid)
         if record is None:
             continue
         share = coverage(terms, record)
-        history = prior > 0 and history_chunk(record)
-        final = score + (fusion.coverage * share - (prior if history else 0.0)) / (
-            fusion.rrf_k + 1
-        )
+        prior = 0.0
+        if history_prior and history_chunk(record):
+            prior = history_prior
+        elif licence_prior and licence_chunk(record):
+            prior = licence_prior
+        history = prior > 0
+        final = score + (fusion.coverage * share - prior) / (fusion.rrf_k + 1)
         update = {"coverage": share, "history": history, "fused": final}
         out.append((rid, final, why.model_copy(update=update)))
     return sorted(out, key=lambda item: (-item[1], item[0]))
