@@ -9,7 +9,6 @@ and the compact layout live here only.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, date, datetime
@@ -33,7 +32,8 @@ from imprint.reads.gateway import Reads
 from imprint.reads.layout import (
     Block,
     clamp,
-    escape_field,
+    day,
+    meta_line,
     one_line,
     render_blocks,
     superseded_note,
@@ -126,11 +126,6 @@ def parse_since(value: str, argument: str = "since") -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
-
-
-def day(ts: float) -> str:
-    """A record's or fact's date as its block shows it: YYYY-MM-DD, UTC."""
-    return time.strftime("%Y-%m-%d", time.gmtime(ts))
 
 
 class Search(NamedTuple):
@@ -457,27 +452,6 @@ def search_many(
     answered = [r for r in out if r is not None]
     assert len(answered) == len(asks), out  # every ask ends with its rows or its error
     return answered
-
-
-def meta_line(
-    record: Record,
-    score: float | None = None,
-    superseded_by: MemoryId | None = None,
-    also: Sequence[int] = (),
-) -> str:
-    """The provenance of one block: id | project | source#chunk [+#other,#chunks] | type
-    [| date of a memory] [| superseded by ID] [| score]."""
-    where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
-    if also:
-        where += " +" + ",".join(f"#{c}" for c in also)
-    parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
-    if record.source_type == "memory":
-        parts.append(day(record.created_at))
-    if superseded_by:
-        parts.append(f"superseded by {escape_field(superseded_by)}")
-    if score is not None:
-        parts.append(f"{score:.4f}")
-    return " | ".join(parts)
 
 
 def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
