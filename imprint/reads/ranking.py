@@ -151,8 +151,10 @@ def history_chunk(record: Record) -> bool:
     """Whether a chunk sits in a history page, by its file's structure: a version or date in
     the heading trail above it, or two version headings in its own text."""
     trail = record.context.partition(" | ")[2]
-    if _VERSIONED.search(trail):
+    if trail and _VERSIONED.search(trail):
         return True
+    if "#" not in record.content:
+        return False
     return len(_VERSION_HEADING.findall(record.content, 0, 4000)) >= 2
 
 
@@ -160,7 +162,10 @@ def licence_chunk(record: Record) -> bool:
     """Whether a chunk is licence text: legal clauses of three kinds or more, no headings."""
     if record.context.partition(" | ")[2]:
         return False
-    return len({m.group().lower()[:8] for m in _LEGAL.finditer(record.content, 0, 4000)}) >= 3
+    head = record.content[:4000].lower()
+    if "copyright" not in head and "warrant" not in head and "licen" not in head:
+        return False  # the common case, without the regex
+    return len({m.group().lower()[:8] for m in _LEGAL.finditer(head)}) >= 3
 
 
 def history_question(text: str) -> bool:
@@ -184,12 +189,14 @@ def rerank(
     fusion: Fusion,
 ) -> list[tuple[MemoryId, float, Why]]:
     """Add coverage of the query's terms, worth `coverage` times a first rank in one list;
-    lower history chunks by `history` times that for a question not about history."""
+    lower history chunks by `history` times that for a question not about history. Only the
+    first `depth` candidates are read so; the rest keep their fused score (they fill the
+    sources after the first ones) and all are ordered by score."""
     terms = content_terms(text)
     history_prior = 0.0 if history_question(text) else fusion.history
     licence_prior = 0.0 if _LICENCE_QUESTION.search(text) else fusion.history
-    out = []
-    for rid, score, why in fused:
+    out = [(rid, score, why) for rid, score, why in fused[fusion.depth :] if rid in records]
+    for rid, score, why in fused[: fusion.depth]:
         record = records.get(rid)
         if record is None:
             continue
