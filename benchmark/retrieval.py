@@ -158,9 +158,11 @@ def shown_sources(text: str) -> set[tuple[str, str]]:
 
 def search_once(reads: ActorReads, lookup: Lookup, mode: Mode, by_chunk: bool = False) -> Searched:
     # by_chunk only when asked: a checkout from before issue 32 has no such argument.
-    extra = {"by_chunk": True} if by_chunk else {}
+    args = SearchArgs(query=lookup.query, limit=LIMIT, mode=mode)
+    if by_chunk:
+        args = args.model_copy(update={"by_chunk": True})
     started = time.perf_counter()
-    rows = search(reads, SearchArgs(query=lookup.query, limit=LIMIT, mode=mode, **extra))
+    rows = search(reads, args)
     ms = (time.perf_counter() - started) * 1000
     gold = set(lookup.gold)
     pairs = [(h.record.project, h.record.source) for h in rows.hits]

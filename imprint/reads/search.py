@@ -358,6 +358,7 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     if not asked.include_superseded:
         hidden = sum(1 for rid, _, _ in ranked[:limit] if rid in found.superseded)
         ranked = [c for c in ranked if c[0] not in found.superseded]
+    shown: list[tuple[MemoryId, float, Why, tuple[int, ...]]]
     if asked.by_chunk:
         shown = [(rid, score, why, ()) for rid, score, why in ranked[:limit]]
     else:
