@@ -165,3 +165,21 @@ def test_a_run_on_a_real_store_scores_and_publishes(
         assert len(by_id["phrase"]["ms"]) == 2
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "| tune | hybrid | 1/1 100% |" in readme
+
+
+def test_a_sides_variant_is_settings_and_flags_or_refused() -> None:
+    """`NAME:SETTING,...` gives environment settings and benchmark flags; anything else is
+    refused naming what a setting may be."""
+    import argparse
+
+    from benchmark.retrieval_sides import parse_variant
+
+    side = parse_variant("mix:IMPRINT_SEARCH_HISTORY_WEIGHT=0, --by-chunk")
+    assert (side.name, side.env, side.args) == (
+        "mix",
+        {"IMPRINT_SEARCH_HISTORY_WEIGHT": "0"},
+        ("--by-chunk",),
+    )
+    for bad in ("no-colon", "x:", "x:HOME=/tmp"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_variant(bad)
