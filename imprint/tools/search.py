@@ -47,10 +47,10 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
-        Hybrid = vector + BM25. Returns numbered blocks, one per source at its best chunk,
-        each `[n] id | project | source#chunk +#other,#chunks | type | score` (memories:
-        date before score) + excerpt, within max_chars; a last line counts hidden results.
-        Read more: get_memory(id), file_chunks(source)."""
+        Hybrid = vector + BM25. Returns numbered blocks, one per source, each
+        `[n] id | project | source#chunk [+#more] | type | score` (memories: date before
+        score) + excerpt, within max_chars; a last line counts hidden results. Read more:
+        get_memory(id), file_chunks(source)."""
         args = SearchArgs(
             query=query,
             project=project,
