@@ -28,9 +28,12 @@ Method
 3. Figures per mode and half (a hit: a result whose project and source are a gold pair):
    - top-1: lookups whose first result is a hit;
    - recall@5: lookups with a hit among the first 5 results;
+   - R@5 / R@10 by file: lookups with a hit among the first 5 / 10 distinct files of the
+     results, in order (a search that shows one block per source returns distinct files, so
+     these equal recall@5 and a hit within 10; a per-chunk list shows fewer files);
    - MRR@10: the mean of 1/rank of the first hit within 10 (0 without one);
    - gold visible @1200 / @4000: lookups whose formatted output shows a gold pair in a
-     block header (`[n] id | project | source#chunk | ...`) within that max_chars;
+     block header (`[n] id | project | source#chunk [+#more] | ...`) within that max_chars;
    - search p50 ms: the median over lookups of each lookup's median `search_rows` time
      (`time.perf_counter`, query embedding included, formatting not).
 4. `--publish` writes `benchmark/published/retrieval-<UTC timestamp>/` (or under `--out`):
@@ -68,8 +71,10 @@ BUDGETS = (1200, 4000)
 LIMIT = 10  # the search tool's default
 WARMUP = 5
 PACKAGES = ("imprint", "chromadb", "onnxruntime", "pykka", "numpy")
-# A block header: "[n] id | project | source#chunk | type | score".
-HEADER = re.compile(r"^\[\d+\] \S+ \| (.*?) \| (.*)#\d+ \| ", re.M)
+# A block header: "[n] id | project | source#chunk | type | score", where the chunk may be
+# followed by more of the same field (` +#7,#2`, a symbol path): the source ends at the first
+# `#digits` that ends the field or is followed by a space.
+HEADER = re.compile(r"^\[\d+\] \S+ \| (.*?) \| (.*?)#\d+(?: [^|]*)? \| ", re.M)
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,9 @@ class Searched:
 
     mode: str
     rank: int | None  # of the first hit within LIMIT, 1-based
+    file_rank: int | None  # of the first hit among the distinct files of the results
     visible: dict[str, bool]  # str(max_chars) -> a gold pair shown in a block header
-    hits: list[list[Any]]  # [project, source, chunk_index, score, why] best first
+    hits: list[list[Any]]  # [project, source, chunk_index, score, why, also] best first
     ms: list[float]  # search_rows per repeat
     identical_across_repeats: bool = True
 
@@ -128,6 +134,8 @@ class Figures:
     lookups: int
     top1: int
     recall5: int
+    files5: int
+    files10: int
     mrr10: float
     visible: dict[str, int]
     p50_ms: float
@@ -148,13 +156,19 @@ def shown_sources(text: str) -> set[tuple[str, str]]:
     return {(m.group(1), m.group(2)) for m in HEADER.finditer(text)}
 
 
-def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
+def search_once(reads: ActorReads, lookup: Lookup, mode: Mode, by_chunk: bool = False) -> Searched:
+    # by_chunk only when asked: a checkout from before issue 32 has no such argument.
+    args = SearchArgs(query=lookup.query, limit=LIMIT, mode=mode)
+    if by_chunk:
+        args = args.model_copy(update={"by_chunk": True})
     started = time.perf_counter()
-    rows = search(reads, SearchArgs(query=lookup.query, limit=LIMIT, mode=mode))
+    rows = search(reads, args)
     ms = (time.perf_counter() - started) * 1000
     gold = set(lookup.gold)
     pairs = [(h.record.project, h.record.source) for h in rows.hits]
     rank = next((i for i, pair in enumerate(pairs, start=1) if pair in gold), None)
+    files = list(dict.fromkeys(pairs))
+    file_rank = next((i for i, pair in enumerate(files, start=1) if pair in gold), None)
     visible = {
         str(budget): bool(gold & shown_sources(format_search(rows, budget))) for budget in BUDGETS
     }
@@ -165,24 +179,27 @@ def search_once(reads: ActorReads, lookup: Lookup, mode: Mode) -> Searched:
             h.record.chunk_index,
             round(h.score, 6),
             h.why.model_dump(exclude={"fused"}) if h.why else None,
+            list(getattr(h, "also", ())),  # absent in a checkout from before issue 32
         ]
         for h in rows.hits
     ]
-    return Searched(mode=mode, rank=rank, visible=visible, hits=hits, ms=[ms])
+    return Searched(mode=mode, rank=rank, file_rank=file_rank, visible=visible, hits=hits, ms=[ms])
 
 
-def run_lookups(runtime: Runtime, lookups: Sequence[Lookup], repeats: int) -> list[LookupResult]:
+def run_lookups(
+    runtime: Runtime, lookups: Sequence[Lookup], repeats: int, by_chunk: bool = False
+) -> list[LookupResult]:
     reads = ActorReads(runtime)
     for lookup in lookups[:WARMUP]:
         for mode in MODES:
-            search_once(reads, lookup, mode)
+            search_once(reads, lookup, mode, by_chunk)
     out = []
     for i, lookup in enumerate(lookups):
         result = LookupResult(lookup.id, lookup.query, lookup.half, [list(g) for g in lookup.gold])
         order = MODES[i % len(MODES) :] + MODES[: i % len(MODES)]
         for _ in range(repeats):
             for mode in order:
-                got = search_once(reads, lookup, mode)
+                got = search_once(reads, lookup, mode, by_chunk)
                 first = result.modes.setdefault(mode, got)
                 if first is got:
                     continue
@@ -203,6 +220,8 @@ def figures(results: Sequence[LookupResult], mode: str) -> Figures:
         lookups=len(runs),
         top1=sum(s.rank == 1 for s in runs),
         recall5=sum(s.rank is not None and s.rank <= 5 for s in runs),
+        files5=sum(s.file_rank is not None and s.file_rank <= 5 for s in runs),
+        files10=sum(s.file_rank is not None and s.file_rank <= 10 for s in runs),
         mrr10=sum(1 / s.rank for s in runs if s.rank) / len(runs) if runs else 0.0,
         visible={str(b): sum(s.visible[str(b)] for s in runs) for b in BUDGETS},
         p50_ms=statistics.median(statistics.median(s.ms) for s in runs) if runs else 0.0,
@@ -235,15 +254,16 @@ def table(res: Results) -> str:
         f"({', '.join(f'{res.queries[h]} {h}' for h in HALVES)}); store {st['path']}: "
         f"{st['records']} records, {len(st['projects'])} projects",
         "",
-        f"  {'':<10}{'top-1':>12}{'recall@5':>12}{'MRR@10':>8}{'gold@1200':>12}"
-        f"{'gold@4000':>12}{'p50 ms':>8}",
+        f"  {'':<10}{'top-1':>12}{'recall@5':>12}{'R@5 file':>12}{'R@10 file':>12}"
+        f"{'MRR@10':>8}{'gold@1200':>12}{'gold@4000':>12}{'p50 ms':>8}",
     ]
     for half, by_mode in res.figures.items():
         n = next(iter(by_mode.values())).lookups
         lines.append(f"{half} ({n})")
         for mode, f in by_mode.items():
             lines.append(
-                f"  {mode:<10}{_count(f.top1, n):>12}{_count(f.recall5, n):>12}{f.mrr10:>8.3f}"
+                f"  {mode:<10}{_count(f.top1, n):>12}{_count(f.recall5, n):>12}"
+                f"{_count(f.files5, n):>12}{_count(f.files10, n):>12}{f.mrr10:>8.3f}"
                 f"{_count(f.visible['1200'], n):>12}{_count(f.visible['4000'], n):>12}"
                 f"{f.p50_ms:>8.1f}"
             )
@@ -264,18 +284,21 @@ def readme(res: Results, command: str) -> str:
         f"{res.queries['lookups']} lookups over the shared corpus, each with the source file(s) "
         "that answer it, written before any ranking change; `search_rows` through the reader "
         "actors with the search tool's defaults (limit 10), formatted by `format_search` at "
-        "1,200 and 4,000 characters. Counts are lookups; MRR@10 is the mean reciprocal rank "
-        "of the first gold result within 10; p50 is the median search_rows time.",
+        "1,200 and 4,000 characters. Counts are lookups; R@5 / R@10 by file count a gold "
+        "file among the first 5 / 10 distinct files of the results; MRR@10 is the mean "
+        "reciprocal rank of the first gold result within 10; p50 is the median search_rows "
+        "time.",
         "",
-        "| half | mode | top-1 | recall@5 | MRR@10 | gold visible @1200 | gold visible @4000 "
-        "| search p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| half | mode | top-1 | recall@5 | R@5 by file | R@10 by file | MRR@10 "
+        "| gold visible @1200 | gold visible @4000 | search p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for half, by_mode in res.figures.items():
         for mode, f in by_mode.items():
             n = f.lookups
             lines.append(
                 f"| {half} | {mode} | {_count(f.top1, n)} | {_count(f.recall5, n)} | "
+                f"{_count(f.files5, n)} | {_count(f.files10, n)} | "
                 f"{f.mrr10:.3f} | {_count(f.visible['1200'], n)} | "
                 f"{_count(f.visible['4000'], n)} | {f.p50_ms:.1f} |"
             )
@@ -388,6 +411,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--repeats", type=int, default=3, help="searches per lookup and mode (default: 3)"
     )
     parser.add_argument(
+        "--by-chunk",
+        action="store_true",
+        help="search with by_chunk=True (every chunk its own hit, the list before issue 32)",
+    )
+    parser.add_argument(
         "--publish",
         action="store_true",
         help="write retrieval-<timestamp>/ with README.md and results.json under --out",
@@ -440,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "hit": "a result whose (project, source) is a gold pair",
                 "visible": "format_search(rows, max_chars) shows a gold pair in a block header",
                 "p50": "median over lookups of each lookup's median search_rows ms",
+                "by_chunk": str(args.by_chunk),
             },
             repeats=args.repeats,
         )
@@ -457,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             res.store["corpus"] = str(args.corpus.expanduser().resolve())
             res.store["revisions"] = common.readme_revisions(args.corpus.expanduser().resolve())
             note(f"store: {records} records; {len(lookups)} lookups x {len(MODES)} modes")
-            res.lookups = run_lookups(runtime, lookups, args.repeats)
+            res.lookups = run_lookups(runtime, lookups, args.repeats, args.by_chunk)
         finally:
             runtime.stop()
     res.figures = all_figures(res.lookups)

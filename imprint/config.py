@@ -160,6 +160,13 @@ class SearchConfig(_Group):
     rerank_depth: int = Field(
         default=20, ge=1, le=150, description="hybrid: fused candidates the re-rank reads"
     )
+    history_weight: float = Field(
+        default=1.0,
+        ge=0,
+        le=10,
+        description="hybrid: re-rank penalty for a chunk of a history page (versions or dates "
+        "in its headings) when the question is not about history, in first ranks of one list",
+    )
 
 
 class LocalModelConfig(_Group):

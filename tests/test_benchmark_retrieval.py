@@ -25,10 +25,14 @@ from imprint.logs import configure_logging
 
 
 def test_query_set_has_64_or_more_lookups_split_evenly() -> None:
-    """The first 64+ lookups split evenly; the 40+ later `hard-` lookups are all held out."""
+    """The first 64+ lookups split evenly; the 40+ later `hard-` lookups are all held out;
+    the 8+ `history-` lookups (issue 32, "when did X change") are all in the tune half."""
     lookups = load_queries(DEFAULT_QUERIES)
-    first = [lk for lk in lookups if not lk.id.startswith("hard-")]
+    first = [lk for lk in lookups if not lk.id.startswith(("hard-", "history-"))]
     hard = [lk for lk in lookups if lk.id.startswith("hard-")]
+    history = [lk for lk in lookups if lk.id.startswith("history-")]
+    assert len(history) >= 8
+    assert {lk.half for lk in history} == {"tune"}
     assert len(first) >= 64
     counts = {half: sum(lk.half == half for lk in first) for half in HALVES}
     assert counts["tune"] == counts["heldout"]
@@ -74,21 +78,28 @@ def test_a_bad_query_file_is_refused_with_every_problem(tmp_path: Path) -> None:
     assert "b: gold needs at least one" in message
 
 
-def _searched(rank: int | None, shown: bool = True) -> Searched:
+def _searched(rank: int | None, shown: bool = True, file_rank: int | None = None) -> Searched:
     return Searched(
-        mode="hybrid", rank=rank, visible={"1200": shown, "4000": True}, hits=[], ms=[2.0, 4.0]
+        mode="hybrid",
+        rank=rank,
+        file_rank=file_rank,
+        visible={"1200": shown, "4000": True},
+        hits=[],
+        ms=[2.0, 4.0],
     )
 
 
 def test_figures_count_top1_recall5_and_mrr10() -> None:
-    """Ranks 1, 3, 6 and none give top-1 1, recall@5 2, MRR@10 (1 + 1/3 + 1/6) / 4."""
+    """Ranks 1, 3, 6 and none give top-1 1, recall@5 2, MRR@10 (1 + 1/3 + 1/6) / 4; file
+    ranks 1, 2, 11 and none give R@5 by file 2 and R@10 by file 2."""
     results = []
-    for i, rank in enumerate((1, 3, 6, None)):
+    for i, (rank, file_rank) in enumerate(((1, 1), (3, 2), (6, 11), (None, None))):
         r = LookupResult(id=str(i), query="q", half="tune", gold=[["p", "s"]])
-        r.modes["hybrid"] = _searched(rank, shown=rank == 1)
+        r.modes["hybrid"] = _searched(rank, shown=rank == 1, file_rank=file_rank)
         results.append(r)
     f = figures(results, "hybrid")
     assert (f.lookups, f.top1, f.recall5) == (4, 1, 2)
+    assert (f.files5, f.files10) == (2, 2)
     assert f.mrr10 == pytest.approx((1 + 1 / 3 + 1 / 6) / 4)
     assert f.visible == {"1200": 1, "4000": 4}
     assert f.p50_ms == 3.0
@@ -103,6 +114,8 @@ def test_shown_sources_reads_only_the_block_headers_the_budget_shows() -> None:
         "(1 more results hidden by max_chars=1200; raise max_chars)"
     )
     assert shown_sources(text) == {("pykka", "docs/a b.md")}
+    folded = "[1] 0123456789abcdef | mopidy | docs/migration.md#37 +#68,#102 | note | 0.0300\n"
+    assert shown_sources(folded) == {("mopidy", "docs/migration.md")}
 
 
 def test_a_run_on_a_real_store_scores_and_publishes(
@@ -152,3 +165,21 @@ def test_a_run_on_a_real_store_scores_and_publishes(
         assert len(by_id["phrase"]["ms"]) == 2
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert "| tune | hybrid | 1/1 100% |" in readme
+
+
+def test_a_sides_variant_is_settings_and_flags_or_refused() -> None:
+    """`NAME:SETTING,...` gives environment settings and benchmark flags; anything else is
+    refused naming what a setting may be."""
+    import argparse
+
+    from benchmark.retrieval_sides import parse_variant
+
+    side = parse_variant("mix:IMPRINT_SEARCH_HISTORY_WEIGHT=0, --by-chunk")
+    assert (side.name, side.env, side.args) == (
+        "mix",
+        {"IMPRINT_SEARCH_HISTORY_WEIGHT": "0"},
+        ("--by-chunk",),
+    )
+    for bad in ("no-colon", "x:", "x:HOME=/tmp"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_variant(bad)

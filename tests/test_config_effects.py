@@ -50,6 +50,10 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "tests/test_search_ranking.py",
         "test_fusion_weights_and_k_come_from_search_settings",
     ),
+    "search.history_weight": (
+        "tests/test_search_sources.py",
+        "test_a_history_page_gives_way_unless_the_question_asks_when",
+    ),
     "embedding.query_cache_size": (
         "tests/test_query_embedder.py",
         "test_query_cache_size_comes_from_config",

@@ -134,14 +134,14 @@ def test_a_plan_sent_as_a_json_string_is_accepted(rt: Runtime) -> None:
 
 def test_step_models_follow_the_row_functions() -> None:
     """A step's arguments are its row function's argument model: the tool's parameters,
-    minus workspace and sizes."""
+    minus workspace and sizes (search's `detail="chunks"` is its `by_chunk`)."""
     fields = {
         t: set(kind.model_fields["args"].annotation.model_fields)  # type: ignore[union-attr]
         for t, kind in plan_module.STEPS.items()
     }
     assert fields["search"] == {
         *("query", "project", "type", "lang", "layer", "limit", "mode"),
-        *("include_superseded", "since"),
+        *("include_superseded", "since", "by_chunk"),
     }
     assert fields["get_memory"] == {"id"}
     assert fields["neighbors"] == {"id", "k"}

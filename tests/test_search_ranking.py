@@ -123,7 +123,8 @@ def test_fuse_with_a_zero_weight_ignores_that_list() -> None:
 
 
 def test_fusion_weights_and_k_come_from_search_settings() -> None:
-    """`search.rrf_k`, the three weights, the coverage weight and depth reach the fusion."""
+    """`search.rrf_k`, the three weights, the coverage and history weights and depth reach
+    the fusion."""
     config = Config()
     config.search.rrf_k = 7
     config.search.vector_weight = 0.5
@@ -131,8 +132,9 @@ def test_fusion_weights_and_k_come_from_search_settings() -> None:
     config.search.phrase_weight = 0.0
     config.search.coverage_weight = 3.0
     config.search.rerank_depth = 40
+    config.search.history_weight = 0.25
     assert Fusion.from_config(config.search) == Fusion(
-        rrf_k=7, vector=0.5, lexical=2.0, phrase=0.0, coverage=3.0, depth=40
+        rrf_k=7, vector=0.5, lexical=2.0, phrase=0.0, coverage=3.0, depth=40, history=0.25
     )
 
 

@@ -16,11 +16,14 @@ leaves room for (at least one).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from imprint._shown import shown
+from imprint.store.records import Record
+from imprint.types import MemoryId
 
 __all__ = [
     "MIN_EXCERPT",
@@ -28,8 +31,10 @@ __all__ = [
     "Layout",
     "clamp",
     "clip",
+    "day",
     "escape_field",
     "layout_blocks",
+    "meta_line",
     "one_line",
     "render_blocks",
     "superseded_note",
@@ -74,6 +79,32 @@ def escape_field(text: object) -> str:
     sees, nor send a terminal an escape sequence. Idempotent: escaped text is printable.
     Only what is shown changes: stored source names stay as they are."""
     return shown(text)
+
+
+def day(ts: float) -> str:
+    """A record's or fact's date as its block shows it: YYYY-MM-DD, UTC."""
+    return time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
+def meta_line(
+    record: Record,
+    score: float | None = None,
+    superseded_by: MemoryId | None = None,
+    also: Sequence[int] = (),
+) -> str:
+    """The provenance of one block: id | project | source#chunk [+#other,#chunks] | type
+    [| date of a memory] [| superseded by ID] [| score]."""
+    where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
+    if also:
+        where += " +" + ",".join(f"#{c}" for c in also)
+    parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
+    if record.source_type == "memory":
+        parts.append(day(record.created_at))
+    if superseded_by:
+        parts.append(f"superseded by {escape_field(superseded_by)}")
+    if score is not None:
+        parts.append(f"{score:.4f}")
+    return " | ".join(parts)
 
 
 def clip(text: str, width: int) -> str:

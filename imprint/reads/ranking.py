@@ -1,9 +1,23 @@
-"""How hybrid search ranks: weighted reciprocal-rank fusion, then a re-rank by coverage.
+"""How hybrid search ranks: weighted reciprocal-rank fusion, then a re-rank by coverage and
+a prior on history pages and licences; and how a ranking becomes one hit per source.
+
+History pages (changelogs, release notes, migration guides, what's-new pages) answer "when
+did X change" and name almost everything once, so they crowd "how does X work" answers out;
+licence texts answer only questions about the licence. A chunk counts as history from its
+file's structure, never its name: the heading trail it sits under (`Record.context`) or its
+own headings name a version or a date (`v3.0.0 (2019-12-22)`, `## 1.2.0`, `Migration: v1 to
+v2`); as a licence from its form, legal clauses without headings. A query counts as a history
+question from its form (`when did`, `which version`, `since v2`, `removed`, `deprecated`, a
+version number), as a licence question when it names a licence or copyright. For any other
+question such a chunk's score is lowered by `history` times a first rank in one list.
 
 The numbers each hit ranked by travel with it (`Why`), for dashboards and benchmarks.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -12,9 +26,41 @@ from imprint.store.records import Record
 from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId
 
-__all__ = ["Fusion", "Ranking", "Why", "coverage", "fuse", "rerank"]
+__all__ = [
+    "Fusion",
+    "Ranking",
+    "Why",
+    "by_source",
+    "coverage",
+    "fuse",
+    "history_chunk",
+    "history_question",
+    "licence_chunk",
+    "rerank",
+]
 
 Ranking = list[tuple[MemoryId, float]]
+
+# A version (`v3.0.0`, `v2`, `1.2.3`) or an ISO date, in a heading or a heading trail; a
+# bare `2.0` is not one (`OAuth 2.1` is a topic, not a release).
+_VERSION = r"(?:\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+\b|\b\d{4}-\d{2}-\d{2}\b)"
+_VERSIONED = re.compile(_VERSION)
+_VERSION_HEADING = re.compile(r"^ {0,3}#{1,6}\s.*" + _VERSION, re.M)
+# The form of a question about when something changed ("when" and "since" only where they
+# ask, not where they join two clauses).
+_HISTORY_QUESTION = re.compile(
+    r"^\s*when\b|\bwhen (?:did|was|were|has|had|will)\b|\bsince (?:which|what|when|v?\d)|"
+    r"\b(?:which|what|in which) (?:version|release)|\b(?:removed|deprecated|dropped|renamed|"
+    r"introduced|added in|changelog|release notes|what'?s new|upgrad\w*|migrat\w*)\b|"
+    r"\bv?\d+\.\d+\b|\bv\d+\b",
+    re.I,
+)
+_LEGAL = re.compile(
+    r"\b(?:copyright|warrant(?:y|ies)|liabilit(?:y|ies)|permission is hereby granted|"
+    r"licen[cs]ed under|redistribution|merchantability|infringement)\b",
+    re.I,
+)
+_LICENCE_QUESTION = re.compile(r"\b(?:licen[cs]\w*|copyright|warranty|spdx)\b", re.I)
 
 
 class Why(BaseModel):
@@ -29,6 +75,7 @@ class Why(BaseModel):
     lexical_rank: int | None = None
     phrase: bool = False  # the record holds the query's words as one exact phrase
     coverage: float | None = None  # share of the query's terms the chunk holds (hybrid re-rank)
+    history: bool = False  # a history or licence chunk lowered for a question not about it
     fused: float  # the final score, the same as the hit's score
 
 
@@ -43,6 +90,7 @@ class Fusion(BaseModel):
     phrase: float = 1.0
     coverage: float = 0.5
     depth: int = 20
+    history: float = 1.0
 
     @classmethod
     def from_config(cls, cfg: SearchConfig) -> Fusion:
@@ -53,6 +101,7 @@ class Fusion(BaseModel):
             phrase=cfg.phrase_weight,
             coverage=cfg.coverage_weight,
             depth=cfg.rerank_depth,
+            history=cfg.history_weight,
         )
 
 
@@ -98,6 +147,32 @@ def fuse(
     ]
 
 
+def history_chunk(record: Record) -> bool:
+    """Whether a chunk sits in a history page, by its file's structure: a version or date in
+    the heading trail above it, or two version headings in its own text."""
+    trail = record.context.partition(" | ")[2]
+    if trail and _VERSIONED.search(trail):
+        return True
+    if "#" not in record.content:
+        return False
+    return len(_VERSION_HEADING.findall(record.content, 0, 4000)) >= 2
+
+
+def licence_chunk(record: Record) -> bool:
+    """Whether a chunk is licence text: legal clauses of three kinds or more, no headings."""
+    if record.context.partition(" | ")[2]:
+        return False
+    head = record.content[:4000].lower()
+    if "copyright" not in head and "warrant" not in head and "licen" not in head:
+        return False  # the common case, without the regex
+    return len({m.group().lower()[:8] for m in _LEGAL.finditer(head)}) >= 3
+
+
+def history_question(text: str) -> bool:
+    """Whether a query asks when something changed (its form, not its topic)."""
+    return _HISTORY_QUESTION.search(text) is not None
+
+
 def coverage(terms: frozenset[str], record: Record) -> float:
     """The share of a query's content terms that a chunk's text or source path holds."""
     if not terms:
@@ -113,14 +188,53 @@ def rerank(
     records: dict[MemoryId, Record],
     fusion: Fusion,
 ) -> list[tuple[MemoryId, float, Why]]:
-    """Add coverage of the query's terms, worth `coverage` times a first rank in one list."""
+    """Add coverage of the query's terms, worth `coverage` times a first rank in one list;
+    lower history chunks by `history` times that for a question not about history. Only the
+    first `depth` candidates are read so; the rest keep their fused score (they fill the
+    sources after the first ones) and all are ordered by score."""
     terms = content_terms(text)
-    out = []
-    for rid, score, why in fused:
+    history_prior = 0.0 if history_question(text) else fusion.history
+    licence_prior = 0.0 if _LICENCE_QUESTION.search(text) else fusion.history
+    out = [(rid, score, why) for rid, score, why in fused[fusion.depth :] if rid in records]
+    for rid, score, why in fused[: fusion.depth]:
         record = records.get(rid)
         if record is None:
             continue
         share = coverage(terms, record)
-        final = score + fusion.coverage * share / (fusion.rrf_k + 1)
-        out.append((rid, final, why.model_copy(update={"coverage": share, "fused": final})))
+        prior = 0.0
+        if history_prior and history_chunk(record):
+            prior = history_prior
+        elif licence_prior and licence_chunk(record):
+            prior = licence_prior
+        history = prior > 0
+        final = score + (fusion.coverage * share - prior) / (fusion.rrf_k + 1)
+        update = {"coverage": share, "history": history, "fused": final}
+        out.append((rid, final, why.model_copy(update=update)))
     return sorted(out, key=lambda item: (-item[1], item[0]))
+
+
+def by_source(
+    ranked: Sequence[tuple[MemoryId, float, Why]],
+    records: dict[MemoryId, Record],
+    limit: int,
+    named: int = 8,
+) -> list[tuple[MemoryId, float, Why, tuple[int, ...]]]:
+    """One entry per source at its best-ranked chunk, at most `limit`, each with the chunk
+    numbers of that source's other candidates in rank order (at most `named`). A record
+    without a source (an inline memory) is a source of its own."""
+    out: list[tuple[MemoryId, float, Why, list[int]]] = []
+    first: dict[tuple[str, str], int] = {}
+    for rid, score, why in ranked:
+        record = records[rid]
+        key = (record.project, record.source)
+        if record.source and key in first:
+            also = out[first[key]][3]
+            if len(also) < named:
+                also.append(record.chunk_index)
+            continue
+        if len(out) == limit:
+            continue  # later chunks may still belong to a source already shown
+        if record.source:
+            first[key] = len(out)
+        out.append((rid, score, why, []))
+    return [(rid, score, why, tuple(also)) for rid, score, why, also in out]

@@ -9,7 +9,6 @@ and the compact layout live here only.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, date, datetime
@@ -33,12 +32,13 @@ from imprint.reads.gateway import Reads
 from imprint.reads.layout import (
     Block,
     clamp,
-    escape_field,
+    day,
+    meta_line,
     one_line,
     render_blocks,
     superseded_note,
 )
-from imprint.reads.ranking import Fusion, Ranking, Why, fuse, rerank
+from imprint.reads.ranking import Fusion, Ranking, Why, by_source, fuse, rerank
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
 from imprint.types import MemoryId, WorkspaceName
@@ -84,6 +84,9 @@ class SearchHit(BaseModel):
     score: float
     why: Why | None = None  # for dashboards and benchmarks; the tool's text never shows it
     superseded_by: MemoryId | None = None  # shown only when the search asked for superseded
+    # The chunk numbers of this source's other matching chunks, best first (one hit per
+    # source); shown in the header as `source#3 +#7,#1`.
+    also: tuple[int, ...] = ()
 
 
 class SearchRows(BaseModel):
@@ -125,11 +128,6 @@ def parse_since(value: str, argument: str = "since") -> float:
     return moment.timestamp()
 
 
-def day(ts: float) -> str:
-    """A record's or fact's date as its block shows it: YYYY-MM-DD, UTC."""
-    return time.strftime("%Y-%m-%d", time.gmtime(ts))
-
-
 class Search(NamedTuple):
     """A search resolved: defaults from `search.*`, query and type checked, limit clamped;
     `since` in epoch seconds (0.0: any age)."""
@@ -140,6 +138,7 @@ class Search(NamedTuple):
     filters: Filters
     include_superseded: bool = False
     since: float = 0.0
+    by_chunk: bool = False  # every matching chunk its own hit, not one hit per source
 
 
 class SearchArgs(BaseModel):
@@ -157,6 +156,7 @@ class SearchArgs(BaseModel):
     mode: Mode | None = None
     include_superseded: bool = False
     since: str = ""
+    by_chunk: bool = False
 
     def with_defaults(self, cfg: SearchConfig) -> dict[str, object]:
         """Every argument, the defaults from `search.*` filled in (what tells two recall
@@ -184,6 +184,7 @@ class SearchArgs(BaseModel):
             filters=Filters(project=self.project, type=self.type, lang=self.lang, layer=self.layer),
             include_superseded=self.include_superseded,
             since=parse_since(self.since),
+            by_chunk=self.by_chunk,
         )
 
 
@@ -203,10 +204,22 @@ def search_budget(cfg: SearchConfig, max_chars: int | None) -> int:
 
 def candidates(asked: Search) -> int:
     """How many hits each list of a search asks for: beyond `limit` in hybrid mode, so the
-    fusion has something to agree on; more with `since`, which drops older ones."""
+    fusion has something to agree on, and with one hit per source, so that `limit` sources
+    remain once a source's chunks are folded; more with `since`, which drops older ones."""
     if asked.since:
         return max(SINCE_POOL, asked.limit)
-    return asked.limit if asked.mode != "hybrid" else min(max(asked.limit * 3, 30), 150)
+    if asked.mode == "hybrid":
+        return min(max(asked.limit * 3, 30), 150)
+    return asked.limit if asked.by_chunk else min(asked.limit * 3, 150)
+
+
+def _kept(asked: Search, fusion: Fusion) -> int:
+    """How many fused candidates a search reads the records of: its limit, the re-rank's
+    depth, three per hit when chunks fold into their source, `SINCE_POOL` with `since`."""
+    keep = asked.limit if asked.by_chunk else min(asked.limit * 3, 150)
+    if _reranks(asked.mode, fusion):
+        keep = max(keep, fusion.depth)
+    return max(keep, SINCE_POOL) if asked.since else keep
 
 
 def _vector_query(workspace: WorkspaceName, asked: Search) -> VectorQuery:
@@ -238,9 +251,9 @@ class _Ranked(NamedTuple):
 
 
 def _reranks(mode: Mode, fusion: Fusion) -> bool:
-    """Whether a search's candidates are re-ranked by coverage (and so fetched beyond its
-    limit, `fusion.depth` of them)."""
-    return mode == "hybrid" and fusion.coverage > 0
+    """Whether a search's candidates are re-ranked by coverage and the history prior (and so
+    fetched beyond its limit, `fusion.depth` of them)."""
+    return mode == "hybrid" and (fusion.coverage > 0 or fusion.history > 0)
 
 
 def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
@@ -264,7 +277,7 @@ def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
 
 def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
     """Wait for a search's reads (within `deadline`) and fuse them."""
-    mode, limit = sent.asked.mode, sent.asked.limit
+    mode = sent.asked.mode
     warning = ""
     got_vector = None
     if sent.vector is not None:
@@ -288,9 +301,7 @@ def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
         got_lexical = list(deadline.wait(sent.lexical, "search (lexical)"))
     if warning:
         log.warning("search.vector_failed", workspace=sent.workspace, error=warning)
-    keep = max(limit, fusion.depth) if _reranks(mode, fusion) else limit
-    if sent.asked.since:
-        keep = max(keep, SINCE_POOL)  # older ones are dropped once their records are read
+    keep = _kept(sent.asked, fusion)
     if mode == "hybrid":
         ranked = fuse(got_vector, got_lexical, got_phrase, fusion, keep)
     else:
@@ -347,11 +358,20 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     if not asked.include_superseded:
         hidden = sum(1 for rid, _, _ in ranked[:limit] if rid in found.superseded)
         ranked = [c for c in ranked if c[0] not in found.superseded]
+    shown: list[tuple[MemoryId, float, Why, tuple[int, ...]]]
+    if asked.by_chunk:
+        shown = [(rid, score, why, ()) for rid, score, why in ranked[:limit]]
+    else:
+        shown = by_source(ranked, records, limit)
     hits = tuple(
         SearchHit(
-            record=records[rid], score=score, why=why, superseded_by=found.superseded.get(rid)
+            record=records[rid],
+            score=score,
+            why=why,
+            superseded_by=found.superseded.get(rid),
+            also=also,
         )
-        for rid, score, why in ranked[:limit]
+        for rid, score, why, also in shown
     )
     if orphans and not warning:
         # Vectors whose records are gone (a damaged lexical side): shown, not silently lost.
@@ -435,22 +455,6 @@ def search_many(
     return answered
 
 
-def meta_line(
-    record: Record, score: float | None = None, superseded_by: MemoryId | None = None
-) -> str:
-    """The provenance of one block: id | project | source#chunk | type [| date of a memory]
-    [| superseded by ID] [| score]."""
-    where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
-    parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
-    if record.source_type == "memory":
-        parts.append(day(record.created_at))
-    if superseded_by:
-        parts.append(f"superseded by {escape_field(superseded_by)}")
-    if score is not None:
-        parts.append(f"{score:.4f}")
-    return " | ".join(parts)
-
-
 def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
     """The compact layout within `max_chars`, clamped by the caller (`search_budget`); recall
     fits a note line in front within that budget."""
@@ -464,7 +468,7 @@ def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
         return "\n".join(lines + ([f"({note})"] if note else []))
     prelude = [*warning, f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
     blocks = [
-        Block(meta=meta_line(h.record, h.score, h.superseded_by), content=h.record.content)
+        Block(meta=meta_line(h.record, h.score, h.superseded_by, h.also), content=h.record.content)
         for h in rows.hits
     ]
     return render_blocks(prelude, blocks, max_chars, hint=HINT, superseded=rows.superseded)

@@ -67,12 +67,10 @@ def file_key(project: str, source: str) -> str:
 
 
 def _record(record: Record, score: float | None = None, folded: Sequence[int] = ()) -> Item:
-    meta = meta_line(record, score)
+    meta = meta_line(record, score, also=folded)  # the folded chunks as search shows them
     where = f"{record.source}#{record.chunk_index}" if record.source else record.id
     if folded:
-        also = " +" + ",".join(f"#{c}" for c in folded)
-        where += also
-        meta = meta.replace(f"#{record.chunk_index} |", f"#{record.chunk_index}{also} |", 1)
+        where += " +" + ",".join(f"#{c}" for c in folded)
     index = where if score is None else f"{where} {score:.4f}"
     return Item(key=record.id, meta=meta, content=record.content, index=index)
 
@@ -88,7 +86,7 @@ def _folded(hits: Sequence[SearchHit]) -> list[Item]:
             continue
         if source:
             first[source] = len(groups)
-        groups.append((hit, []))
+        groups.append((hit, list(hit.also)))
     return [_record(hit.record, hit.score, folded) for hit, folded in groups]
 
 

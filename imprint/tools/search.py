@@ -34,7 +34,8 @@ def register(server: MCPServer, app: App) -> None:
         limit: Annotated[int | None, Field(description="1-50; default 10 (search.limit)")] = None,
         mode: Annotated[Mode | None, Field(description="default hybrid (search.mode)")] = None,
         detail: Annotated[
-            Literal["compact", "full"], Field(description="full: whole records")
+            Literal["compact", "chunks", "full"],
+            Field(description="chunks: a block per chunk; full: whole records"),
         ] = "compact",
         max_chars: Annotated[
             int | None, Field(description="1200-12000; default 4000 (search.max_chars)")
@@ -46,9 +47,9 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
     ) -> str:
         """Search memories, ingested files and content; the first tool to reach for.
-        Hybrid = vector + BM25. Returns numbered blocks, each
-        `[n] id | project | source#chunk | type | score` (memories: date before score) +
-        excerpt, within max_chars; a last line counts hidden results. Read more:
+        Hybrid = vector + BM25. Returns numbered blocks, one per source, each
+        `[n] id | project | source#chunk [+#more] | type | score` (memories: date before
+        score) + excerpt, within max_chars; a last line counts hidden results. Read more:
         get_memory(id), file_chunks(source)."""
         args = SearchArgs(
             query=query,
@@ -60,6 +61,7 @@ def register(server: MCPServer, app: App) -> None:
             mode=mode,
             include_superseded=include_superseded,
             since=since,
+            by_chunk=detail == "chunks",
         )
         rows = await run_tool(run_search, app.reads, args, workspace)
         budget = search_budget(app.runtime.config.search, max_chars)
@@ -79,7 +81,7 @@ def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
     shown = 0
     note = superseded_note(rows.superseded)
     for i, hit in enumerate(rows.hits, start=1):
-        meta = meta_line(hit.record, hit.score, hit.superseded_by)
+        meta = meta_line(hit.record, hit.score, hit.superseded_by, hit.also)
         block = f"[{i}] {meta}\n{hit.record.content.strip()}"
         footer = len(rows.hits) - i
         reserve = (120 if footer else 0) + (len(note) + 4 if note else 0)
