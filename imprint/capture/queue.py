@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from imprint._faults import DiskFull, fail
 from imprint._fs import private_dir
 
 __all__ = ["EVENT_KEYS", "Taken", "capture_dir", "done", "enqueue", "take"]
@@ -58,6 +59,7 @@ def enqueue(data_dir: Path, event: dict[str, Any]) -> None:
             except FileNotFoundError:
                 same = False
             if same:
+                fail("disk.full", DiskFull)
                 fresh = os.fstat(fd).st_size == 0
                 os.write(fd, line)
                 os.fsync(fd)

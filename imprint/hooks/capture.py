@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from imprint.hooks._paths import with_site_packages
+
 __all__ = ["hand_off"]
 
 
@@ -23,9 +25,16 @@ def hand_off(event: dict[str, Any]) -> None:
     the event waits in the queue for the next one."""
     from imprint._fs import data_dir
     from imprint.capture.queue import enqueue
-    from imprint.daemon.client import poke_capture
 
     folder = data_dir()
     enqueue(folder, {"client": "claude-code", **event})
+    from imprint.daemon.client import poke_capture
+
     with contextlib.suppress(Exception):
-        poke_capture(folder)
+        try:
+            poke_capture(folder)
+        except ImportError:
+            # Started without site-packages (`python -S`) and no daemon runs: starting one
+            # takes its start lock (filelock).
+            with_site_packages()
+            poke_capture(folder)

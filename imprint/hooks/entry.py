@@ -14,6 +14,7 @@ session start and, where enabled, every prompt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -22,12 +23,13 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from imprint._fs import data_dir
+from imprint._fs import PRIVATE_UMASK, data_dir
+from imprint.hooks._paths import with_site_packages
 from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, canonical_event, context_output
 from imprint.hooks.settings import HookSettings, excluded_folder, hook_settings
 from imprint.hooks.state import record_run
 
-__all__ = ["MAX_EVENT_BYTES", "hook_args", "run_hook"]
+__all__ = ["MAX_EVENT_BYTES", "hook_args", "hook_main", "run_hook"]
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event names its transcript; it does not carry it
 
@@ -119,15 +121,33 @@ def _hand_off(event: dict[str, Any], client: str, name: str) -> None:
         capture = importlib.import_module("imprint.hooks.capture")
     except ImportError as exc:
         raise HookFailure("capture is not available in this installation") from exc
-    capture.hand_off({**event, "client": client, "imprint_client": client, "imprint_event": name})
+    try:
+        capture.hand_off(
+            {**event, "client": client, "imprint_client": client, "imprint_event": name}
+        )
+    except OSError as exc:
+        raise HookFailure(f"capture queue not written: {exc}") from exc
 
 
 def _context(
     root: Path, name: str, event: dict[str, Any], cwd: Path, settings: HookSettings
 ) -> str:
-    from imprint.daemon.client import ask_hook
+    with_site_packages()  # the daemon's start lock; the store's records when none answers
+    from imprint.daemon.client import ask_hook, daemon_alive, poke_capture
     from imprint.errors import ImprintError
 
+    if name == "session-start" and not daemon_alive(root):
+        # Starting a daemon outlasts a session start's budget: one is started in the
+        # background for the next hook (and to drain the capture queue), never waited for,
+        # and this briefing is read straight from the store.
+        with contextlib.suppress(Exception):
+            poke_capture(root)
+        from imprint.hooks.cold import StoreUnreadable, cold_briefing
+
+        try:
+            return cold_briefing(root, cwd, settings.context_chars, settings.exclude)
+        except StoreUnreadable as exc:
+            raise HookFailure(str(exc)) from exc
     prompt = event.get("prompt")
     request = {
         "event": name,
@@ -184,3 +204,14 @@ def run_hook(event_name: str, client: str = "", stdin: BinaryIO | None = None) -
     finally:
         watchdog.cancel()
     return 0
+
+
+def hook_main(argv: list[str]) -> None:
+    """The launcher's `EVENT [--client NAME]` (`imprint.hooks.launcher`): run the hook and
+    exit 0; other arguments: a one-line error and exit 2."""
+    os.umask(PRIVATE_UMASK)  # whatever a hook creates in the data dir is the user's alone
+    asked = hook_args(argv)
+    if asked is None:
+        print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv!r}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run_hook(*asked))

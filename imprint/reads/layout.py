@@ -15,12 +15,12 @@ leaves room for (at least one).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint._shown import shown
+# clip and one_line live below every layer: the hook process lays out its briefing too.
+from imprint._shown import clip, one_line, shown
 
 __all__ = [
     "MIN_EXCERPT",
@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 MIN_EXCERPT = 300
-_SPACE = re.compile(r"\s+")
 
 
 class Block(BaseModel):
@@ -61,10 +60,6 @@ def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, int(value)))
 
 
-def one_line(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
-
-
 def escape_field(text: object) -> str:
     """A name or header that shows what it holds: every character that is not printable
     (controls such as newline, tab and escape; format characters such as the bidi overrides
@@ -74,15 +69,6 @@ def escape_field(text: object) -> str:
     sees, nor send a terminal an escape sequence. Idempotent: escaped text is printable.
     Only what is shown changes: stored source names stay as they are."""
     return shown(text)
-
-
-def clip(text: str, width: int) -> str:
-    """At most `width` characters; a cut is marked with an ellipsis inside the width."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return text[:width]
-    return text[: width - 1] + "…"
 
 
 def superseded_note(superseded: int) -> str:
