@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import subprocess
 import sys
 import types
@@ -52,24 +53,47 @@ def test_garbage_on_stdin_exits_0_prints_nothing_and_is_counted(tmp_path: Path) 
     assert oct((data / "hooks" / "state.json").stat().st_mode & 0o777) == "0o600"
 
 
-def test_a_daemon_that_cannot_start_makes_the_hook_quiet_and_counted(tmp_path: Path) -> None:
-    """A broken store (a config.toml the daemon refuses): the session-start hook still
-    exits 0 with nothing printed, and its failure says the daemon did not come up."""
+def _wait_exit(pid: int, seconds: float = 120) -> None:
+    """Until process `pid` (not our child) has exited: its pidfd turns readable then."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        ready, _, _ = select.select([fd], [], [], seconds)
+        assert ready, f"process {pid} still runs after {seconds} s"
+    finally:
+        os.close(fd)
+
+
+def test_a_daemon_that_cannot_start_is_named_by_hooks_status(tmp_path: Path) -> None:
+    """A config.toml the daemon refuses: the session-start hook exits 0 with nothing printed
+    (no store yet: nothing to brief) and starts a daemon in the background without waiting
+    for it; a stop hook queues its capture. Once that daemon has exited, `imprint hooks
+    status` says none runs, that one capture waits, and its log's last line names the bad
+    setting. (A session start no longer waits for a daemon to come up, so the hook's own
+    row has no failure: the daemon's is shown here instead.)"""
     data = tmp_path / "data"
     data.mkdir()
     (data / "config.toml").write_text("[store]\nmin_free_mb = 'lots'\n")
     event = json.dumps({"cwd": str(tmp_path), "session_id": "s1"}).encode()
-    done = _hook(
-        data,
-        "SessionStart",
-        "--client",
-        "claude-code",
-        stdin=event,
-        env={"IMPRINT_HOOKS_TIMEOUT_MS_SESSION_START": "60000"},
-    )
+    done = _hook(data, "SessionStart", "--client", "claude-code", stdin=event)
     assert (done.returncode, done.stdout) == (0, b"")
-    row = _row(data, "claude-code", "session-start")
-    assert row["failures"] == 1 and "daemon" in row["last_error"]
+    assert "failures" not in _row(data, "claude-code", "session-start")
+    stop = json.dumps({"cwd": str(tmp_path), "session_id": "s1", "transcript_path": "/t"})
+    assert _hook(data, "Stop", "--client", "claude-code", stdin=stop.encode()).returncode == 0
+    spawned = json.loads((data / "run" / "spawned.json").read_text())
+    _wait_exit(int(spawned["pid"]))
+    status = subprocess.run(
+        [IMPRINT, "hooks", "status"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
+    )
+    assert "daemon: not running" in status.stdout, status.stdout + status.stderr
+    assert "capture queue: 1 events waiting" in status.stdout
+    assert "min_free_mb" in status.stdout.split("its log's last line")[1]
 
 
 def test_a_hook_past_its_deadline_exits_0_with_nothing_printed(tmp_path: Path) -> None:

@@ -399,10 +399,34 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
                     f"; last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
                 )
             lines.append(line)
+    lines += _daemon_lines(data_dir)
     for client in sorted(set(state) - set(CLIENTS)):
         for event, row in sorted(state[client].items()):
             lines.append(
                 f"{client} {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
                 f"last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
             )
+    return lines
+
+
+def _daemon_lines(data_dir: Path) -> list[str]:
+    """Whether a daemon runs to capture what hooks queue, what waits for it, and, when none
+    runs, the end of its log (a daemon that cannot start says why there)."""
+    from imprint.capture.queue import waiting
+    from imprint.daemon import running_daemon
+
+    info = running_daemon(data_dir)
+    count, oldest = waiting(data_dir)
+    lines = [f"daemon: running (pid {info['pid']})" if info else "daemon: not running"]
+    if count:
+        lines.append(f"  capture queue: {count} events waiting, the oldest since {when(oldest)}")
+    log_file = data_dir / "run" / "daemon.stderr.log"  # read only: nothing is created
+    if info is None and log_file.is_file():
+        with log_file.open("rb") as handle:
+            handle.seek(max(0, log_file.stat().st_size - 4096))
+            tail = handle.read().decode("utf-8", "replace").splitlines()
+        last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+        if last:
+            at = when(log_file.stat().st_mtime)
+            lines.append(f"  its log's last line ({at}): {' '.join(last.split())[:300]}")
     return lines
