@@ -45,6 +45,7 @@ def _log() -> Any:
 
     return structlog.stdlib.get_logger(__name__)
 
+
 _hits: Counter[str] = Counter()
 _lock = threading.Lock()
 

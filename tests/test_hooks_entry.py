@@ -246,16 +246,18 @@ def test_every_clients_event_names_and_context_forms() -> None:
 
 
 def test_the_hook_process_imports_nothing_heavy() -> None:
-    """What a hook process loads (the console script's router, the entry, the capture
-    hand-off, the daemon's client half) brings in no structlog, pydantic, typer, MCP, rich,
-    store or model library: a hook starts at every session, within its budget."""
+    """What a hook process loads (the console script's router, the launcher, the entry, the
+    capture hand-off and its failpoints, the briefing's layout, the daemon's client half)
+    brings in no structlog, pydantic, typer, MCP, rich, store or model library: a hook
+    starts at every session, within its budget."""
     heavy = (
         "structlog", "pydantic", "typer", "mcp", "rich", "chromadb", "numpy", "pykka",
         "onnxruntime", "llama_cpp", "detect_secrets",
     )  # fmt: skip
     script = (
-        "import sys, imprint.launch, imprint.hooks.entry, imprint.hooks.capture, "
-        "imprint.capture.queue, imprint.daemon.client; "
+        "import sys, imprint.launch, imprint.hooks.launcher, imprint.hooks.entry, "
+        "imprint.hooks.capture, imprint.capture.queue, imprint._faults, imprint.hooks.compose, "
+        "imprint.daemon.client; "
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
     )
     out = subprocess.run(

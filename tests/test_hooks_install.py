@@ -58,7 +58,8 @@ def test_claude_code_install_is_idempotent_and_keeps_other_settings(tmp_path: Pa
     for native in ("SessionStart", "Stop", "PreCompact", "SessionEnd"):
         assert len(_ours(data["hooks"][native])) == 1, native
     assert "UserPromptSubmit" not in data["hooks"]  # hooks.prompt_submit is off
-    assert "launcher.py session-start --client claude-code" in _ours(data["hooks"]["SessionStart"])[0]
+    started = _ours(data["hooks"]["SessionStart"])[0]
+    assert started.endswith("launcher.py session-start --client claude-code")
     servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
     assert servers["other"] == {"command": "x"}
     assert servers["imprint"]["args"] == ["serve"]

@@ -10,14 +10,11 @@ hook process can lay a briefing out without importing the read side.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from imprint._shown import clip, one_line, shown
-
-if TYPE_CHECKING:
-    from imprint.store.records import Fact, Record
 
 __all__ = [
     "FACTS_HEADING",
@@ -26,6 +23,8 @@ __all__ = [
     "SESSIONS_HEADING",
     "SESSIONS_SHOWN",
     "Entry",
+    "Fact",
+    "Record",
     "compose_briefing",
     "fact_entry",
     "item",
@@ -52,6 +51,32 @@ SESSIONS_HEADING = "Last sessions"
 SESSIONS_SHOWN = 2
 
 Entry = tuple[str, str, float]  # text, id, when
+
+
+class Record(Protocol):
+    """What a briefing reads of a record (`imprint.store.records.Record`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def created_at(self) -> float: ...
+
+
+class Fact(Protocol):
+    """What a briefing reads of a fact (`imprint.store.records.Fact`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def predicate(self) -> str: ...
+    @property
+    def object(self) -> str: ...
+    @property
+    def valid_from(self) -> float: ...
 
 
 def repo_name(cwd: Path) -> str:
@@ -98,7 +123,7 @@ def record_entry(record: Record) -> Entry:
 def compose_briefing(
     project: str,
     memories: Sequence[tuple[str, Sequence[Record]]],
-    superseded: set[str],
+    superseded: Container[str],
     facts: Sequence[Fact],
     sessions: Sequence[Record],
     max_chars: int,

@@ -212,6 +212,6 @@ def hook_main(argv: list[str]) -> None:
     os.umask(PRIVATE_UMASK)  # whatever a hook creates in the data dir is the user's alone
     asked = hook_args(argv)
     if asked is None:
-        print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv!r}", file=sys.stderr)
+        print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv}", file=sys.stderr)
         sys.exit(2)
     sys.exit(run_hook(*asked))
