@@ -196,7 +196,7 @@ def test_an_earlier_installs_imprint_hook_command_is_replaced_by_the_launcher(
 def test_the_installed_command_runs_the_hook_without_site_packages(tmp_path: Path) -> None:
     """The command install writes (python -I -S and the launcher) runs a stop hook: exit 0,
     nothing printed, its event in the capture queue and its run counted, having imported
-    nothing but the standard library and imprint before the queue's append. Then a full
+    nothing but the standard library and imprint (the daemon's start included). Then a full
     disk (the failpoint `disk.full`: every new write fails with ENOSPC): exit 0, nothing
     printed, nothing queued, and the failure still counted (in place) with its reason."""
     import os
@@ -220,16 +220,15 @@ def test_the_installed_command_runs_the_hook_without_site_packages(tmp_path: Pat
     )
     assert (done.returncode, done.stdout) == (0, b"")
     assert read_state(data)["claude-code"]["stop"]["runs"] == 1
-    # Up to the capture queue (the event is appended right after it is imported): the
-    # standard library and imprint only; what comes after (the daemon's start) may add more.
+    # The whole hand-off, the daemon's start included: the standard library and imprint.
     names = [
         line.split("|")[-1].strip()
         for line in done.stderr.decode().splitlines()
         if line.startswith("import time:") and "imported package" not in line
     ]
-    before = names[: names.index("imprint.capture.queue") + 1]
+    assert "imprint.capture.queue" in names
     stdlib = {*sys.stdlib_module_names, "org"}  # `copy` probes for Jython's org.python.core
-    assert {n.split(".")[0] for n in before} - stdlib == {"imprint"}
+    assert {n.split(".")[0] for n in names} - stdlib == {"imprint"}
 
     full = {**env, "IMPRINT_FAIL": "disk.full"}
     done = subprocess.run(words, input=event, capture_output=True, timeout=120, env=full)

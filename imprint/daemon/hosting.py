@@ -118,7 +118,8 @@ def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
 
     def answer() -> dict[str, Any]:
         asked = HookRequest.model_validate(request)
-        return {"context": hook_context(wait_runtime(asked.deadline_ms / 1000), asked)}
+        waited = asked.deadline_ms if asked.runtime_wait_ms is None else asked.runtime_wait_ms
+        return {"context": hook_context(wait_runtime(waited / 1000), asked)}
 
     return _reply("hook", answer)
 

@@ -73,6 +73,9 @@ class HookRequest(BaseModel):
     context_chars: int = Field(default=2000, ge=200, le=20_000)
     exclude: tuple[str, ...] = ()
     deadline_ms: int = Field(default=1500, ge=1, le=60_000)
+    # How long to wait for a daemon's store that is still starting (None: the deadline); a
+    # session start asks for little, and briefs from the store itself when told so.
+    runtime_wait_ms: int | None = Field(default=None, ge=0, le=60_000)
     workspace: str = ""
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from imprint.hooks._paths import with_site_packages
-
 __all__ = ["hand_off"]
 
 
@@ -31,10 +29,4 @@ def hand_off(event: dict[str, Any]) -> None:
     from imprint.daemon.client import poke_capture
 
     with contextlib.suppress(Exception):
-        try:
-            poke_capture(folder)
-        except ImportError:
-            # Started without site-packages (`python -S`) and no daemon runs: starting one
-            # takes its start lock (filelock).
-            with_site_packages()
-            poke_capture(folder)
+        poke_capture(folder)

@@ -129,25 +129,33 @@ def _hand_off(event: dict[str, Any], client: str, name: str) -> None:
         raise HookFailure(f"capture queue not written: {exc}") from exc
 
 
+STARTING = "still starting"  # the daemon's answer while its store starts (daemon.warm)
+
+
+def _cold(root: Path, cwd: Path, settings: HookSettings) -> str:
+    with_site_packages()  # the store's records are pydantic models
+    from imprint.hooks.cold import StoreUnreadable, cold_briefing
+
+    try:
+        return cold_briefing(root, cwd, settings.context_chars, settings.exclude)
+    except StoreUnreadable as exc:
+        raise HookFailure(str(exc)) from exc
+
+
 def _context(
     root: Path, name: str, event: dict[str, Any], cwd: Path, settings: HookSettings
 ) -> str:
-    with_site_packages()  # the daemon's start lock; the store's records when none answers
     from imprint.daemon.client import ask_hook, daemon_alive, poke_capture
     from imprint.errors import ImprintError
 
-    if name == "session-start" and not daemon_alive(root):
+    start = name == "session-start"
+    if start and not daemon_alive(root):
         # Starting a daemon outlasts a session start's budget: one is started in the
         # background for the next hook (and to drain the capture queue), never waited for,
         # and this briefing is read straight from the store.
         with contextlib.suppress(Exception):
             poke_capture(root)
-        from imprint.hooks.cold import StoreUnreadable, cold_briefing
-
-        try:
-            return cold_briefing(root, cwd, settings.context_chars, settings.exclude)
-        except StoreUnreadable as exc:
-            raise HookFailure(str(exc)) from exc
+        return _cold(root, cwd, settings)
     prompt = event.get("prompt")
     request = {
         "event": name,
@@ -157,10 +165,20 @@ def _context(
         "exclude": list(settings.exclude),
         # The daemon's reads end a little before the hook's own deadline.
         "deadline_ms": max(1, int(settings.budget_ms(name) * 0.8)),
+        # A session start does not wait for a daemon whose store is still starting.
+        **({"runtime_wait_ms": 50} if start else {}),
     }
     try:
-        return ask_hook(root, request)
+        try:
+            return ask_hook(root, request)
+        except ImportError:
+            # Started without site-packages (`python -S`), and no daemon answers on the
+            # socket yet: waiting for one takes its start lock (filelock).
+            with_site_packages()
+            return ask_hook(root, request)
     except ImprintError as exc:
+        if start and STARTING in str(exc):
+            return _cold(root, cwd, settings)
         raise HookFailure(str(exc)) from exc
     except OSError as exc:
         raise HookFailure(f"daemon: {exc.strerror or type(exc).__name__}") from exc
