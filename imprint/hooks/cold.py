@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imprint.errors import SQLITE_FILE, damaged_sqlite
 from imprint.hooks.compose import (
     FACTS_SHOWN,
     MEMORY_SECTIONS,
@@ -24,10 +25,7 @@ from imprint.hooks.compose import (
 )
 from imprint.workspaces import resolve_workspace, workspace_dir
 
-__all__ = ["STORE_FILE", "StoreUnreadable", "cold_briefing", "store_file"]
-
-# The SQLite file of a workspace (`imprint.store.workspace.WorkspaceStore.sqlite_path`).
-STORE_FILE = "imprint.sqlite3"
+__all__ = ["StoreUnreadable", "cold_briefing", "store_file"]
 
 
 class StoreUnreadable(Exception):
@@ -36,7 +34,7 @@ class StoreUnreadable(Exception):
 
 def store_file(data_dir: Path) -> Path:
     """The active workspace's SQLite file."""
-    return workspace_dir(data_dir, resolve_workspace(data_dir)) / STORE_FILE
+    return workspace_dir(data_dir, resolve_workspace(data_dir)) / SQLITE_FILE
 
 
 def cold_briefing(data_dir: Path, cwd: Path, max_chars: int, exclude: tuple[str, ...]) -> str:
@@ -54,7 +52,7 @@ def cold_briefing(data_dir: Path, cwd: Path, max_chars: int, exclude: tuple[str,
     try:
         reader = SqliteReader(path)
     except sqlite3.Error as exc:
-        raise StoreUnreadable(f"store {path}: {exc}") from exc
+        raise StoreUnreadable(_unreadable(path, exc)) from exc
     try:
         here = cwd.resolve()
         roots = reader.project_roots()
@@ -79,6 +77,14 @@ def cold_briefing(data_dir: Path, cwd: Path, max_chars: int, exclude: tuple[str,
             max_chars,
         )
     except sqlite3.Error as exc:
-        raise StoreUnreadable(f"store {path}: {exc}") from exc
+        raise StoreUnreadable(_unreadable(path, exc)) from exc
     finally:
         reader.close()
+
+
+def _unreadable(path: Path, exc: Exception) -> str:
+    import sqlite3
+
+    if type(exc) is sqlite3.DatabaseError:  # "file is not a database", "malformed"
+        return "briefing: " + damaged_sqlite(f"the store {path}", exc)
+    return f"briefing: the store {path} could not be read: {' '.join(str(exc).split())}"
