@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from imprint.hooks.state import read_state
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
+from tests.process_support import wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 
@@ -33,19 +33,6 @@ def _fill(rt: Runtime) -> None:
     store_memory(writes, "Tests use pytest.", project="shop", type="preference")
     store_memory(writes, "Another project's decision.", project="other", type="decision")
     edit_facts(writes, "add", "shop", "deploys to", "fly.io")
-
-
-def _wait_exit(pid: int, seconds: float = 120) -> None:
-    """Until process `pid` (not our child) has exited: its pidfd turns readable then."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        ready, _, _ = select.select([fd], [], [], seconds)
-        assert ready, f"process {pid} still runs after {seconds} s"
-    finally:
-        os.close(fd)
 
 
 def _session_start(data: Path, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -123,7 +110,7 @@ def test_a_session_start_without_a_daemon_briefs_and_starts_one(
     row = read_state(data)["claude-code"]["session-start"]
     assert row["runs"] == 1 and "failures" not in row
     spawned = json.loads((data / "run" / "spawned.json").read_text())
-    _wait_exit(int(spawned["pid"]))
+    wait_exit(int(spawned["pid"]))
 
 
 def test_a_broken_store_makes_the_session_start_quiet_and_is_named(tmp_path: Path) -> None:
@@ -140,7 +127,7 @@ def test_a_broken_store_makes_the_session_start_quiet_and_is_named(tmp_path: Pat
         done = _session_start(data, shop)
         assert (done.returncode, done.stdout) == (0, b"")
         spawned = json.loads((data / "run" / "spawned.json").read_text())
-        _wait_exit(int(spawned["pid"]))
+        wait_exit(int(spawned["pid"]))
     row = read_state(data)["claude-code"]["session-start"]
     assert row["failures"] == 2 and isinstance(row["last_failure"], float)
     assert str(path) in row["last_error"] and "not a database" in row["last_error"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import select
 import subprocess
 import sys
 import types
@@ -22,6 +21,7 @@ from imprint.hooks.entry import hook_args, run_hook
 from imprint.hooks.events import canonical_event, context_output
 from imprint.hooks.settings import HookSettings, hook_settings
 from imprint.hooks.state import read_state
+from tests.process_support import wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 
@@ -53,19 +53,6 @@ def test_garbage_on_stdin_exits_0_prints_nothing_and_is_counted(tmp_path: Path) 
     assert oct((data / "hooks" / "state.json").stat().st_mode & 0o777) == "0o600"
 
 
-def _wait_exit(pid: int, seconds: float = 120) -> None:
-    """Until process `pid` (not our child) has exited: its pidfd turns readable then."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        ready, _, _ = select.select([fd], [], [], seconds)
-        assert ready, f"process {pid} still runs after {seconds} s"
-    finally:
-        os.close(fd)
-
-
 def test_a_daemon_that_cannot_start_is_named_by_hooks_status(tmp_path: Path) -> None:
     """A config.toml the daemon refuses: the session-start hook exits 0 with nothing printed
     (no store yet: nothing to brief) and starts a daemon in the background without waiting
@@ -83,7 +70,7 @@ def test_a_daemon_that_cannot_start_is_named_by_hooks_status(tmp_path: Path) -> 
     stop = json.dumps({"cwd": str(tmp_path), "session_id": "s1", "transcript_path": "/t"})
     assert _hook(data, "Stop", "--client", "claude-code", stdin=stop.encode()).returncode == 0
     spawned = json.loads((data / "run" / "spawned.json").read_text())
-    _wait_exit(int(spawned["pid"]))
+    wait_exit(int(spawned["pid"]))
     status = subprocess.run(
         [IMPRINT, "hooks", "status"],
         capture_output=True,
