@@ -29,7 +29,7 @@ from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, canonical_event, conte
 from imprint.hooks.settings import HookSettings, excluded_folder, hook_settings
 from imprint.hooks.state import record_run
 
-__all__ = ["MAX_EVENT_BYTES", "hook_args", "hook_main", "run_hook"]
+__all__ = ["MAX_EVENT_BYTES", "exit_now", "hook_args", "hook_main", "run_hook"]
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event names its transcript; it does not carry it
 
@@ -232,4 +232,14 @@ def hook_main(argv: list[str]) -> None:
     if asked is None:
         print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(run_hook(*asked))
+    exit_now(run_hook(*asked))
+
+
+def exit_now(code: int) -> None:
+    """End the hook's process without the interpreter's teardown (its modules' cleanup,
+    some milliseconds a client waits for): everything it wrote went out by `os.write` or
+    is flushed here first; the daemon it may have started is its own session."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
