@@ -18,7 +18,7 @@ from imprint.hooks.state import read_state
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
-from tests.process_support import wait_exit
+from tests.process_support import hooks_status, wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 
@@ -131,13 +131,7 @@ def test_a_broken_store_makes_the_session_start_quiet_and_is_named(tmp_path: Pat
     row = read_state(data)["claude-code"]["session-start"]
     assert row["failures"] == 2 and isinstance(row["last_failure"], float)
     assert str(path) in row["last_error"] and "not a database" in row["last_error"]
-    status = subprocess.run(
-        [IMPRINT, "hooks", "status"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
-    )
-    shown = next(ln for ln in status.stdout.splitlines() if "session-start:" in ln)
-    assert "2 runs, 2 failed" in shown and "last failure " in shown, status.stdout
+    status = hooks_status(data)
+    shown = next(ln for ln in status.splitlines() if "session-start:" in ln)
+    assert "2 runs, 2 failed" in shown and "last failure " in shown, status
     assert "not a database" in shown

@@ -21,7 +21,7 @@ from imprint.hooks.entry import hook_args, run_hook
 from imprint.hooks.events import canonical_event, context_output
 from imprint.hooks.settings import HookSettings, hook_settings
 from imprint.hooks.state import read_state
-from tests.process_support import wait_exit
+from tests.process_support import hooks_status, wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 
@@ -71,16 +71,10 @@ def test_a_daemon_that_cannot_start_is_named_by_hooks_status(tmp_path: Path) -> 
     assert _hook(data, "Stop", "--client", "claude-code", stdin=stop.encode()).returncode == 0
     spawned = json.loads((data / "run" / "spawned.json").read_text())
     wait_exit(int(spawned["pid"]))
-    status = subprocess.run(
-        [IMPRINT, "hooks", "status"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
-    )
-    assert "daemon: not running" in status.stdout, status.stdout + status.stderr
-    assert "capture queue: 1 events waiting" in status.stdout
-    assert "min_free_mb" in status.stdout.split("its log's last line")[1]
+    status = hooks_status(data)
+    assert "daemon: not running" in status, status
+    assert "capture queue: 1 events waiting" in status
+    assert "min_free_mb" in status.split("its log's last line")[1]
 
 
 def test_a_hook_past_its_deadline_exits_0_with_nothing_printed(tmp_path: Path) -> None:
