@@ -9,7 +9,9 @@ over its socket; stop, pre-compact and session end hand the event to capture
 (`imprint.hooks.state`), each failure with its reason, for `imprint hooks status`.
 
 The standard library and `imprint.daemon.client` only: this process starts at every
-session start and, where enabled, every prompt.
+session start and, where enabled, every prompt. A session start with no daemon answering
+(none runs, or its store is still starting) starts one in the background and briefs from
+the store's SQLite file itself (`imprint.hooks.cold`: its records need site-packages).
 """
 
 from __future__ import annotations
