@@ -7,7 +7,11 @@ recall blocks, file names in progress lines, values in the console log. Below ev
 
 from __future__ import annotations
 
-__all__ = ["shown"]
+import re
+
+__all__ = ["clip", "one_line", "shown"]
+
+_SPACE = re.compile(r"\s+")
 
 
 def _visible(char: str, keep: str) -> str:
@@ -26,3 +30,17 @@ def shown(text: object, keep: str = "") -> str:
     if text.isprintable():  # the common case, at C speed
         return text
     return "".join(_visible(c, keep) for c in text)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: every run of white space one space."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def clip(text: str, width: int) -> str:
+    """At most `width` characters; a cut is marked with an ellipsis inside the width."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    return text[: width - 1] + "…"

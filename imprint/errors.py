@@ -7,7 +7,10 @@ entry points that would otherwise show a traceback or the SDK's bare `Error exec
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a failure is read: a hook process needs no sqlite3
+    import sqlite3
 
 __all__ = [
     "ConfigError",
@@ -88,6 +91,8 @@ def failure_line(exc: BaseException) -> str | None:
         return " ".join(str(exc).split())
     if isinstance(exc, RecursionError):
         return "input: nested too deeply to read; send flatter JSON (a few levels deep)"
+    import sqlite3
+
     if isinstance(exc, sqlite3.OperationalError):
         return f"the workspace's SQLite file ({SQLITE_FILE}) failed: {_cause(exc)}"
     if type(exc) is sqlite3.DatabaseError:  # "malformed", "not a database": the file itself

@@ -58,11 +58,11 @@ def main() -> None:
     if allow is not None:
         sys.exit(_serve(allow))
     if argv[:1] == ["hook"]:
-        from imprint.hooks.entry import hook_args, run_hook
+        from imprint.hooks.entry import exit_now, hook_args, run_hook
 
         asked = hook_args(argv[1:])
         if asked is not None:
-            sys.exit(run_hook(*asked))
+            exit_now(run_hook(*asked))
     from imprint.cli import main as cli_main
 
     cli_main()

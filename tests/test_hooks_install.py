@@ -58,7 +58,8 @@ def test_claude_code_install_is_idempotent_and_keeps_other_settings(tmp_path: Pa
     for native in ("SessionStart", "Stop", "PreCompact", "SessionEnd"):
         assert len(_ours(data["hooks"][native])) == 1, native
     assert "UserPromptSubmit" not in data["hooks"]  # hooks.prompt_submit is off
-    assert " hook session-start --client claude-code" in _ours(data["hooks"]["SessionStart"])[0]
+    started = _ours(data["hooks"]["SessionStart"])[0]
+    assert started.endswith("launcher.py session-start --client claude-code")
     servers = json.loads((home / ".claude.json").read_text())["mcpServers"]
     assert servers["other"] == {"command": "x"}
     assert servers["imprint"]["args"] == ["serve"]
@@ -124,7 +125,7 @@ def test_gemini_and_cursor_get_their_own_formats(tmp_path: Path) -> None:
     assert cursor["version"] == 1
     assert sorted(cursor["hooks"]) == ["preCompact", "sessionEnd", "sessionStart", "stop"]
     entry = cursor["hooks"]["sessionStart"][0]
-    assert entry["command"].endswith("hook session-start --client cursor")
+    assert entry["command"].endswith("launcher.py session-start --client cursor")
     assert "imprint" in json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]
 
 
@@ -171,3 +172,73 @@ def test_status_names_what_is_installed_and_the_last_failure(tmp_path: Path) -> 
     assert lines[1].startswith("  session-start: 2 runs, 1 failed; last run ")
     assert lines[1].endswith("daemon: it exited before listening")
     assert "codex: not installed" in lines
+
+
+def test_an_earlier_installs_imprint_hook_command_is_replaced_by_the_launcher(
+    tmp_path: Path,
+) -> None:
+    """A settings file with the `imprint hook ...` command of an earlier install: installing
+    again leaves one hook of ours per event, the launcher's, and uninstall takes it out."""
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    old = {"type": "command", "command": "/x/bin/imprint hook stop --client claude-code"}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [old]}, {"hooks": [FOREIGN]}]}}))
+    _install("claude-code", home, tmp_path)
+    stop = json.loads(settings.read_text())["hooks"]["Stop"]
+    assert [h["command"] for e in stop for h in e["hooks"]][:1] == ["echo someone-else"]
+    ours = _ours(stop)
+    assert len(ours) == 1 and ours[0].endswith("launcher.py stop --client claude-code")
+    uninstall_hooks("claude-code", "user", home=home, project=tmp_path)
+    assert json.loads(settings.read_text())["hooks"]["Stop"] == [{"hooks": [FOREIGN]}]
+
+
+def test_the_installed_command_runs_the_hook_without_site_packages(tmp_path: Path) -> None:
+    """The command install writes (python -I -S and the launcher) runs a stop hook: exit 0,
+    nothing printed, its event in the capture queue and its run counted, having imported
+    nothing but the standard library and imprint (the daemon's start included). Then a full
+    disk (the failpoint `disk.full`: every new write fails with ENOSPC): exit 0, nothing
+    printed, nothing queued, and the failure still counted (in place) with its reason."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from imprint.hooks.install import hook_command, hook_launcher
+    from imprint.hooks.state import read_state
+
+    data = tmp_path / "data"
+    words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code"))
+    event = json.dumps({"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/"}).encode()
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(data), "IMPRINT_SERVER_IDLE_EXIT_SEC": "1"}
+    done = subprocess.run(
+        [*words[:3], "-X", "importtime", *words[3:]],
+        input=event,
+        capture_output=True,
+        timeout=120,
+        env=env,
+    )
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert read_state(data)["claude-code"]["stop"]["runs"] == 1
+    # The whole hand-off, the daemon's start included: the standard library and imprint.
+    names = [
+        line.split("|")[-1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:") and "imported package" not in line
+    ]
+    assert "imprint.capture.queue" in names
+    stdlib = {*sys.stdlib_module_names, "org"}  # `copy` probes for Jython's org.python.core
+    assert {n.split(".")[0] for n in names} - stdlib == {"imprint"}
+
+    full = {**env, "IMPRINT_FAIL": "disk.full"}
+    done = subprocess.run(words, input=event, capture_output=True, timeout=120, env=full)
+    assert (done.returncode, done.stdout) == (0, b"")
+    row = read_state(data)["claude-code"]["stop"]
+    assert (row["runs"], row["failures"]) == (2, 1)
+    assert "capture queue not written" in row["last_error"]
+    assert "No space left on device" in row["last_error"]
+    queued = (data / "capture" / "queue.jsonl").read_text().splitlines()
+    assert [json.loads(line)["session_id"] for line in queued] == ["s1"]
+    lines = status_lines(data, home=tmp_path / "home", project=tmp_path)
+    shown = next(line for line in lines if line.startswith("  stop: "))
+    assert "2 runs, 1 failed" in shown and "No space left on device" in shown

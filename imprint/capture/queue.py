@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from imprint._faults import DiskFull, fail
 from imprint._fs import private_dir
 
-__all__ = ["EVENT_KEYS", "Taken", "capture_dir", "done", "enqueue", "take"]
+__all__ = ["EVENT_KEYS", "Taken", "capture_dir", "done", "enqueue", "take", "waiting"]
 
 # What an event keeps of a hook's input (the rest, a prompt or a message, is not needed).
 EVENT_KEYS = ("client", "session_id", "transcript_path", "cwd", "hook_event_name", "attempts")
@@ -58,6 +59,7 @@ def enqueue(data_dir: Path, event: dict[str, Any]) -> None:
             except FileNotFoundError:
                 same = False
             if same:
+                fail("disk.full", DiskFull)
                 fresh = os.fstat(fd).st_size == 0
                 os.write(fd, line)
                 os.fsync(fd)
@@ -104,6 +106,24 @@ def done(taken: Taken) -> None:
         file.unlink(missing_ok=True)
     if taken.files:
         _sync_dir(taken.files[0].parent)  # a taken file must not come back
+
+
+def waiting(data_dir: Path) -> tuple[int, float | None]:
+    """How many events wait to be captured (the queue's and those a daemon took but did
+    not finish) and when the oldest of them was queued (None when none waits). Reads only."""
+    folder = data_dir / "capture"
+    count, oldest = 0, None
+    for file in [folder / "queue.jsonl", *sorted(folder.glob("taken-*.jsonl"))]:
+        try:
+            lines = file.read_bytes().splitlines()
+        except OSError:
+            continue
+        for raw in lines:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                at = float(json.loads(raw).get("queued_at"))
+                count += 1
+                oldest = at if oldest is None else min(oldest, at)
+    return count, oldest
 
 
 def _sync_dir(folder: Path) -> None:

@@ -8,6 +8,7 @@ This is what `imprint serve` runs at every assistant session start, before a cli
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -174,22 +175,25 @@ def poke_capture(data_dir: Path) -> bool:
         return True
     if running_daemon(data_dir) is not None or _spawned_alive(data_dir):
         return False  # one is binding its socket again, or starting: it drains at its start
-    from filelock import FileLock, Timeout
-
+    # Whoever holds the start lock is starting one already. A plain flock (what filelock
+    # takes on this file too, in `connect`): importing filelock costs a hook 50-150 ms.
+    lock_fd = os.open(run_dir(data_dir) / "start.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        # Whoever holds the lock is starting one already.
-        with FileLock(run_dir(data_dir) / "start.lock", thread_local=False, timeout=0, mode=0o600):
-            if running_daemon(data_dir) is None and not _spawned_alive(data_dir):
-                proc, _ = _spawn_daemon(data_dir)
-                # Until it writes its run file, this names it: the next hook's poke (a few
-                # ms later) finds it starting instead of starting another.
-                spawned = {"pid": proc.pid, "proc_start": proc_start(proc.pid)}
-                atomic_write_text(run_dir(data_dir) / "spawned.json", json.dumps(spawned))
-                # Reaped when it exits, should this process (a test, a long-lived caller)
-                # outlive it; a hook's process exits first and leaves it to init.
-                threading.Thread(target=proc.wait, name="imprint-spawned", daemon=True).start()
-    except Timeout:
-        pass
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if running_daemon(data_dir) is None and not _spawned_alive(data_dir):
+            proc, _ = _spawn_daemon(data_dir)
+            # Until it writes its run file, this names it: the next hook's poke (a few
+            # ms later) finds it starting instead of starting another.
+            spawned = {"pid": proc.pid, "proc_start": proc_start(proc.pid)}
+            atomic_write_text(run_dir(data_dir) / "spawned.json", json.dumps(spawned))
+            # Reaped when it exits, should this process (a test, a long-lived caller)
+            # outlive it; a hook's process exits first and leaves it to init.
+            threading.Thread(target=proc.wait, name="imprint-spawned", daemon=True).start()
+    finally:
+        os.close(lock_fd)  # and with it the lock
     return False
 
 

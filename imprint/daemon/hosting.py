@@ -114,11 +114,15 @@ def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runti
 def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
     """The context for one hook event (`imprint hook`) as one JSON line: `{"context": ...}`
     (empty when there is none), or `{"error": ...}`."""
-    from imprint.hooks.briefing import HookRequest, hook_context
 
     def answer() -> dict[str, Any]:
-        asked = HookRequest.model_validate(request)
-        return {"context": hook_context(wait_runtime(asked.deadline_ms / 1000), asked)}
+        # The runtime first (see answer_backup), and at once for a hook that asks so: a
+        # session start briefs from the store itself while the daemon's store starts.
+        waited = request.get("runtime_wait_ms", request.get("deadline_ms", 1500))
+        runtime = wait_runtime(max(0, min(int(waited), 60_000)) / 1000)
+        from imprint.hooks.briefing import HookRequest, hook_context
+
+        return {"context": hook_context(runtime, HookRequest.model_validate(request))}
 
     return _reply("hook", answer)
 

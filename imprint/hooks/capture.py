@@ -23,9 +23,10 @@ def hand_off(event: dict[str, Any]) -> None:
     the event waits in the queue for the next one."""
     from imprint._fs import data_dir
     from imprint.capture.queue import enqueue
-    from imprint.daemon.client import poke_capture
 
     folder = data_dir()
     enqueue(folder, {"client": "claude-code", **event})
+    from imprint.daemon.client import poke_capture
+
     with contextlib.suppress(Exception):
         poke_capture(folder)

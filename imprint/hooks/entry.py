@@ -9,11 +9,14 @@ over its socket; stop, pre-compact and session end hand the event to capture
 (`imprint.hooks.state`), each failure with its reason, for `imprint hooks status`.
 
 The standard library and `imprint.daemon.client` only: this process starts at every
-session start and, where enabled, every prompt.
+session start and, where enabled, every prompt. A session start with no daemon answering
+(none runs, or its store is still starting) starts one in the background and briefs from
+the store's SQLite file itself (`imprint.hooks.cold`: its records need site-packages).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -22,12 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from imprint._fs import data_dir
+from imprint._fs import PRIVATE_UMASK, data_dir
+from imprint.hooks._paths import with_site_packages
 from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, canonical_event, context_output
 from imprint.hooks.settings import HookSettings, excluded_folder, hook_settings
 from imprint.hooks.state import record_run
 
-__all__ = ["MAX_EVENT_BYTES", "hook_args", "run_hook"]
+__all__ = ["MAX_EVENT_BYTES", "exit_now", "hook_args", "hook_main", "run_hook"]
 
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # an event names its transcript; it does not carry it
 
@@ -119,15 +123,41 @@ def _hand_off(event: dict[str, Any], client: str, name: str) -> None:
         capture = importlib.import_module("imprint.hooks.capture")
     except ImportError as exc:
         raise HookFailure("capture is not available in this installation") from exc
-    capture.hand_off({**event, "client": client, "imprint_client": client, "imprint_event": name})
+    try:
+        capture.hand_off(
+            {**event, "client": client, "imprint_client": client, "imprint_event": name}
+        )
+    except OSError as exc:
+        raise HookFailure(f"capture queue not written: {exc}") from exc
+
+
+STARTING = "still starting"  # the daemon's answer while its store starts (daemon.warm)
+
+
+def _cold(root: Path, cwd: Path, settings: HookSettings) -> str:
+    with_site_packages()  # the store's records are pydantic models
+    from imprint.hooks.cold import StoreUnreadable, cold_briefing
+
+    try:
+        return cold_briefing(root, cwd, settings.context_chars, settings.exclude)
+    except StoreUnreadable as exc:
+        raise HookFailure(str(exc)) from exc
 
 
 def _context(
     root: Path, name: str, event: dict[str, Any], cwd: Path, settings: HookSettings
 ) -> str:
-    from imprint.daemon.client import ask_hook
+    from imprint.daemon.client import ask_hook, daemon_alive, poke_capture
     from imprint.errors import ImprintError
 
+    start = name == "session-start"
+    if start and not daemon_alive(root):
+        # Starting a daemon outlasts a session start's budget: one is started in the
+        # background for the next hook (and to drain the capture queue), never waited for,
+        # and this briefing is read straight from the store.
+        with contextlib.suppress(Exception):
+            poke_capture(root)
+        return _cold(root, cwd, settings)
     prompt = event.get("prompt")
     request = {
         "event": name,
@@ -137,10 +167,20 @@ def _context(
         "exclude": list(settings.exclude),
         # The daemon's reads end a little before the hook's own deadline.
         "deadline_ms": max(1, int(settings.budget_ms(name) * 0.8)),
+        # A session start does not wait for a daemon whose store is still starting.
+        **({"runtime_wait_ms": 50} if start else {}),
     }
     try:
-        return ask_hook(root, request)
+        try:
+            return ask_hook(root, request)
+        except ImportError:
+            # Started without site-packages (`python -S`), and no daemon answers on the
+            # socket yet: waiting for one takes its start lock (filelock).
+            with_site_packages()
+            return ask_hook(root, request)
     except ImprintError as exc:
+        if start and STARTING in str(exc):
+            return _cold(root, cwd, settings)
         raise HookFailure(str(exc)) from exc
     except OSError as exc:
         raise HookFailure(f"daemon: {exc.strerror or type(exc).__name__}") from exc
@@ -184,3 +224,24 @@ def run_hook(event_name: str, client: str = "", stdin: BinaryIO | None = None) -
     finally:
         watchdog.cancel()
     return 0
+
+
+def hook_main(argv: list[str]) -> None:
+    """The launcher's `EVENT [--client NAME]` (`imprint.hooks.launcher`): run the hook and
+    exit 0; other arguments: a one-line error and exit 2."""
+    os.umask(PRIVATE_UMASK)  # whatever a hook creates in the data dir is the user's alone
+    asked = hook_args(argv)
+    if asked is None:
+        print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv}", file=sys.stderr)
+        sys.exit(2)
+    exit_now(run_hook(*asked))
+
+
+def exit_now(code: int) -> None:
+    """End the hook's process without the interpreter's teardown (its modules' cleanup,
+    some milliseconds a client waits for): everything it wrote went out by `os.write` or
+    is flushed here first; the daemon it may have started is its own session."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -9,23 +9,25 @@ A value this reader cannot use falls back to its default: a hook never fails on 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 __all__ = ["HookSettings", "excluded_folder", "hook_settings"]
 
 
-@dataclass(frozen=True)
-class HookSettings:
+_TIMEOUTS: Mapping[str, int] = MappingProxyType(
+    {"session_start": 1500, "prompt_submit": 300, "capture": 300}
+)
+
+
+# A NamedTuple, not a dataclass: `dataclasses` brings `inspect` into every hook process.
+class HookSettings(NamedTuple):
     context_chars: int = 2000
     prompt_submit: bool = False
-    timeout_ms: Mapping[str, int] = field(
-        default_factory=lambda: {"session_start": 1500, "prompt_submit": 300, "capture": 300}
-    )
+    timeout_ms: Mapping[str, int] = _TIMEOUTS
     exclude: tuple[str, ...] = ()
 
     def budget_ms(self, event: str) -> int:
@@ -66,9 +68,17 @@ def hook_settings(data_dir: Path, environ: Mapping[str, str] | None = None) -> H
     """The hooks settings: defaults, then config.toml, then the environment."""
     env = os.environ if environ is None else environ
     try:
-        table = tomllib.loads((data_dir / "config.toml").read_text("utf-8")).get("hooks", {})
-    except (OSError, ValueError, RecursionError):
-        table = {}
+        text = (data_dir / "config.toml").read_text("utf-8")
+    except (OSError, ValueError):
+        text = ""
+    table: Any = {}
+    if "hooks" in text:  # tomllib is imported only for a file that may set hooks.*
+        import tomllib
+
+        try:
+            table = tomllib.loads(text).get("hooks", {})
+        except (ValueError, RecursionError):
+            table = {}
     raw: dict[str, Any] = dict(table) if isinstance(table, dict) else {}
     timeouts = raw.get("timeout_ms")
     raw_timeouts: dict[str, Any] = dict(timeouts) if isinstance(timeouts, dict) else {}
@@ -82,10 +92,12 @@ def hook_settings(data_dir: Path, environ: Mapping[str, str] | None = None) -> H
     return HookSettings(
         context_chars=_int(raw.get("context_chars"), defaults.context_chars, 200, 20_000),
         prompt_submit=_bool(raw.get("prompt_submit"), defaults.prompt_submit),
-        timeout_ms={
-            name: _int(raw_timeouts.get(name), default, 50, 60_000)
-            for name, default in defaults.timeout_ms.items()
-        },
+        timeout_ms=MappingProxyType(
+            {
+                name: _int(raw_timeouts.get(name), default, 50, 60_000)
+                for name, default in defaults.timeout_ms.items()
+            }
+        ),
         exclude=_list(raw.get("exclude")) if "exclude" in raw else defaults.exclude,
     )
 

@@ -8,6 +8,7 @@ hook process. The standard library only: this runs in every hook process.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -16,10 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from imprint._faults import DiskFull, fail
+
 __all__ = ["read_state", "record_run", "state_path"]
 
 _in_process = threading.Lock()  # flock does not exclude a second descriptor of this process
 MAX_ERROR_CHARS = 300
+_BLOCK = 4096
 
 
 def state_path(data_dir: Path) -> Path:
@@ -38,14 +42,48 @@ def read_state(data_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
 
 def _write(path: Path, text: str) -> None:
     """Atomic (a reader sees the old file or the new one) but not fsynced: a hook's
-    bookkeeping is not worth a disk flush inside its time budget."""
+    bookkeeping is not worth a disk flush inside its time budget.
+
+    The file is padded with spaces to whole blocks, so that on a full disk (where the new
+    file cannot be written) the counts still go in place, into the blocks the file holds
+    already: a hook that fails for want of space is still counted and shown."""
+    data = text.encode("utf-8")
+    data += b" " * (-len(data) % _BLOCK)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, text.encode("utf-8"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fail("disk.full", DiskFull)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        _write_in_place(path, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Over the old file's own blocks (no new ones): what a full disk still allows. Not
+    atomic; record_run's lock keeps other hooks out, and a reader that meets a torn file
+    reads no counts for that moment."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if len(data) > size:
+            raise OSError(errno.ENOSPC, "no room for the hook counts on a full disk")
+        _write_all(fd, data + b" " * (size - len(data)))
     finally:
         os.close(fd)
-    os.replace(tmp, path)
 
 
 def record_run(

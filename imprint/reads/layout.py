@@ -15,13 +15,12 @@ leaves room for (at least one).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint._shown import shown
+from imprint._shown import clip, one_line, shown
 from imprint.store.records import Record
 from imprint.types import MemoryId
 
@@ -41,7 +40,6 @@ __all__ = [
 ]
 
 MIN_EXCERPT = 300
-_SPACE = re.compile(r"\s+")
 
 
 class Block(BaseModel):
@@ -64,10 +62,6 @@ class Layout(BaseModel):
 
 def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, int(value)))
-
-
-def one_line(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
 
 
 def escape_field(text: object) -> str:
@@ -105,15 +99,6 @@ def meta_line(
     if score is not None:
         parts.append(f"{score:.4f}")
     return " | ".join(parts)
-
-
-def clip(text: str, width: int) -> str:
-    """At most `width` characters; a cut is marked with an ellipsis inside the width."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return text[:width]
-    return text[: width - 1] + "…"
 
 
 def superseded_note(superseded: int) -> str:
