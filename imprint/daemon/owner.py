@@ -36,7 +36,13 @@ from imprint.daemon.hello import (
     refuse,
     shut,
 )
-from imprint.daemon.hosting import DashboardHost, answer_backup, answer_hook, answer_status
+from imprint.daemon.hosting import (
+    DashboardHost,
+    answer_backup,
+    answer_hook,
+    answer_status,
+    answer_watch,
+)
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
     from imprint.capture.worker import CaptureWorker
     from imprint.config import Config
+    from imprint.watch import WatchHost
 
 __all__ = ["Daemon", "run_daemon"]
 
@@ -118,6 +125,7 @@ class Daemon:
             self.wait_runtime, kind=kind, started_at=self.started_at, clients=lambda: self.sessions
         )
         self.capture: CaptureWorker | None = None  # drains the hooks' capture queue
+        self.watches: WatchHost | None = None  # the watched folders (`imprint watch`)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -158,6 +166,10 @@ class Daemon:
 
         # It waits for the runtime, then captures what hooks queued while none ran.
         self.capture = CaptureWorker(self.data_dir, self.wait_runtime).start()
+        from imprint.watch import WatchHost
+
+        # Each persisted folder is watched again, from a rescan of what changed meanwhile.
+        self.watches = WatchHost(self.data_dir, self.wait_runtime).start()
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
@@ -283,7 +295,8 @@ class Daemon:
         with self._state:
             while not self._stopping.is_set():
                 idle_for = time.monotonic() - self._last_change
-                if self._active == 0 and idle_for >= self.idle_exit_sec:
+                watching = self.watches is not None and self.watches.active()
+                if self._active == 0 and not watching and idle_for >= self.idle_exit_sec:
                     log.info("daemon.idle_exit", idle_sec=round(idle_for, 1))
                     self.shutdown()
                     return
@@ -319,6 +332,9 @@ class Daemon:
                 return
             if isinstance(hello.get("hook"), dict):
                 conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("watch"), dict):
+                conn.sendall(answer_watch(hello["watch"], self.watches).encode())
                 return
             if isinstance(hello.get("backup"), dict):
                 conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
@@ -400,6 +416,8 @@ class Daemon:
         try:
             self._warmup.join()
             self._dashboard.stop()
+            if self.watches is not None:
+                self.watches.stop()  # before the writers its batches write through
             if self.capture is not None:
                 self.capture.stop()  # before the writers it writes through
             if self.runtime is not None:

@@ -1,0 +1,166 @@
+"""Watched folders (issue 31 item 2): the daemon's watchers debounce file events into
+batches, index what changed, remove what was deleted or became ignored, persist the folders
+and rescan on start; `imprint watch` refuses what cannot be watched."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from imprint.actors.lifecycle import Runtime
+from imprint.errors import InputError
+from imprint.watch import FolderWatcher, WatchHost, format_watch, load_folders
+from tests.test_hardening import lexical
+
+WAIT_SEC = 120.0
+
+
+@pytest.fixture
+def host(rt: Runtime) -> Iterator[WatchHost]:
+    watches = WatchHost(rt.data_dir, lambda _t: rt, quiet_sec=0.1, max_wait_sec=2.0).start()
+    try:
+        yield watches
+    finally:
+        watches.stop()
+
+
+def _tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "watched"
+    tree.mkdir()
+    (tree / ".gitignore").write_text("*.log.md\n")
+    (tree / "a.md").write_text("# A\n\nopalwren first text\n")
+    return tree
+
+
+def _watch(host: WatchHost, tree: Path) -> FolderWatcher:
+    host.add(str(tree))
+    watcher = host.watcher(str(tree.resolve()))
+    assert watcher is not None
+    assert watcher.wait(lambda w: w.batches >= 1, WAIT_SEC)  # the first rescan
+    return watcher
+
+
+def _until(rt: Runtime, watcher: FolderWatcher, word: str, sources: list[str]) -> None:
+    """Wait (batch by batch) until a lexical search for `word` finds exactly `sources`."""
+    assert watcher.wait(lambda w: sorted(lexical(rt, word)) == sources, WAIT_SEC), lexical(
+        rt, word
+    )
+
+
+def test_edits_additions_deletions_and_ignored_files(
+    rt: Runtime, host: WatchHost, tmp_path: Path
+) -> None:
+    """A watched folder's new file becomes searchable, an edit replaces the old text, a
+    deleted file is removed, and a file its .gitignore names is never indexed."""
+    tree = _tree(tmp_path)
+    watcher = _watch(host, tree)
+    assert lexical(rt, "opalwren") == ["a.md"]
+    (tree / "b.md").write_text("# B\n\nopalwren second text\n")
+    (tree / "noise.log.md").write_text("# Log\n\nopalwren ignored text\n")
+    _until(rt, watcher, "opalwren", ["a.md", "b.md"])
+    (tree / "a.md").write_text("# A\n\nsilverlynx replaced text\n")
+    _until(rt, watcher, "silverlynx", ["a.md"])
+    (tree / "b.md").unlink()
+    _until(rt, watcher, "opalwren", [])
+    row = watcher.row()
+    assert row.pending == 0 and row.last_indexed_at > 0
+    (line,) = format_watch(host.rows())
+    assert f"watch {tree.resolve()} (project watched)" in line
+    assert "0 changed files not yet indexed" in line
+
+
+def test_folders_persist_and_a_restart_rescans_what_changed(
+    rt: Runtime, host: WatchHost, tmp_path: Path
+) -> None:
+    """The watched folders survive the host's stop (persisted 0600); a new host watches
+    them again and its first batch indexes what changed while none watched."""
+    tree = _tree(tmp_path)
+    _watch(host, tree)
+    host.stop()
+    assert [f.path for f in load_folders(rt.data_dir)] == [str(tree.resolve())]
+    assert (rt.data_dir / "watch.json").stat().st_mode & 0o777 == 0o600
+    (tree / "a.md").unlink()
+    (tree / "c.md").write_text("# C\n\ncopperhawk written while down\n")
+    again = WatchHost(rt.data_dir, lambda _t: rt, quiet_sec=0.1).start()
+    try:
+        watcher = again.watcher(str(tree.resolve()))
+        assert watcher is not None
+        assert watcher.wait(lambda w: w.batches >= 1, WAIT_SEC)
+        assert lexical(rt, "copperhawk") == ["c.md"]
+        assert lexical(rt, "opalwren") == []
+        again.remove(str(tree))
+        assert load_folders(rt.data_dir) == []
+    finally:
+        again.stop()
+
+
+def _writes(rt: Runtime) -> int:
+    """How many writes the default workspace's journal has taken so far."""
+    files = list(rt.data_dir.rglob("*.sqlite3")) + list(rt.data_dir.rglob("*.db"))
+    total = 0
+    for file in files:
+        with sqlite3.connect(f"file:{file}?mode=ro", uri=True) as db:
+            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'").fetchone()
+            total += row[0] if row else 0
+    return total
+
+
+def test_a_burst_is_a_few_writes_not_one_per_file(
+    rt: Runtime, host: WatchHost, tmp_path: Path
+) -> None:
+    """400 files written at once are indexed in a few grouped writes (well under one per
+    file), and every one is searchable after."""
+    tree = _tree(tmp_path)
+    watcher = _watch(host, tree)
+    before = _writes(rt)
+    for i in range(400):
+        (tree / f"f{i:03}.md").write_text(f"# F{i}\n\namberfox burst file {i}\n")
+    assert watcher.wait(lambda w: len(lexical(rt, "f399")) == 1, WAIT_SEC)
+    assert watcher.wait(lambda w: w.row().pending == 0, WAIT_SEC)
+    assert 0 < _writes(rt) - before <= 40
+    assert rt.workspace("default") is not None
+
+
+def test_bad_requests_change_nothing(host: WatchHost, rt: Runtime, tmp_path: Path) -> None:
+    """A relative path, a file, a missing folder, a bad project name, an unknown op and a
+    folder not watched are each refused with a line naming the argument; nothing is kept."""
+    file = tmp_path / "f.md"
+    file.write_text("x")
+    cases = [
+        ({"op": "add", "path": "rel/dir"}, "path: 'rel/dir' must be absolute"),
+        ({"op": "add", "path": str(file)}, "is not a folder"),
+        ({"op": "add", "path": str(tmp_path / "nope")}, "is not a folder"),
+        ({"op": "add", "path": str(tmp_path), "project": "-bad"}, "project: '-bad'"),
+        ({"op": "rename"}, "op: 'rename' is not allowed; add, list or stop"),
+        ({"op": "stop", "path": str(tmp_path)}, "is not watched; watched: none"),
+    ]
+    for request, words in cases:
+        with pytest.raises(InputError, match=words.replace("(", r"\(")):
+            host.answer(request)
+    assert host.answer({"op": "list"}) == {"rows": []}
+    assert load_folders(rt.data_dir) == []
+
+
+def test_a_file_deleted_during_its_reingest_leaves_no_record(
+    rt: Runtime, host: WatchHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file deleted after it was read and embedded but before its write is not written:
+    neither its new text nor its old one stays searchable."""
+    import imprint.ingest.pipeline as pipeline
+
+    tree = _tree(tmp_path)
+    watcher = _watch(host, tree)
+    real = pipeline.delay
+
+    def delete_then(name: str) -> None:  # the failpoint between embedding and the write
+        if name == "ingest.file.embedded" and (tree / "a.md").exists():
+            (tree / "a.md").unlink()
+        real(name)
+
+    monkeypatch.setattr(pipeline, "delay", delete_then)
+    (tree / "a.md").write_text("# A\n\ntealmoth new text\n")
+    _until(rt, watcher, "opalwren", [])
+    assert lexical(rt, "tealmoth") == []
