@@ -13,7 +13,8 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.errors import InputError
 from imprint.watch import FolderWatcher, WatchHost, format_watch, load_folders
-from tests.test_hardening import lexical
+from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
+from tests.test_hardening import call, lexical
 
 WAIT_SEC = 120.0
 
@@ -160,3 +161,56 @@ def test_a_file_deleted_during_its_reingest_leaves_no_record(
     (tree / "a.md").write_text("# A\n\ntealmoth new text\n")
     _until(rt, watcher, "opalwren", [])
     assert lexical(rt, "tealmoth") == []
+
+
+def test_the_dashboard_and_the_status_tool_show_each_watched_folder(
+    dash: Dash, tmp_path: Path
+) -> None:
+    """The overview lists a watched folder with its state, files not yet indexed and last
+    indexed change; the status tool's text has its line."""
+    tree = _tree(tmp_path)
+    watches = WatchHost(dash.runtime.data_dir, lambda _t: dash.runtime, quiet_sec=0.1).start()
+    try:
+        _watch(watches, tree)
+        dash.sign_in()
+        html = dash.client.get("/").text
+        assert "<h2>watched folders</h2>" in html
+        assert f"<tr><td>{tree.resolve()}</td><td>watched</td><td>watching</td><td>0</td>" in html
+        is_error, text = call(dash.runtime, tree, "status", {})
+        assert not is_error, text
+        assert f"watch {tree.resolve()} (project watched): watching; 0 changed files" in text
+    finally:
+        watches.stop()
+    assert "watched folders" not in dash.client.get("/").text
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ([], "watch: give exactly one of PATH, --list or --stop PATH"),
+        (["--list", "--stop", "x"], "watch: give exactly one of PATH, --list or --stop PATH"),
+        (["--list", "--project", "p"], "--project: only with PATH"),
+        (["no/such/folder"], "path: 'no/such/folder' is not a folder"),
+    ],
+)
+def test_the_command_refuses_bad_arguments_in_one_line(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    """`imprint watch` with no choice, two choices, --project without PATH or a missing
+    folder exits 2 with one line naming the argument, and starts no daemon."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "watch", *args],
+        env={**os.environ, "IMPRINT_DATA_DIR": str(tmp_path / "data")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: {words}\n"
+    assert not (tmp_path / "data" / "run" / "daemon.json").exists()

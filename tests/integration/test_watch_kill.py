@@ -55,7 +55,7 @@ def test_sigkill_during_a_watch_batch_then_restart_matches_the_files(tmp_path: P
     tree.mkdir()
     (tree / "seed.md").write_text("# Seed\n\nfirst file\n")
     killing = {"IMPRINT_FAILPOINT": "writer.after_vectors:3"}
-    assert "watching" in _cli(data, "watch", str(tree), env=killing) or True
+    assert _cli(data, "watch", str(tree), env=killing).startswith(f"watch {tree.resolve()} ")
     pid = json.loads((data / "run" / "daemon.json").read_text())["pid"]
     try:
         for i in range(FILES):
@@ -69,6 +69,8 @@ def test_sigkill_during_a_watch_batch_then_restart_matches_the_files(tmp_path: P
                 break
         else:
             pytest.fail(deadline_lines)
+        assert "watching;" in _cli(data, "watch", "--stop", str(tree))
+        assert _cli(data, "watch", "--list") == "no folder is watched\n"
     finally:
         stop_daemon(data)
     status = subprocess.run(
