@@ -164,7 +164,8 @@ def test_a_file_deleted_during_its_reingest_leaves_no_record(
 
 
 def test_the_dashboard_and_the_status_tool_show_each_watched_folder(
-    dash: Dash, tmp_path: Path
+    dash: Dash,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """The overview lists a watched folder with its state, files not yet indexed and last
     indexed change; the status tool's text has its line."""
