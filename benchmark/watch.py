@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark._common import REPO, Run, latency, machine, publish, shown_command, utc_now
+from benchmark._common import (
+    REPO,
+    Run,
+    latency,
+    machine,
+    note,
+    publish,
+    shown_command,
+    utc_now,
+)
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
@@ -104,6 +113,7 @@ def run(files: int, switch: int, edits: int) -> dict[str, Any]:
             assert watcher is not None
             assert watcher.wait(lambda w: w.batches >= 1, 3600)
             out["initial_index_sec"] = round(time.monotonic() - started, 1)
+            note(f"initial index {out['initial_index_sec']} s")
             rescans = []
             for _ in range(3):
                 report = ingest_path(rt, tree, group_chunks=256)
@@ -111,18 +121,21 @@ def run(files: int, switch: int, edits: int) -> dict[str, Any]:
                 rescans.append(report.seconds)
             out["no_change_rescan_sec"] = sorted(rescans)[1]
             out["no_change_rescans_sec"] = [round(s, 3) for s in rescans]
+            note(f"no-change rescans {out['no_change_rescans_sec']} s")
             idle = [_timed_search(rt, WORDS[i % 12] + " module") for i in range(60)]
             out["idle_search"] = latency(idle).__dict__
             seen = []
             for n in range(edits):
                 word = f"editmarker{n}x"
-                file = tree / "pkg001" / f"m{100 + n:05}.md"
+                i = files - 1 - n  # a file the branch switch leaves alone
+                file = tree / f"pkg{i // 100:03}" / f"m{i:05}.md"
                 t0 = time.monotonic()
-                file.write_text(_text(100 + n, word))
+                file.write_text(_text(i, word))
                 while _lexical(rt, word) == 0:
                     time.sleep(0.02)  # polling the product, as a user's search would
                 seen.append(time.monotonic() - t0)
             out["edit_searchable"] = latency(seen).__dict__
+            note(f"edit searchable {out['edit_searchable']}, load {os.getloadavg()}")
             sample = [_text(i, "speed") for i in range(min(switch, 500))]
             t0 = time.monotonic()
             rt.embedder().embed(sample)

@@ -114,3 +114,17 @@ def test_outside_a_work_tree_the_walk_keeps_its_rules(rt: Runtime, tmp_path: Pat
     assert lexical(rt, "mauvefinch") == ["a.md"]
     _, text = call(rt, tree, "file_summary", {"source": "a.md"})
     assert "git:" not in text
+
+
+def test_a_folder_its_work_tree_ignores_is_walked(rt: Runtime, tmp_path: Path) -> None:
+    """A folder inside a work tree that ignores it (a home folder under a dotfiles
+    repository ignoring `*`) is walked with its own rules rather than taken as empty."""
+    home = tmp_path / "home"
+    notes = home / "notes"
+    notes.mkdir(parents=True)
+    _git(home, "init", "-q")
+    (home / ".gitignore").write_text("*\n")
+    (notes / "n.md").write_text("# N\n\nrustylark note\n")
+    assert git_listing(notes) is None
+    ingest_path(rt, notes)
+    assert lexical(rt, "rustylark") == ["n.md"]

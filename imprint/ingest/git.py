@@ -11,8 +11,9 @@ system or global configuration, the keys that run programs overridden on the com
 (nothing writes the index), a scrubbed environment (no GIT_DIR or GIT_WORK_TREE from the
 caller) and a timeout. Nothing here runs a command that would apply filters (`status`,
 `diff`): whether a working copy differs from its commit is judged by hashing the file as git
-hashes a blob. When git is missing, refuses the folder (another user's, "dubious
-ownership"), fails or is too slow, the caller walks the folder with its own ignore rules.
+hashes a blob. When the folder itself is ignored, git is missing, refuses the folder
+(another user's, "dubious ownership"), fails or is too slow, the caller walks the folder
+with its own ignore rules.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def git_listing(folder: Path, timeout: float = GIT_TIMEOUT_SEC) -> GitListing | 
     read (or git failed: the caller falls back to its own walk)."""
     inside = _git(folder, "rev-parse", "--is-inside-work-tree", timeout=timeout)
     if inside is None or inside.strip() != b"true":
+        return None
+    if _git(folder, "check-ignore", "-q", ".", timeout=timeout) is not None:
+        # The folder itself is ignored (a home directory under a dotfiles repository that
+        # ignores `*`): git would take nothing, yet the folder was named; walk it.
         return None
     listed = _git(
         folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=timeout
