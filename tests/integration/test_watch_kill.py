@@ -8,27 +8,19 @@ import json
 import os
 import select
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from imprint.daemon import stop_daemon
 from imprint.store.records import content_sha
+from tests.test_archive import cli
 
 FILES = 2000
 
 
 def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "imprint.cli", *args],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    done = cli(data, *args, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -73,14 +65,7 @@ def test_sigkill_during_a_watch_batch_then_restart_matches_the_files(tmp_path: P
         assert _cli(data, "watch", "--list") == "no folder is watched\n"
     finally:
         stop_daemon(data)
-    status = subprocess.run(
-        [sys.executable, "-m", "imprint.cli", "status", "--check"],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data)},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    status = cli(data, "status", "--check")
     assert status.returncode == 0, status.stdout + status.stderr
     assert "indexes: consistent" in status.stdout
     assert "every record agrees in both indexes" in status.stdout
