@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -143,21 +144,36 @@ def build_records(
     return records
 
 
-def _candidates(root: Path, files: list[str], roots: Sequence[Path]) -> tuple[list[str], int]:
-    """Supported files to read, and how many listed links lead outside `roots` (git lists a
-    link to a folder as one entry, so it is judged here, where its target is known)."""
-    found, outside = [], 0
+def _candidates(
+    root: Path, files: list[str], roots: Sequence[Path]
+) -> tuple[list[tuple[str, float | None]], int]:
+    """Supported files to read, each with its mtime when it is a regular file (None for a
+    link, judged again when read), and how many listed links lead outside `roots` (git lists
+    a link to a folder as one entry, so it is judged here, where its target is known). One
+    lstat per file: a rescan with nothing changed costs little more than the listing."""
+    found: list[tuple[str, float | None]] = []
+    outside = 0
+    base = str(root)
     for rel in files:
+        try:
+            info = os.lstat(os.path.join(base, rel))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            if supported(rel):
+                found.append((rel, info.st_mtime))
+            continue
+        if not stat.S_ISLNK(info.st_mode):
+            continue
         file = root / rel
-        if file.is_symlink():
-            try:
-                if not within(file.resolve(strict=True), roots):
-                    outside += 1
-                    continue
-            except (OSError, RuntimeError):  # dangling, or a loop
+        try:
+            if not within(file.resolve(strict=True), roots):
+                outside += 1
                 continue
+        except (OSError, RuntimeError):  # dangling, or a loop
+            continue
         if supported(rel) and file.is_file():
-            found.append(rel)
+            found.append((rel, None))
     return found, outside
 
 
@@ -173,6 +189,9 @@ def _git_validators(git: GitListing | None, rel: str, text: str) -> str:
 def _at_commit(entry: SourceEntry, git: GitListing, rel: str) -> SourceEntry | None:
     """An unchanged file's entry moved to the commit now checked out (its text is what was
     indexed, so only the record of the commit changes); None when it is already there."""
+    blob = git.blobs.get(rel, "")
+    if f'"commit": "{git.commit}", "commit_blob": "{blob}"' in entry.validators:
+        return None  # as `_git_validators` wrote it, at this commit: no parse needed
     try:
         held = json.loads(entry.validators) if entry.validators else {}
     except ValueError:
@@ -306,8 +325,21 @@ def _ingest_path(
         if sum(len(b.upserts) for b, _ in group) >= group_chunks:
             flush()
 
-    for done, rel in enumerate(candidates, start=1):
+    for done, (rel, listed_mtime) in enumerate(candidates, start=1):
         progress(done, len(candidates), rel)
+        entry = known.get(rel)
+        if (
+            entry is not None
+            and listed_mtime is not None
+            and entry.mtime == listed_mtime
+            and entry.root == str(root)
+        ):
+            # Unchanged, and not read: nothing here needs its real path.
+            seen.add(rel)
+            report.unchanged += 1
+            if git is not None and (again := _at_commit(entry, git, rel)) is not None:
+                moved.append(again)
+            continue
         try:
             # Resolved at the moment of reading: a link made or changed after the listing
             # is judged by where it points now.
@@ -324,7 +356,6 @@ def _ingest_path(
         except OSError:
             report.skipped += 1
             continue
-        entry = known.get(rel)
         if entry is not None and entry.mtime == mtime and entry.root == str(root):
             seen.add(rel)
             report.unchanged += 1
