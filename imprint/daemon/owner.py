@@ -300,7 +300,9 @@ class Daemon:
                     log.info("daemon.idle_exit", idle_sec=round(idle_for, 1))
                     self.shutdown()
                     return
-                self._state.wait(timeout=max(0.5, self.idle_exit_sec - idle_for))
+                # A watched folder keeps the daemon up: look again a full period later.
+                left = self.idle_exit_sec if watching else self.idle_exit_sec - idle_for
+                self._state.wait(timeout=max(0.5, left))
 
     def _serve_connection(self, conn: socket.socket) -> None:
         started = False

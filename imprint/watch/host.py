@@ -27,6 +27,7 @@ __all__ = ["GROUP_CHUNKS", "WatchHost", "format_watch", "watch_rows"]
 log = get_logger("imprint.watch")
 
 GROUP_CHUNKS = 256  # a batch writes about this many chunks at a time
+STOP_SEC = 10.0  # how long a closing daemon waits for its watchers, all together
 _HOSTS: dict[str, WatchHost] = {}
 _HOSTS_LOCK = threading.Lock()
 
@@ -134,7 +135,10 @@ class WatchHost:
             self._stopped = True
             watchers, self._watchers = list(self._watchers.values()), {}
         for watcher in watchers:
-            watcher.stop()
+            watcher.signal_stop()  # all at once: a batch in progress finishes first
+        deadline = time.monotonic() + STOP_SEC
+        for watcher in watchers:
+            watcher.stop(max(0.1, deadline - time.monotonic()))
         with _HOSTS_LOCK:
             if _HOSTS.get(str(self.data_dir)) is self:
                 del _HOSTS[str(self.data_dir)]

@@ -93,10 +93,14 @@ class FolderWatcher:
             self._threads.append(thread)
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def signal_stop(self) -> None:
+        """Ask both threads to end (a batch in progress finishes its ingest first)."""
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.signal_stop()
         for thread in self._threads:
             thread.join(timeout)
         self._state = "stopped"
