@@ -215,3 +215,17 @@ def test_the_command_refuses_bad_arguments_in_one_line(
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"error: {words}\n"
     assert not (tmp_path / "data" / "run" / "daemon.json").exists()
+
+
+def test_status_without_a_daemon_lists_the_persisted_folders(tmp_path: Path) -> None:
+    """`imprint status` with no daemon running names each persisted folder as not watched
+    now (a daemon started again watches it)."""
+    from imprint.watch import WatchedFolder, save_folders
+    from tests.test_archive import cli
+
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    save_folders(data, [WatchedFolder(path=str(tmp_path))])
+    done = cli(data, "status")
+    assert done.returncode == 0, done.stderr
+    assert f"  watch {tmp_path}: not watched now (no daemon runs;" in done.stdout
