@@ -313,9 +313,29 @@ def _ingest_path(
         in_flight = writes.send(ws, batch, embeddings)
 
     def flush() -> None:
-        if group:
-            send(*_joined(group))
-            group.clear()
+        """Embed the group's files in one call (as fast as the embedder goes), then write
+        them as one batch; a file deleted meanwhile is written as dropped instead."""
+        if not group:
+            return
+        texts = [r.indexed_text for b, _ in group for r in b.upserts]
+        vectors = runtime.embedder().embed(texts) if texts else None
+        delay("ingest.file.embedded")
+        kept: list[tuple[WriteBatch, np.ndarray | None]] = []
+        at = 0
+        for batch, _ in group:
+            size = len(batch.upserts)
+            part = vectors[at : at + size] if vectors is not None and size else None
+            at += size
+            if not size or os.path.lexists(root / batch.upserts[0].source):
+                kept.append((batch, part))
+                continue
+            source = batch.upserts[0].source
+            seen.discard(source)
+            report.files, report.chunks = report.files - 1, report.chunks - size
+            report.skipped += 1
+            kept.append((WriteBatch(drop_sources=((project, source),)), None))
+        send(*_joined(kept))
+        group.clear()
 
     def submit(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
         if group_chunks <= 0:
@@ -395,14 +415,16 @@ def _ingest_path(
                 )
                 for r in records
             ]
-        embeddings = runtime.embedder().embed([r.indexed_text for r in records])
-        delay("ingest.file.embedded")
-        if not os.path.lexists(root / rel):
-            # Deleted while it was read and embedded: write nothing of it (and, not seen,
-            # its old records go with the folder's other gone files below).
-            seen.discard(rel)
-            report.skipped += 1
-            continue
+        embeddings = None  # grouped: embedded with the rest of its group, in `flush`
+        if group_chunks <= 0:
+            embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+            delay("ingest.file.embedded")
+            if not os.path.lexists(root / rel):
+                # Deleted while it was read and embedded: write nothing of it (and, not
+                # seen, its old records go with the folder's other gone files below).
+                seen.discard(rel)
+                report.skipped += 1
+                continue
         source = SourceEntry(
             project=project,
             source=rel,
