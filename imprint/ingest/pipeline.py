@@ -305,6 +305,7 @@ def _ingest_path(
     in_flight: Pending[WriteAck] | None = None
 
     group: list[tuple[WriteBatch, np.ndarray | None]] = []
+    grouped = [0]  # chunks in `group`
 
     def send(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
         nonlocal in_flight
@@ -336,13 +337,15 @@ def _ingest_path(
             kept.append((WriteBatch(drop_sources=((project, source),)), None))
         send(*_joined(kept))
         group.clear()
+        grouped[0] = 0
 
     def submit(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
         if group_chunks <= 0:
             send(batch, embeddings)
             return
         group.append((batch, embeddings))
-        if sum(len(b.upserts) for b, _ in group) >= group_chunks:
+        grouped[0] += len(batch.upserts)
+        if grouped[0] >= group_chunks:
             flush()
 
     for done, (rel, listed_mtime) in enumerate(candidates, start=1):
