@@ -61,7 +61,7 @@ def test_sigkill_during_a_watch_batch_then_restart_matches_the_files(tmp_path: P
                 break
         else:
             pytest.fail(deadline_lines)
-        assert "watching;" in _cli(data, "watch", "--stop", str(tree))
+        assert ": stopped; 0 changed files" in _cli(data, "watch", "--stop", str(tree))
         assert _cli(data, "watch", "--list") == "no folder is watched\n"
     finally:
         stop_daemon(data)
