@@ -61,6 +61,8 @@ def test_sigkill_during_a_watch_batch_then_restart_matches_the_files(tmp_path: P
                 break
         else:
             pytest.fail(deadline_lines)
+        shown = _cli(data, "status")  # the daemon's status names the folder too
+        assert f"  watch {tree.resolve()} (project tree): watching; 0 changed files" in shown
         assert ": stopped; 0 changed files" in _cli(data, "watch", "--stop", str(tree))
         assert _cli(data, "watch", "--list") == "no folder is watched\n"
     finally:
