@@ -236,7 +236,11 @@ class Writer:
         """Name every id a replaced or dropped source loses, so the journal holds them."""
         keep = {r.id for r in batch.upserts}
         stale = list(batch.delete_ids)
-        sources = [(e.project, e.source) for e in batch.set_sources] + list(batch.drop_sources)
+        # A source set with none of its records upserted only has its registry entry
+        # changed (a touched file, a moved commit): its records stay.
+        upserted = {(r.project, r.source) for r in batch.upserts}
+        replaced = [(e.project, e.source) for e in batch.set_sources]
+        sources = [s for s in replaced if s in upserted] + list(batch.drop_sources)
         for project, source in sources:
             stale.extend(i for i in self.store.sqlite.source_ids(project, source) if i not in keep)
         return batch.model_copy(update={"delete_ids": tuple(dict.fromkeys(stale))})

@@ -1,22 +1,23 @@
 """The `imprint` command line. Results go to stdout; logs and progress go to stderr.
 
 One module per group of commands: `reads` (search, status, recall, trace), `writes`
-(ingest, repair), `processes` (serve, stop, dashboard, daemon), `settings` (workspace
-and config), `hooks` (hook, hooks install/uninstall/status), `capture` (capture
---backfill), `archive` (export, import, backup, restore) and `sync` (sync DIR); `_app`
-holds the typer apps and `main`, `_daemon` the way a command asks a running daemon. The
-commands are registered here, in the order `imprint --help` lists them.
+(ingest, repair), `watch` (watched folders), `processes` (serve, stop, dashboard,
+daemon), `settings` (workspace and config), `hooks` (hook, hooks install/uninstall/status),
+`capture` (capture --backfill), `archive` (export, import, backup, restore) and `sync`
+(sync DIR); `_app` holds the typer apps and `main`, `_daemon` the way a command asks a
+running daemon. The commands are registered here, in the order `imprint --help` lists them.
 """
 
 from __future__ import annotations
 
-from imprint.cli import archive, capture, hooks, processes, reads, settings, sync, writes
+from imprint.cli import archive, capture, hooks, processes, reads, settings, sync, watch, writes
 from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
 
 __all__ = ["app", "main", "version_text"]
 
 for command in (
     writes.ingest,
+    watch.watch,
     reads.search,
     reads.status,
     writes.repair,

@@ -77,13 +77,18 @@ def status(
     from imprint.writes.repair import status_row
 
     root, config = setup()
-    if daemon_alive(root):
+    alive = daemon_alive(root)
+    if alive:
         # The daemon's row, typed: the exit code below never depends on the text.
         row = StatusRow.model_validate(ask_status(root, workspace, check))
     else:
         with running(root, config, reindex=False) as runtime:
             row = status_row(runtime, workspace, check)
     typer.echo(format_status(row))
+    from imprint.cli.watch import watch_lines
+
+    for line in watch_lines(root, alive):
+        typer.echo(line)
     from imprint.hooks.report import client_hooks, hooks_lines
     from imprint.writes.backup import backup_line
 

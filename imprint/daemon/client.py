@@ -41,6 +41,7 @@ __all__ = [
     "ask_hook",
     "ask_status",
     "ask_sync",
+    "ask_watch",
     "bridge_stdio",
     "connect",
     "daemon_alive",
@@ -359,3 +360,14 @@ def ask_sync(data_dir: Path, folder: str, workspace: str, all_: bool) -> str:
         why = reply.get("error") or "the owner closed the connection; see its log"
         raise StoreError(str(why).splitlines()[0])
     return str(reply["done"])
+
+
+def ask_watch(data_dir: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Have the data dir's owner (the daemon, started if none runs) add, list or stop a
+    watched folder (`imprint watch`); the rows of the folders concerned."""
+    sock, reply = _ask(data_dir, {"watch": request})
+    sock.close()
+    if not isinstance(reply.get("rows"), list):
+        why = reply.get("error") or "the owner closed the connection; see its log"
+        raise StoreError(str(why).splitlines()[0])
+    return [dict(r) for r in reply["rows"]]

@@ -13,8 +13,16 @@ from imprint.errors import ImprintError, StoreError, failure_line
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
+    from imprint.watch import WatchHost
 
-__all__ = ["DashboardHost", "answer_backup", "answer_hook", "answer_status", "answer_sync"]
+__all__ = [
+    "DashboardHost",
+    "answer_backup",
+    "answer_hook",
+    "answer_status",
+    "answer_sync",
+    "answer_watch",
+]
 
 
 class DashboardHost:
@@ -163,3 +171,15 @@ def answer_sync(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
         return {"done": sync_folder(Writes(runtime), Path(folder), workspace, bool(all_))}
 
     return _reply("sync", answer)
+
+
+def answer_watch(request: dict[str, Any], host: WatchHost | None) -> str:
+    """`imprint watch` (add, list or stop a watched folder): `{"rows": [...]}` or
+    `{"error": ...}`, as one JSON line."""
+
+    def answer() -> dict[str, Any]:
+        if host is None:
+            raise StoreError("watch: the daemon is still starting; run the command again")
+        return host.answer(request)
+
+    return _reply("watch", answer)

@@ -42,6 +42,7 @@ from imprint.daemon.hosting import (
     answer_hook,
     answer_status,
     answer_sync,
+    answer_watch,
 )
 from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
     from imprint.capture.worker import CaptureWorker
     from imprint.config import Config
+    from imprint.watch import WatchHost
 
 __all__ = ["Daemon", "run_daemon"]
 
@@ -128,6 +130,7 @@ class Daemon:
         self.backups = RollingBackups(
             data_dir, config.backup, self.wait_runtime, started=self._warmup.wait_started
         )
+        self.watches: WatchHost | None = None  # the watched folders (`imprint watch`)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -169,6 +172,10 @@ class Daemon:
         # It waits for the runtime, then captures what hooks queued while none ran.
         self.capture = CaptureWorker(self.data_dir, self.wait_runtime).start()
         self.backups.start()  # backup.every_hours; nothing runs when it is 0
+        from imprint.watch import WatchHost
+
+        # Each persisted folder is watched again, from a rescan of what changed meanwhile.
+        self.watches = WatchHost(self.data_dir, self.wait_runtime).start()
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
@@ -294,11 +301,14 @@ class Daemon:
         with self._state:
             while not self._stopping.is_set():
                 idle_for = time.monotonic() - self._last_change
-                if self._active == 0 and idle_for >= self.idle_exit_sec:
+                watching = self.watches is not None and self.watches.active()
+                if self._active == 0 and not watching and idle_for >= self.idle_exit_sec:
                     log.info("daemon.idle_exit", idle_sec=round(idle_for, 1))
                     self.shutdown()
                     return
-                self._state.wait(timeout=max(0.5, self.idle_exit_sec - idle_for))
+                # A watched folder keeps the daemon up: look again a full period later.
+                left = self.idle_exit_sec if watching else self.idle_exit_sec - idle_for
+                self._state.wait(timeout=max(0.5, left))
 
     def _serve_connection(self, conn: socket.socket) -> None:
         started = False
@@ -330,6 +340,9 @@ class Daemon:
                 return
             if isinstance(hello.get("hook"), dict):
                 conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("watch"), dict):
+                conn.sendall(answer_watch(hello["watch"], self.watches).encode())
                 return
             if isinstance(hello.get("backup"), dict):
                 conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
@@ -415,6 +428,8 @@ class Daemon:
             self._warmup.join()
             self._dashboard.stop()
             self.backups.stop()  # before the writers a backup under way copies through
+            if self.watches is not None:
+                self.watches.stop()  # before the writers its batches write through
             if self.capture is not None:
                 self.capture.stop()  # before the writers it writes through
             if self.runtime is not None:

@@ -22,6 +22,7 @@ from imprint.reads.search import (
 from imprint.reads.sources import ListSourcesArgs, source_rows
 from imprint.reads.summary import FileSummaryArgs, summary_row
 from imprint.recall.respond import RecallArgs, recall_text
+from imprint.watch import watch_rows
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import delete_records
 from imprint.writes.repair import status_row
@@ -51,4 +52,5 @@ __all__ = [
     "status_row",
     "summary_row",
     "supersede_chain",
+    "watch_rows",
 ]

@@ -1,18 +1,19 @@
-"""Ingest a file or folder: walk, skip what is unchanged, chunk, tag, embed, write.
+"""Ingest a file or folder: select (`imprint.ingest.files`), skip what is unchanged,
+chunk, tag, embed, write.
 
 Embedding runs in the caller's thread while the writer actor applies the previous file, so
-the two overlap. A file's source is its path relative to the folder given.
+the two overlap. A file's source is its path relative to the folder given. Inside a git
+work tree each file's registry entry records the commit it was indexed at (its
+`validators`: the commit, the blob the commit holds for it, the blob indexed).
 
-Nothing outside the allowed roots is read: every folder walked and every file read is
-resolved first (symlinks, `..`, loops), and one whose real path leaves the roots is counted
-and skipped. A file is opened by its real path with O_NOFOLLOW | O_NONBLOCK and read only if
-the opened descriptor is a regular file, so a symlink or FIFO swapped in after the listing
-is refused rather than followed or waited on.
+Nothing outside the allowed roots is read: every file read is resolved first (symlinks,
+`..`, loops), and one whose real path leaves the roots is counted and skipped.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import stat
 import threading
@@ -22,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pathspec
 from pydantic import BaseModel
 
+from imprint._faults import delay
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
-from imprint.errors import InputError
 from imprint.ingest.chunking import chunk_text
+from imprint.ingest.files import read_bytes, select_files, walk, within
+from imprint.ingest.git import GitListing, blob_sha
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
@@ -59,7 +61,6 @@ __all__ = [
 log = get_logger("imprint.ingest")
 
 Progress = Callable[[int, int, str], None]
-_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 WRITE_TIMEOUT_SEC = 300.0
 
 
@@ -87,124 +88,9 @@ class IngestReport(BaseModel):
         )
 
 
-def within(path: Path, roots: Sequence[Path]) -> bool:
-    """True when `path` (already resolved) is one of `roots` or under one."""
-    return any(path == r or path.is_relative_to(r) for r in roots)
-
-
-IGNORE_FILE_MAX_BYTES = 1 << 20
-
-
-def _ignore_rules(file: Path) -> pathspec.GitIgnoreSpec | None:
-    """The rules of one ignore file (.gitignore, .git/info/exclude), or None."""
-    data = _read_bytes(file, IGNORE_FILE_MAX_BYTES)
-    if not data:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
-
-
-def _ignored(rel: str, chain: Sequence[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
-    """Whether git would ignore `rel` (a folder ends in "/"): the deepest ignore file with a
-    matching rule decides, as in git, and its last matching rule (a `!` re-includes)."""
-    for base, rules in reversed(chain):
-        result = rules.check_file(rel[len(base) + 1 :] if base else rel)
-        if result.include is not None:
-            return result.include
-    return False
-
-
-def _walk_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[str], int]:
-    """Files under `folder` that the ignore rules keep (following symlinked folders whose
-    real path stays within `roots`, each real folder once), and how many folders were left
-    out for leaving them.
-
-    Ignore rules are read here, never by running git: git reads the folder's own
-    `.git/config`, and several of its keys run programs (`core.fsmonitor` on every
-    `ls-files`, and `include.path` pulls in further files that command-line overrides do not
-    cover), so a foreign checkout or unpacked archive would run code as the user. The rules
-    honoured: `.git/info/exclude` and a `.gitignore` in any folder, deeper ones first."""
-    roots = roots or [folder.resolve()]
-    top: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    exclude = _ignore_rules(folder / ".git" / "info" / "exclude")
-    if exclude is not None:
-        top.append(("", exclude))
-    chains: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {"": top}
-    found: list[str] = []
-    outside = 0
-    visited = {folder.resolve()}
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        here = Path(dirpath).relative_to(folder).as_posix()
-        here = "" if here == "." else here
-        chain = chains.pop(here)
-        if ".gitignore" in filenames:
-            rules = _ignore_rules(Path(dirpath, ".gitignore"))
-            chain = [*chain, (here, rules)] if rules is not None else chain
-        kept = []
-        for d in sorted(dirnames):
-            rel = f"{here}/{d}" if here else d
-            if d in _SKIP_DIRS or d.startswith(".") or _ignored(rel + "/", chain):
-                continue
-            real = Path(dirpath, d).resolve()
-            if not within(real, roots):
-                outside += 1
-            elif real not in visited:  # a loop, or a second link to a folder already walked
-                visited.add(real)
-                kept.append(d)
-                chains[rel] = chain
-        dirnames[:] = kept
-        for name in filenames:
-            rel = f"{here}/{name}" if here else name
-            if not _ignored(rel, chain):
-                found.append(rel)
-    return sorted(found), outside
-
-
-def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[str], int]:
-    """The folder sources are relative to, the candidate files under it, and how many
-    folders were left out for leaving `roots`."""
-    if not path.exists():
-        raise InputError(f"path: {str(path)!r} does not exist")
-    if not os.access(path, os.R_OK):
-        raise InputError(f"path: {str(path)!r} is not readable")
-    if path.is_file():
-        return path.parent, [path.name], 0
-    if not path.is_dir():
-        raise InputError(f"path: {str(path)!r} is neither a file nor a folder")
-    found, outside = _walk_files(path, roots)
-    return path, found, outside
-
-
-def _read_bytes(file: Path, max_bytes: int) -> bytes | None:
-    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
-    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(file, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        pieces = []
-        left = max_bytes + 1
-        while left > 0:
-            piece = os.read(fd, min(left, 1 << 20))
-            if not piece:
-                break
-            pieces.append(piece)
-            left -= len(piece)
-        data = b"".join(pieces)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if len(data) > max_bytes else data
-
-
 def _read_text(file: Path, max_bytes: int) -> str | None:
     """The file's text, or None for a binary, oversized, unreadable or irregular file."""
-    data = _read_bytes(file, max_bytes)
+    data = read_bytes(file, max_bytes)
     if data is None:
         return None
     if b"\0" in data[:8192]:
@@ -258,22 +144,76 @@ def build_records(
     return records
 
 
-def _candidates(root: Path, files: list[str], roots: Sequence[Path]) -> tuple[list[str], int]:
-    """Supported files to read, and how many listed links lead outside `roots` (git lists a
-    link to a folder as one entry, so it is judged here, where its target is known)."""
-    found, outside = [], 0
+def _candidates(
+    root: Path, files: list[str], roots: Sequence[Path]
+) -> tuple[list[tuple[str, float | None]], int]:
+    """Supported files to read, each with its mtime when it is a regular file (None for a
+    link, judged again when read), and how many listed links lead outside `roots` (git lists
+    a link to a folder as one entry, so it is judged here, where its target is known). One
+    lstat per file: a rescan with nothing changed costs little more than the listing."""
+    found: list[tuple[str, float | None]] = []
+    outside = 0
+    base = str(root)
     for rel in files:
+        try:
+            info = os.lstat(os.path.join(base, rel))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            if supported(rel):
+                found.append((rel, info.st_mtime))
+            continue
+        if not stat.S_ISLNK(info.st_mode):
+            continue
         file = root / rel
-        if file.is_symlink():
-            try:
-                if not within(file.resolve(strict=True), roots):
-                    outside += 1
-                    continue
-            except (OSError, RuntimeError):  # dangling, or a loop
+        try:
+            if not within(file.resolve(strict=True), roots):
+                outside += 1
                 continue
+        except (OSError, RuntimeError):  # dangling, or a loop
+            continue
         if supported(rel) and file.is_file():
-            found.append(rel)
+            found.append((rel, None))
     return found, outside
+
+
+def _git_validators(git: GitListing | None, rel: str, text: str) -> str:
+    """What the registry records of a file in a work tree: the commit checked out, the blob
+    that commit holds for the file ("" when untracked) and the blob of the text indexed."""
+    if git is None:
+        return ""
+    blob = blob_sha(text.encode("utf-8"))
+    return json.dumps({"commit": git.commit, "commit_blob": git.blobs.get(rel, ""), "blob": blob})
+
+
+def _at_commit(entry: SourceEntry, git: GitListing, rel: str) -> SourceEntry | None:
+    """An unchanged file's entry moved to the commit now checked out (its text is what was
+    indexed, so only the record of the commit changes); None when it is already there."""
+    blob = git.blobs.get(rel, "")
+    if f'"commit": "{git.commit}", "commit_blob": "{blob}"' in entry.validators:
+        return None  # as `_git_validators` wrote it, at this commit: no parse needed
+    try:
+        held = json.loads(entry.validators) if entry.validators else {}
+    except ValueError:
+        held = {}
+    if not isinstance(held, dict) or "blob" not in held:
+        return None  # indexed before git was asked: its blob is not known without a read
+    if held.get("commit") == git.commit and held.get("commit_blob") == git.blobs.get(rel, ""):
+        return None
+    update = {**held, "commit": git.commit, "commit_blob": git.blobs.get(rel, "")}
+    return entry.model_copy(update={"validators": json.dumps(update)})
+
+
+def _joined(group: Sequence[tuple[WriteBatch, np.ndarray | None]]) -> tuple[WriteBatch, Any]:
+    """Several files' batches as one write (each file's records and entry stay together:
+    the writer applies a batch whole or, after a crash, replays it whole)."""
+    vectors = [e for b, e in group if b.upserts and e is not None]
+    batch = WriteBatch(
+        upserts=tuple(r for b, _ in group for r in b.upserts),
+        set_sources=tuple(e for b, _ in group for e in b.set_sources),
+        drop_sources=tuple(d for b, _ in group for d in b.drop_sources),
+    )
+    return batch, (np.concatenate(vectors) if vectors else None)
 
 
 _RUNNING: dict[int, dict[str, Any]] = {}
@@ -295,9 +235,12 @@ def ingest_path(
     workspace: str = "",
     progress: Progress | None = None,
     roots: Sequence[Path] | None = None,
+    group_chunks: int = 0,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
-    itself) is read. While it runs, `running_ingests` shows its progress."""
+    itself) is read. While it runs, `running_ingests` shows its progress. With
+    `group_chunks`, files are written together in batches of about that many chunks (a
+    watcher's burst of changes: a few writes, not one per file); without, one per file."""
     key = next(_RUNNING_IDS)
     entry: dict[str, Any] = {
         "data_dir": str(runtime.data_dir),
@@ -318,7 +261,13 @@ def ingest_path(
         _RUNNING[key] = entry
     try:
         return _ingest_path(
-            runtime, path, project=project, workspace=workspace, progress=shown, roots=roots
+            runtime,
+            path,
+            project=project,
+            workspace=workspace,
+            progress=shown,
+            roots=roots,
+            group_chunks=group_chunks,
         )
     finally:
         with _RUNNING_LOCK:
@@ -333,34 +282,87 @@ def _ingest_path(
     workspace: str,
     progress: Progress,
     roots: Sequence[Path] | None,
+    group_chunks: int = 0,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
     allowed = [Path(r).expanduser().resolve() for r in roots] if roots else [path.resolve()]
-    root, files, outside_dirs = walk(path, allowed)
-    root = root.resolve()
+    chosen = select_files(path, allowed)
+    root, files, git = chosen.root.resolve(), list(chosen.files), chosen.git
     project = check_project(project) if project else project_from_folder(root.name)
     writes = Writes(runtime)
     ws = writes.open(workspace, create=True)
     cfg = runtime.config.ingest
     deadline = Deadline(WRITE_TIMEOUT_SEC)
     known = deadline.wait(writes.source_state(ws, project), "ingest")
-    report = IngestReport(root=str(root), project=project, outside=outside_dirs)
+    report = IngestReport(root=str(root), project=project, outside=chosen.outside)
     candidates, outside_links = _candidates(root, files, allowed)
     report.outside += outside_links
     report.skipped = len(files) - len(candidates) - outside_links
     max_chunks = cfg.max_chunks_per_source
     seen: set[str] = set()
+    moved: list[SourceEntry] = []  # unchanged files whose recorded commit is not HEAD's
     in_flight: Pending[WriteAck] | None = None
 
-    def submit(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
+    group: list[tuple[WriteBatch, np.ndarray | None]] = []
+    grouped = [0]  # chunks in `group`
+
+    def send(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
         nonlocal in_flight
         if in_flight is not None:
             Deadline(WRITE_TIMEOUT_SEC).wait(in_flight, "ingest write")
         in_flight = writes.send(ws, batch, embeddings)
 
-    for done, rel in enumerate(candidates, start=1):
+    def flush() -> None:
+        """Embed the group's files in one call (as fast as the embedder goes), then write
+        them as one batch; a file deleted meanwhile is written as dropped instead."""
+        if not group:
+            return
+        texts = [r.indexed_text for b, _ in group for r in b.upserts]
+        vectors = runtime.embedder().embed(texts) if texts else None
+        delay("ingest.file.embedded")
+        kept: list[tuple[WriteBatch, np.ndarray | None]] = []
+        at = 0
+        for batch, _ in group:
+            size = len(batch.upserts)
+            part = vectors[at : at + size] if vectors is not None and size else None
+            at += size
+            if not size or os.path.lexists(root / batch.upserts[0].source):
+                kept.append((batch, part))
+                continue
+            source = batch.upserts[0].source
+            seen.discard(source)
+            report.files, report.chunks = report.files - 1, report.chunks - size
+            report.skipped += 1
+            kept.append((WriteBatch(drop_sources=((project, source),)), None))
+        send(*_joined(kept))
+        group.clear()
+        grouped[0] = 0
+
+    def submit(batch: WriteBatch, embeddings: np.ndarray | None = None) -> None:
+        if group_chunks <= 0:
+            send(batch, embeddings)
+            return
+        group.append((batch, embeddings))
+        grouped[0] += len(batch.upserts)
+        if grouped[0] >= group_chunks:
+            flush()
+
+    for done, (rel, listed_mtime) in enumerate(candidates, start=1):
         progress(done, len(candidates), rel)
+        entry = known.get(rel)
+        if (
+            entry is not None
+            and listed_mtime is not None
+            and entry.mtime == listed_mtime
+            and entry.root == str(root)
+        ):
+            # Unchanged, and not read: nothing here needs its real path.
+            seen.add(rel)
+            report.unchanged += 1
+            if git is not None and (again := _at_commit(entry, git, rel)) is not None:
+                moved.append(again)
+            continue
         try:
             # Resolved at the moment of reading: a link made or changed after the listing
             # is judged by where it points now.
@@ -377,10 +379,11 @@ def _ingest_path(
         except OSError:
             report.skipped += 1
             continue
-        entry = known.get(rel)
         if entry is not None and entry.mtime == mtime and entry.root == str(root):
             seen.add(rel)
             report.unchanged += 1
+            if git is not None and (again := _at_commit(entry, git, rel)) is not None:
+                moved.append(again)
             continue
         text = _read_text(file, cfg.max_file_bytes)
         if text is None or not text.strip():
@@ -388,9 +391,11 @@ def _ingest_path(
             continue
         seen.add(rel)
         sha = content_sha(text)
+        validators = _git_validators(git, rel, text)
         if entry is not None and entry.sha == sha:
-            # Touched but not changed: only the registry's mtime moves.
-            submit(WriteBatch(set_sources=(entry.model_copy(update={"mtime": mtime}),)))
+            # Touched but not changed: only the registry's mtime (and commit) move.
+            update = {"mtime": mtime, "validators": validators}
+            submit(WriteBatch(set_sources=(entry.model_copy(update=update),)))
             report.unchanged += 1
             continue
         records = build_records(
@@ -413,7 +418,16 @@ def _ingest_path(
                 )
                 for r in records
             ]
-        embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+        embeddings = None  # grouped: embedded with the rest of its group, in `flush`
+        if group_chunks <= 0:
+            embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+            delay("ingest.file.embedded")
+            if not os.path.lexists(root / rel):
+                # Deleted while it was read and embedded: write nothing of it (and, not
+                # seen, its old records go with the folder's other gone files below).
+                seen.discard(rel)
+                report.skipped += 1
+                continue
         source = SourceEntry(
             project=project,
             source=rel,
@@ -422,16 +436,20 @@ def _ingest_path(
             sha=sha,
             chunk_count=len(records),
             root=str(root),
+            validators=validators,
         )
         submit(WriteBatch(upserts=tuple(records), set_sources=(source,)), embeddings)
         report.files += 1
         report.chunks += len(records)
 
+    if moved:  # one write for a commit that moved under unchanged files
+        submit(WriteBatch(set_sources=tuple(moved)))
     if path.is_dir():
         gone = [s for s, e in known.items() if e.root == str(root) and s not in seen]
         if gone:
             submit(WriteBatch(drop_sources=tuple((project, s) for s in gone)))
             report.removed = len(gone)
+    flush()
     if in_flight is not None:
         Deadline(WRITE_TIMEOUT_SEC).wait(in_flight, "ingest write")
     report.seconds = time.monotonic() - started

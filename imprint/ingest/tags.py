@@ -62,17 +62,25 @@ _STOP = frozenset(
 )
 
 
+def _name_and_suffix(path: str) -> tuple[str, str]:
+    """A path's last part and its suffix as PurePosixPath gives them (".bashrc" and "a."
+    have none), by string operations: a rescan asks this of every file listed."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name, ("" if dot <= 0 or dot == len(name) - 1 else name[dot:])
+
+
 def lang_of(path: str) -> str:
     """The language a path's suffix names; files without a suffix (LICENSE-MIT) are text."""
-    p = PurePosixPath(path)
-    if not p.suffix:
-        return _NAMES.get(p.name.lower(), "text")
-    return LANGS.get(p.suffix.lower(), "")
+    name, suffix = _name_and_suffix(path)
+    if not suffix:
+        return _NAMES.get(name.lower(), "text")
+    return LANGS.get(suffix.lower(), "")
 
 
 def supported(path: str) -> bool:
     """Dotfiles (.gitignore, .env) are configuration of tools, never memory."""
-    return not PurePosixPath(path).name.startswith(".") and bool(lang_of(path))
+    return not _name_and_suffix(path)[0].startswith(".") and bool(lang_of(path))
 
 
 def file_kind(lang: str) -> str:

@@ -5,15 +5,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import SourceChunks
+from imprint.actors.read_messages import SourceChunks, SourceEntryQuery
 from imprint.errors import InputError
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clip, escape_field, one_line
+from imprint.store.records import SourceEntry
 from imprint.types import WorkspaceName
 
 __all__ = ["FileSummaryArgs", "SummaryRow", "format_summary", "summary_row"]
@@ -42,6 +46,34 @@ class SummaryRow(BaseModel):
     types: tuple[str, ...]
     topics: tuple[str, ...]
     preview: str
+    git: str = ""  # inside a git work tree: the commit indexed at and how the file stands
+
+
+def _git_line(entry: SourceEntry | None) -> str:
+    """The commit a file was indexed at and whether the working copy differs from it, from
+    its registry entry (what ingest recorded) and one stat of the file now."""
+    if entry is None or not entry.validators:
+        return ""
+    try:
+        held = json.loads(entry.validators)
+    except ValueError:
+        return ""
+    if not isinstance(held, dict) or "commit_blob" not in held:
+        return ""
+    commit = str(held.get("commit") or "")
+    if not held["commit_blob"]:
+        state = "untracked at that commit"
+    elif held["commit_blob"] == held.get("blob"):
+        state = "indexed text is the commit's"
+    else:
+        state = "indexed text differs from the commit (uncommitted changes)"
+    try:
+        now = os.stat(Path(entry.root) / entry.source).st_mtime
+    except OSError:
+        disk = "working copy gone"
+    else:
+        disk = "working copy as indexed" if now == entry.mtime else "working copy changed since"
+    return f"commit {commit[:12] or '(none yet)'}; {state}; {disk}"
 
 
 def summary_row(reads: Reads, ws: WorkspaceName, args: FileSummaryArgs) -> SummaryRow:
@@ -57,6 +89,11 @@ def summary_row(reads: Reads, ws: WorkspaceName, args: FileSummaryArgs) -> Summa
         where = f" in project {project!r}" if project else ""
         raise InputError(f"source: no source {source!r}{where}; list_sources shows what exists")
     first = records[0]
+    with reads.deadline() as deadline:
+        entry = deadline.wait(
+            reads.ask(SourceEntryQuery(workspace=ws, project=first.project, source=source)),
+            "file_summary",
+        )
     same = [r for r in records if r.project == first.project]
     topics: dict[str, int] = {}
     for r in same:
@@ -74,6 +111,7 @@ def summary_row(reads: Reads, ws: WorkspaceName, args: FileSummaryArgs) -> Summa
         "types": tuple(sorted({r.type for r in same})),
         "topics": tuple(t for t, _ in sorted(topics.items(), key=lambda kv: -kv[1])[:8]),
         "preview": clip(one_line(first.content), 600),
+        "git": _git_line(entry),
     }
     return SummaryRow.model_validate(info)
 
@@ -89,6 +127,7 @@ def format_summary(row: SummaryRow) -> str:
             f"tags: lang={row.lang or '-'} layer={row.layer or '-'} kind={row.kind or '-'} "
             f"types={','.join(row.types)}",
             f"topics: {', '.join(row.topics) or '-'}",
+            *([f"git: {row.git}"] if row.git else []),
             f"preview: {row.preview}",
         ]
     )

@@ -58,6 +58,7 @@ def routes(site: Site) -> list[Route]:
             workspaces=workspaces,
             active_ws=active_workspace(rt.data_dir),
             ingests=rows.running_ingests(rt.data_dir),
+            watched=rows.watch_rows(rt.data_dir),
             hooks=client_hooks(rt.data_dir),
             backup=last_backup(rt.data_dir),
             backup_config=rt.config.backup,

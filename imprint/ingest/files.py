@@ -1,0 +1,162 @@
+"""Which files ingest takes from a folder, and how one is read.
+
+Inside a git work tree, what git takes (`imprint.ingest.git`: tracked plus untracked files
+that are not ignored, asked of git with the folder's configuration inert). Elsewhere, or when
+git cannot answer, a walk that honours the same ignore files (`.gitignore` in any folder,
+`.git/info/exclude`), read here rather than by git.
+
+Nothing outside the allowed roots is read: every folder walked is resolved first (symlinks,
+`..`, loops), and one whose real path leaves the roots is counted and skipped. A file is
+opened with O_NOFOLLOW | O_NONBLOCK and read only if the opened descriptor is a regular
+file, so a symlink or FIFO swapped in after the listing is refused rather than followed or
+waited on.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+import pathspec
+from pydantic import BaseModel, ConfigDict
+
+from imprint.errors import InputError
+from imprint.ingest.git import GitListing, git_listing
+
+__all__ = ["Selection", "read_bytes", "select_files", "walk", "within"]
+
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
+IGNORE_FILE_MAX_BYTES = 1 << 20
+
+
+class Selection(BaseModel):
+    """The folder sources are relative to, the candidate files under it, how many folders
+    were left out for leaving the roots, and git's view when the folder is in a work tree."""
+
+    model_config = ConfigDict(frozen=True)
+
+    root: Path
+    files: tuple[str, ...]
+    outside: int = 0
+    git: GitListing | None = None
+
+
+def within(path: Path, roots: Sequence[Path]) -> bool:
+    """True when `path` (already resolved) is one of `roots` or under one."""
+    return any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def _ignore_rules(file: Path) -> pathspec.GitIgnoreSpec | None:
+    """The rules of one ignore file (.gitignore, .git/info/exclude), or None."""
+    data = read_bytes(file, IGNORE_FILE_MAX_BYTES)
+    if not data:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+
+
+def _ignored(rel: str, chain: Sequence[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
+    """Whether git would ignore `rel` (a folder ends in "/"): the deepest ignore file with a
+    matching rule decides, as in git, and its last matching rule (a `!` re-includes)."""
+    for base, rules in reversed(chain):
+        result = rules.check_file(rel[len(base) + 1 :] if base else rel)
+        if result.include is not None:
+            return result.include
+    return False
+
+
+def _walk_files(folder: Path, roots: Sequence[Path] | None = None) -> tuple[list[str], int]:
+    """Files under `folder` that the ignore rules keep (following symlinked folders whose
+    real path stays within `roots`, each real folder once), and how many folders were left
+    out for leaving them.
+
+    The rules honoured: `.git/info/exclude` and a `.gitignore` in any folder, deeper ones
+    first (used outside a work tree, or when git cannot answer)."""
+    roots = roots or [folder.resolve()]
+    top: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    exclude = _ignore_rules(folder / ".git" / "info" / "exclude")
+    if exclude is not None:
+        top.append(("", exclude))
+    chains: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {"": top}
+    found: list[str] = []
+    outside = 0
+    visited = {folder.resolve()}
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        here = Path(dirpath).relative_to(folder).as_posix()
+        here = "" if here == "." else here
+        chain = chains.pop(here)
+        if ".gitignore" in filenames:
+            rules = _ignore_rules(Path(dirpath, ".gitignore"))
+            chain = [*chain, (here, rules)] if rules is not None else chain
+        kept = []
+        for d in sorted(dirnames):
+            rel = f"{here}/{d}" if here else d
+            if d in SKIP_DIRS or d.startswith(".") or _ignored(rel + "/", chain):
+                continue
+            real = Path(dirpath, d).resolve()
+            if not within(real, roots):
+                outside += 1
+            elif real not in visited:  # a loop, or a second link to a folder already walked
+                visited.add(real)
+                kept.append(d)
+                chains[rel] = chain
+        dirnames[:] = kept
+        for name in filenames:
+            rel = f"{here}/{name}" if here else name
+            if not _ignored(rel, chain):
+                found.append(rel)
+    return sorted(found), outside
+
+
+def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[str], int]:
+    """The folder sources are relative to, the candidate files under it, and how many
+    folders were left out for leaving `roots`."""
+    chosen = select_files(path, roots)
+    return chosen.root, list(chosen.files), chosen.outside
+
+
+def read_bytes(file: Path, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
+    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        pieces = []
+        left = max_bytes + 1
+        while left > 0:
+            piece = os.read(fd, min(left, 1 << 20))
+            if not piece:
+                break
+            pieces.append(piece)
+            left -= len(piece)
+        data = b"".join(pieces)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if len(data) > max_bytes else data
+
+
+def select_files(path: Path, roots: Sequence[Path] | None = None) -> Selection:
+    """The files ingest takes under `path` (a file: itself): git's choice inside a work
+    tree, else the walk's."""
+    if not path.exists():
+        raise InputError(f"path: {str(path)!r} does not exist")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"path: {str(path)!r} is not readable")
+    if path.is_file():
+        return Selection(root=path.parent, files=(path.name,))
+    if not path.is_dir():
+        raise InputError(f"path: {str(path)!r} is neither a file nor a folder")
+    listing = git_listing(path)
+    if listing is not None:
+        return Selection(root=path, files=listing.files, git=listing)
+    found, outside = _walk_files(path, roots)
+    return Selection(root=path, files=tuple(found), outside=outside)
