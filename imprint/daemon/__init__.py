@@ -12,6 +12,7 @@ this package exports.
 from imprint.daemon.client import (
     ask_backup,
     ask_dashboard,
+    ask_import,
     ask_status,
     bridge_stdio,
     connect,
@@ -28,6 +29,7 @@ __all__ = [
     "Daemon",
     "ask_backup",
     "ask_dashboard",
+    "ask_import",
     "ask_status",
     "bridge_stdio",
     "connect",

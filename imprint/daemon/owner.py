@@ -36,7 +36,13 @@ from imprint.daemon.hello import (
     refuse,
     shut,
 )
-from imprint.daemon.hosting import DashboardHost, answer_backup, answer_hook, answer_status
+from imprint.daemon.hosting import (
+    DashboardHost,
+    answer_backup,
+    answer_hook,
+    answer_import,
+    answer_status,
+)
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
@@ -322,6 +328,11 @@ class Daemon:
                 return
             if isinstance(hello.get("backup"), dict):
                 conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("import"), dict):
+                answer_import(
+                    hello["import"], self.wait_runtime, lambda t: conn.sendall(t.encode())
+                )
                 return
             conn.sendall((json.dumps({"ok": True}) + "\n").encode())
             reader: IO[str]
