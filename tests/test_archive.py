@@ -309,24 +309,24 @@ def test_an_import_killed_midway_leaves_a_usable_store_and_a_rerun_completes_it(
     _generated_export(file, 150)
     target = tmp_path / "target"
     env = {**os.environ, "IMPRINT_DATA_DIR": str(target), "IMPRINT_DELAY": "import.acked:300:1"}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "imprint.cli", "import", str(file)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # the failpoint logs as it starts to hold
-            if "fault.delay" in line and "import.acked" in line:
-                break
-        else:
-            pytest.fail(f"the import ended without reaching its failpoint: {proc.wait()}")
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        assert proc.wait(timeout=60) == -signal.SIGKILL
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:  # the failpoint logs as it starts to hold
+                if "fault.delay" in line and "import.acked" in line:
+                    break
+            else:
+                pytest.fail(f"the import ended without reaching its failpoint: {proc.wait()}")
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            assert proc.wait(timeout=60) == -signal.SIGKILL
 
     checked = cli(target, "status", "--check")
     assert checked.returncode == 0, checked.stdout
