@@ -275,8 +275,8 @@ def test_import_beside_a_daemon_is_written_by_the_daemon_with_progress(
 
 
 def _generated_export(path: Path, count: int) -> None:
-    """An export file of `count` generated memories (the last superseding the first), in
-    the bytes `imprint export` writes for them."""
+    """An export file of `count` generated memories (the last superseding the first; half
+    with a topic longer than a caller's tag may be), in the bytes `imprint export` writes."""
     ids = [f"gen-{n:04d}" for n in range(count)]
     at = 1_700_000_500.0
     rows = [
@@ -286,7 +286,8 @@ def _generated_export(path: Path, count: int) -> None:
             project="gen",
             content=f"Generated note {n}: the {n % 7}th service restarts after {n} retries.",
             type="note",
-            tags=Tags(),
+            # A topic as ingest derives them (any length, underscores), not as a caller may.
+            tags=Tags(topics=("create_connected_server_and_client_session",) if n % 2 else ()),
             tagged_by="rules",
             created_at=1_700_000_000.0 + n,
             supersedes=(Link(id=ids[0], at=at),) if n == count - 1 else (),

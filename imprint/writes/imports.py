@@ -49,7 +49,6 @@ from imprint.store.records import (
     SupersedeLink,
     WriteBatch,
     check_project,
-    check_tag,
     content_sha,
 )
 from imprint.types import MemoryId, WorkspaceName
@@ -58,6 +57,7 @@ from imprint.writes.gateway import WRITE_TIMEOUT_SEC, Writes
 
 __all__ = ["ExportFile", "ImportReport", "import_file", "read_export"]
 
+MAX_TAG_CHARS = 200
 # Records per write: a write holds the writer for about this many embeddings.
 BATCH_RECORDS = 64
 _KINDS: dict[str, type[BaseModel]] = {
@@ -116,8 +116,14 @@ def _first_error(exc: ValidationError) -> str:
 def _check_tags(tags: object, type: str) -> None:
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    # Not `check_tag`, the rule for a tag a caller gives: ingest's own topics are words of
+    # the text of any length (`create_connected_server_and_client_session`), and an export
+    # carries them as the store holds them.
     for value in (*getattr(tags, "domains", ()), *getattr(tags, "topics", ())):
-        check_tag(value, "tags")
+        if not value or len(value) > MAX_TAG_CHARS or not value.isprintable():
+            raise InputError(
+                f"tags: {value[:60]!r} is not a tag; 1-{MAX_TAG_CHARS} printable characters"
+            )
 
 
 def _check(line: BaseModel, seen: set[tuple[str, str]]) -> None:
