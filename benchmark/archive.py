@@ -34,7 +34,8 @@ Method (roundtrip)
 A data dir with the corpus ingested (`python -m benchmark.snapshot_reads build`) is exported,
 the file imported into an empty data dir (real model), and every lookup of the queries file
 searched in both (hybrid, semantic, lexical; the search tool's output text), plus kg_query
-(all, with ended facts); the count of outputs that differ is the figure (0 is the claim).
+(all, with ended facts: the rows its tool formats); the count of outputs that differ is the
+figure (0 is the claim).
 """
 
 from __future__ import annotations
@@ -392,8 +393,8 @@ def table(res: Results) -> str:
         common.title(res, "archive", ""),
         "",
         "| records | export s | export rec/s | MB | identical | import overhead s | "
-        "overhead rec/s | embedding bound s | predicted import s | load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "overhead rec/s | embedding bound s | predicted import s | re-export identical | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, size in res.sizes.items():
         rec = size["records"]
@@ -403,7 +404,8 @@ def table(res: Results) -> str:
             f"| {int(n):,} ({rec:,}) | {exp['seconds']:.1f} | {rec / exp['seconds']:,.0f} | "
             f"{exp['bytes'] / 1e6:.1f} | {size['exports_identical']} | "
             f"{imp['seconds']:.1f} | {rec / imp['seconds']:,.0f} | {bound:,.0f} | "
-            f"{bound + imp['seconds']:,.0f} | {size['loadavg'][0]:.1f} |"
+            f"{bound + imp['seconds']:,.0f} | {size['reimport_exports_identical']} | "
+            f"{size['loadavg'][0]:.1f} |"
         )
     lines += [
         "",
@@ -412,11 +414,12 @@ def table(res: Results) -> str:
     ]
     real = res.real_import
     if real:
+        times = {k: real[k] for k in ("seconds", "embed_seconds", "rest_seconds")}
+        share = times["seconds"] / times["embed_seconds"]
+        said = "{seconds:.1f} s, of which {embed_seconds:.1f} s embedding and {rest_seconds:.1f} s"
         lines.append(
-            f"Real import of {real['records']:,} records: {real['seconds']:.1f} s, of which "
-            f"{real['embed_seconds']:.1f} s embedding and {real['rest_seconds']:.1f} s the rest "
-            f"({real['seconds'] / real['embed_seconds']:.2f}x the embedding time; load "
-            f"{real['loadavg'][0]:.1f})"
+            f"Real import of {real['records']:,} records: {said.format(**times)} the rest "
+            f"({share:.2f}x the embedding time; load {real['loadavg'][0]:.1f})"
         )
     return "\n".join(lines)
 
@@ -447,7 +450,6 @@ def roundtrip(args: argparse.Namespace) -> int:
     from imprint.reads.facts import KgQueryArgs, fact_rows
     from imprint.reads.gateway import ActorReads
     from imprint.reads.search import SearchArgs, search_text
-    from imprint.tools.kg_query import format_facts
 
     _raw, lookups, problems = common.read_lookups(args.queries)
     common.refuse("archive", args.queries, problems)
@@ -475,7 +477,7 @@ def roundtrip(args: argparse.Namespace) -> int:
                 ]
                 ws = reads.open("")
                 for kg in (KgQueryArgs(), KgQueryArgs(include_ended=True)):
-                    out.append(format_facts(fact_rows(reads, ws, kg)))
+                    out.append(repr(fact_rows(reads, ws, kg)))  # the rows kg_query formats
                 return out
             finally:
                 rt.stop()
