@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from imprint import _faults
@@ -372,7 +372,7 @@ class _Batches:
         self._submit(batch, vectors, len(self._records))
         self._records, self._entries = [], []
 
-    def _submit(self, batch: WriteBatch, vectors: Any, records: int) -> None:
+    def _submit(self, batch: WriteBatch, vectors: np.ndarray | None, records: int) -> None:
         self.wait()
         self._in_flight = (self._writes.send(self._ws, batch, vectors), records)
 
