@@ -3,7 +3,8 @@ its bound, the local embedding model (issue 30).
 
 Run from the repository root:
 
-    .venv/bin/python -m benchmark.archive [--sizes 10000,100000] [--real-import 1000]
+    .venv/bin/python -m benchmark.archive [--sizes 10000,100000] [--import-sizes 10000]
+                                          [--real-import 1000]
                                           [--embed-sample 256] [--publish [--out FOLDER]]
     .venv/bin/python -m benchmark.archive roundtrip --data-dir PATH
                                           [--queries benchmark/retrieval.json]
@@ -17,7 +18,8 @@ Method (speed)
    vectors (no model runs to build a store: a 100k store would take hours to embed here).
 2. Export: `export_lines` of the whole workspace into a file, twice (the two must be
    byte-identical); seconds, lines, MB, records/s. The same code as `imprint export FILE`.
-3. Import overhead: `read_export` + `import_file` of that file into an empty data dir whose
+3. Import overhead (at `--import-sizes`): `read_export` + `import_file` of that file into an
+   empty data dir whose
    runtime embeds with a stand-in (seeded vectors, about 20 us a text): everything an import
    does except the model: reading and checking the file, the reads that find what is already
    there, the writer's journal, SQLite, FTS5 and Chroma. `embed s` is the stand-in's time.
@@ -313,7 +315,12 @@ def speed(args: argparse.Namespace) -> Results:
         started_at=common.utc_now(),
         command=sys.argv,
         machine=common.machine(["chromadb", "onnxruntime", "numpy"]),
-        config={"sizes": args.sizes, "real_import": args.real_import, "sample": args.embed_sample},
+        config={
+            "sizes": args.sizes,
+            "import_sizes": args.import_sizes,
+            "real_import": args.real_import,
+            "sample": args.embed_sample,
+        },
     )
     work = Path(tempfile.mkdtemp(prefix="imprint-archive-"))
     try:
@@ -328,26 +335,27 @@ def speed(args: argparse.Namespace) -> Results:
             second = time_export(store, again)
             same = _sha(file) == _sha(again)
             again.unlink()
-            note(f"{n}: import, the model replaced by a stand-in")
-            stand_in = StandInEmbedder()
-            report, parse = run_import(file, into, stand_in)
-            back = work / f"back-{n}.jsonl"
-            time_export(into, back)
             res.sizes[str(n)] = {
                 "records": read_export(file).records,
                 "build_seconds": built,
                 "export": first,
                 "export_again_seconds": second["seconds"],
                 "exports_identical": same,
-                "import_overhead": {
+                "loadavg": os.getloadavg(),
+            }
+            if n in args.import_sizes:
+                note(f"{n}: import, the model replaced by a stand-in")
+                report, parse = run_import(file, into, StandInEmbedder())
+                back = work / f"back-{n}.jsonl"
+                time_export(into, back)
+                res.sizes[str(n)]["import_overhead"] = {
                     "seconds": report.seconds,
                     "parse_seconds": parse,
                     "stand_in_embed_seconds": report.embed_seconds,
                     "written": report.written,
-                },
-                "reimport_exports_identical": _sha(back) == _sha(file),
-                "loadavg": os.getloadavg(),
-            }
+                    "reimport_exports_identical": _sha(back) == _sha(file),
+                    "loadavg": os.getloadavg(),
+                }
             files[n] = file
             shutil.rmtree(store, ignore_errors=True)
             shutil.rmtree(into, ignore_errors=True)
@@ -398,13 +406,22 @@ def table(res: Results) -> str:
     ]
     for n, size in res.sizes.items():
         rec = size["records"]
-        exp, imp = size["export"], size["import_overhead"]
+        exp, imp = size["export"], size.get("import_overhead")
         bound = rec / rate if rate else float("nan")
+        cells = (
+            [
+                f"{imp['seconds']:.1f}",
+                f"{rec / imp['seconds']:,.0f}",
+                f"{bound:,.0f}",
+                f"{bound + imp['seconds']:,.0f}",
+                str(imp["reimport_exports_identical"]),
+            ]
+            if imp
+            else ["not run", "-", f"{bound:,.0f}", "-", "-"]
+        )
         lines.append(
             f"| {int(n):,} ({rec:,}) | {exp['seconds']:.1f} | {rec / exp['seconds']:,.0f} | "
-            f"{exp['bytes'] / 1e6:.1f} | {size['exports_identical']} | "
-            f"{imp['seconds']:.1f} | {rec / imp['seconds']:,.0f} | {bound:,.0f} | "
-            f"{bound + imp['seconds']:,.0f} | {size['reimport_exports_identical']} | "
+            f"{exp['bytes'] / 1e6:.1f} | {size['exports_identical']} | {' | '.join(cells)} | "
             f"{size['loadavg'][0]:.1f} |"
         )
     lines += [
@@ -498,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmark.archive", description=__doc__)
     parser.add_argument("cmd", nargs="?", choices=["speed", "roundtrip"], default="speed")
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--import-sizes", default="10000", help="sizes also imported")
     parser.add_argument("--real-import", type=int, default=1000)
     parser.add_argument("--embed-sample", type=int, default=256)
     parser.add_argument("--data-dir", type=Path)
@@ -512,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("roundtrip: --data-dir PATH (a data dir with the corpus ingested)")
         return roundtrip(args)
     args.sizes = [int(s) for s in str(args.sizes).split(",") if s]
+    args.import_sizes = [int(s) for s in str(args.import_sizes).split(",") if s]
     res = speed(args)
     common.conclude(res, table, readme if args.publish else None, args.out, "archive")
     return 0
