@@ -452,7 +452,7 @@ def readme(res: Results, command: str) -> str:
             table(res),
             "",
             "## Method",
-            doc.strip().replace("\n---------------\n", "\n"),
+            doc.strip().lstrip("-").strip(),
             "",
             f"Machine: {res.machine['cpus']} CPUs ({common.cpu_name()}), load average at start "
             f"{res.machine['loadavg_start'][0]:.1f}, at end {res.machine['loadavg_end'][0]:.1f} "
