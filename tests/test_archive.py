@@ -15,17 +15,30 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.daemon import daemon_alive, stop_daemon
+from imprint.daemon import ask_import, daemon_alive, stop_daemon
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.export import (
+    FORMAT,
+    FORMAT_VERSION,
+    Counts,
+    Header,
+    Link,
+    MemoryLine,
+    Tags,
+    line_text,
+)
 from imprint.reads.facts import KgQueryArgs, fact_rows
 from imprint.reads.gateway import ActorReads
+from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.reads.search import SearchArgs, search_text
 from imprint.store.embedder import Embedder
+from imprint.tools.get_memory import format_memory
 from imprint.tools.kg_query import format_facts
 from imprint.writes import Writes
 from imprint.writes.backup import read_manifest
 from imprint.writes.content import ingest_text
 from imprint.writes.facts import edit_facts
+from imprint.writes.imports import read_export
 from imprint.writes.memories import delete_records, store_memory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -37,6 +50,13 @@ QUERIES = [
     "retry with exponential backoff",
     "release checklist",
     "job queue decision",
+    "where do deploys run",
+]
+# A supersede chain of three: each decision replaces the one before.
+CHAIN = [
+    "Decision: deploys run from Jenkins on the build box",
+    "Decision: deploys moved to GitHub Actions; Jenkins is retired",
+    "Decision: deploys moved to Buildkite agents; GitHub Actions minutes ran out",
 ]
 
 
@@ -59,8 +79,8 @@ def _runtime(data: Path, embedder: Embedder) -> Runtime:
 
 @pytest.fixture
 def filled(data_dir: Path, small_tree: Path, embedder: Embedder) -> dict[str, str]:
-    """A data dir holding an ingested tree, inline content, memories and facts (one
-    ended); the memories' ids by name."""
+    """A data dir holding an ingested tree, inline content, memories (a supersede chain of
+    three among them) and facts (one ended); the memories' ids by name."""
     rt = _runtime(data_dir, embedder)
     try:
         writes = Writes(rt)
@@ -72,6 +92,9 @@ def filled(data_dir: Path, small_tree: Path, embedder: Embedder) -> dict[str, st
             ),
             "ruff": store_memory(writes, "Use ruff for linting; black is no longer needed."),
         }
+        for n, text in enumerate(CHAIN):
+            before = [ids[f"chain{n - 1}"]] if n else None
+            ids[f"chain{n}"] = store_memory(writes, text, "proj", "decision", supersedes=before)
         edit_facts(writes, "add", "job queue", "runs on", "PostgreSQL", source="adr-7")
         edit_facts(writes, "add", "linter", "is", "ruff")
         ended = edit_facts(writes, "add", "linter", "is", "flake8")
@@ -81,8 +104,9 @@ def filled(data_dir: Path, small_tree: Path, embedder: Embedder) -> dict[str, st
     return ids
 
 
-def _answers(data: Path, embedder: Embedder) -> list[str]:
-    """What search (each mode) and kg_query answer in the active workspace."""
+def _answers(data: Path, embedder: Embedder, ids: dict[str, str]) -> list[str]:
+    """What search (each mode, and showing superseded memories), get_memory and kg_query
+    answer in the active workspace."""
     rt = _runtime(data, embedder)
     try:
         reads = ActorReads(rt)
@@ -91,7 +115,9 @@ def _answers(data: Path, embedder: Embedder) -> list[str]:
             for q in QUERIES
             for mode in ("hybrid", "semantic", "lexical")
         ]
+        out.append(search_text(reads, SearchArgs(query=QUERIES[-1], include_superseded=True)))
         ws = reads.open("")
+        out += [format_memory(memory_row(reads, ws, GetMemoryArgs(id=i))) for i in ids.values()]
         for args in (KgQueryArgs(), KgQueryArgs(include_ended=True), KgQueryArgs(subject="linter")):
             out.append(format_facts(fact_rows(reads, ws, args)))
         return out
@@ -103,22 +129,31 @@ def test_export_import_round_trip_gives_the_same_answers(
     filled: dict[str, str], data_dir: Path, tmp_path: Path, embedder: Embedder
 ) -> None:
     """Two exports of one store are byte-identical; imported into an empty data dir, the
-    export gives the same search output (every mode) and kg_query output, and exports back
-    to the same bytes; a second import writes nothing and changes nothing."""
+    export gives the same search output (every mode), get_memory output (supersede links
+    both ways, with their dates) and kg_query output, and exports back to the same bytes; a
+    second import writes nothing and changes nothing."""
     first, second = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     for file in (first, second):
         done = cli(data_dir, "export", str(file))
         assert done.returncode == 0, done.stderr
     assert first.read_bytes() == second.read_bytes()
     header = json.loads(first.read_text().splitlines()[0])
-    assert header["version"] == 1
+    assert header["version"] == FORMAT_VERSION == 2
     assert header["workspaces"]["default"] == {
-        "memories": 2,
+        "memories": 5,
         "sources": 6,
         "chunks": header["workspaces"]["default"]["chunks"],
         "facts": 3,
     }
     assert header["workspaces"]["default"]["chunks"] >= 6
+    memories = {
+        m["id"]: m for m in map(json.loads, first.read_text().splitlines()) if m["line"] == "memory"
+    }
+    old, mid, new = (memories[filled[f"chain{n}"]] for n in range(3))
+    assert old["superseded_by"]["id"] == mid["id"] and mid["superseded_by"]["id"] == new["id"]
+    assert mid["supersedes"] == [{"id": old["id"], "at": old["superseded_by"]["at"]}]
+    assert new["supersedes"] == [{"id": mid["id"], "at": mid["superseded_by"]["at"]}]
+    assert new["superseded_by"] is None and old["supersedes"] == []
     stdout = cli(data_dir, "export", "-")
     assert stdout.returncode == 0 and stdout.stdout.encode() == first.read_bytes()
 
@@ -129,7 +164,9 @@ def test_export_import_round_trip_gives_the_same_answers(
     again = cli(other, "export", str(tmp_path / "back.jsonl"))
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "back.jsonl").read_bytes() == first.read_bytes()
-    assert _answers(other, embedder) == _answers(data_dir, embedder)
+    before = _answers(data_dir, embedder, filled)
+    assert _answers(other, embedder, filled) == before
+    assert any(f"superseded by {filled['chain2']}" in text for text in before), before[-12:]
 
     twice = cli(other, "import", str(first))
     assert twice.returncode == 0, twice.stderr
@@ -143,13 +180,17 @@ def test_export_import_round_trip_gives_the_same_answers(
 def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
     filled: dict[str, str], data_dir: Path, tmp_path: Path
 ) -> None:
-    """A truncated export (cut mid-line, or whole lines lost), an unknown format version and
-    a corrupt line are each refused with one line naming the line; the target data dir
-    gets no workspace at all."""
+    """A truncated export (cut mid-line, or whole lines lost), an unknown format version, a
+    corrupt line and a supersede link on one of its memories only are each refused with one
+    line naming the line; the target data dir gets no workspace at all."""
     file = tmp_path / "full.jsonl"
     assert cli(data_dir, "export", str(file)).returncode == 0
     lines = file.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
+    # The oldest memory of the chain, named superseded by a memory the file does not hold.
+    at = next(n for n, line in enumerate(lines) if f'"id":"{filled["chain0"]}"' in line)
+    broken = lines[at].replace(f'"id":"{filled["chain1"]}"', '"id":"nope"')
+    assert broken != lines[at]
     cases = {
         "cut": ("".join(lines)[:-40], f"line {len(lines)}: cut short"),
         "lost": ("".join(lines[:-2]), f"line {len(lines) - 1}: the file ends after"),
@@ -158,6 +199,10 @@ def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
             "line 1: format version 99 is not known",
         ),
         "corrupt": ("".join(lines[:3]) + '{"line": "memory"}\n' + "".join(lines[3:]), "line 4:"),
+        "link": (
+            "".join(lines[:at]) + broken + "".join(lines[at + 1 :]),
+            f"line {at + 1}: superseded_by: 'nope'",
+        ),
     }
     for name, (text, words) in cases.items():
         bad = tmp_path / f"{name}.jsonl"
@@ -193,13 +238,108 @@ def start_daemon(data: Path, env: dict[str, str] | None = None) -> None:
 
 @pytest.fixture
 def daemon(data_dir: Path) -> Iterator[Path]:
-    """A real daemon process owning the data dir, started as `imprint serve` starts it (by
-    a short-lived process of its own, which returns once the daemon answers)."""
+    """A real daemon owning the data dir (`start_daemon`), stopped after the test."""
     start_daemon(data_dir)
     try:
         yield data_dir
     finally:
         stop_daemon(data_dir)
+
+
+def test_import_beside_a_daemon_is_written_by_the_daemon_with_progress(
+    filled: dict[str, str], data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a daemon owning the target data dir, the import is sent to it (it keeps
+    serving, nothing is refused): its progress counts up to every record of the file, what
+    it wrote is searchable through it at once, the target exports back to the same bytes,
+    and `imprint import` a second time, beside it, writes nothing."""
+    file = tmp_path / "full.jsonl"
+    assert cli(data_dir, "export", str(file)).returncode == 0
+    other = tmp_path / "other"
+    monkeypatch.setenv("IMPRINT_DATA_DIR", str(other))  # what the daemon spawned reads
+    start_daemon(other)
+    try:
+        totals: list[int] = []
+        steps: list[int] = []
+        done = ask_import(other, file, "", totals.append, steps.append)
+        assert totals == [read_export(file).records] and sum(steps) == totals[0], (totals, steps)
+        assert done.startswith("imported default: 5 memories (2 supersede links)"), done
+        assert daemon_alive(other)
+        found = cli(other, "search", "deploys Buildkite agents", "--mode", "lexical")
+        assert found.returncode == 0 and filled["chain2"] in found.stdout, found.stdout
+        assert cli(other, "export", str(tmp_path / "back.jsonl")).returncode == 0
+        assert (tmp_path / "back.jsonl").read_bytes() == file.read_bytes()
+        twice = cli(other, "import", str(file))
+        assert twice.returncode == 0, twice.stderr
+        assert " 0 written," in twice.stdout and daemon_alive(other), twice.stdout
+    finally:
+        stop_daemon(other)
+
+
+def _generated_export(path: Path, count: int) -> None:
+    """An export file of `count` generated memories (the last superseding the first; half
+    with a topic longer than a caller's tag may be), in the bytes `imprint export` writes."""
+    ids = [f"gen-{n:04d}" for n in range(count)]
+    at = 1_700_000_500.0
+    rows = [
+        MemoryLine(
+            workspace="default",
+            id=rid,
+            project="gen",
+            content=f"Generated note {n}: the {n % 7}th service restarts after {n} retries.",
+            type="note",
+            # A topic as ingest derives them (any length, underscores), not as a caller may.
+            tags=Tags(topics=("create_connected_server_and_client_session",) if n % 2 else ()),
+            tagged_by="rules",
+            created_at=1_700_000_000.0 + n,
+            supersedes=(Link(id=ids[0], at=at),) if n == count - 1 else (),
+            superseded_by=Link(id=ids[-1], at=at) if n == 0 else None,
+        )
+        for n, rid in enumerate(ids)
+    ]
+    counts = {"default": Counts(memories=count)}
+    header = Header(format=FORMAT, version=FORMAT_VERSION, workspaces=counts)
+    path.write_text("".join(line_text(line) for line in [header, *rows]))
+
+
+def test_an_import_killed_midway_leaves_a_usable_store_and_a_rerun_completes_it(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL while an import is held after its first written batch leaves a target whose
+    `status --check` is clean and that holds part of the file; a second import completes it,
+    and the target then exports to exactly the file's bytes: nothing lost, nothing twice."""
+    file = tmp_path / "gen.jsonl"
+    _generated_export(file, 150)
+    target = tmp_path / "target"
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(target), "IMPRINT_DELAY": "import.acked:300:1"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "imprint.cli", "import", str(file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:  # the failpoint logs as it starts to hold
+                if "fault.delay" in line and "import.acked" in line:
+                    break
+            else:
+                pytest.fail(f"the import ended without reaching its failpoint: {proc.wait()}")
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            assert proc.wait(timeout=60) == -signal.SIGKILL
+
+    checked = cli(target, "status", "--check")
+    assert checked.returncode == 0, checked.stdout
+    part = cli(target, "export", "-")
+    held = len(part.stdout.splitlines()) - 1
+    assert 0 < held < 150, held
+    again = cli(target, "import", str(file))
+    assert again.returncode == 0, again.stderr
+    assert f"{150 - held + 1} written, {held} already there" in again.stdout, again.stdout
+    assert cli(target, "export", "-").stdout.encode() == file.read_bytes()
 
 
 def test_backup_beside_a_daemon_then_stop_and_restore_verifies(

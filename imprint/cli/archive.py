@@ -48,35 +48,52 @@ def export(
     err.print(f"exported {', '.join(names) or 'no workspaces'}: {lines} lines to {target}")
 
 
+def _progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]import"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+
+
 def import_(
     file: Annotated[Path, typer.Argument(help="an export file (imprint export)")],
     workspace: WorkspaceOpt = "",
 ) -> None:
-    """Import an export: checked whole first, embedded again, ids kept; importing it twice
-    changes nothing. Needs the store to itself: run `imprint stop` first."""
+    """Import an export: checked whole first, embedded again, ids, dates and supersede links
+    kept; importing it twice changes nothing. Beside a running daemon, the daemon imports it
+    (it keeps serving); otherwise this process does."""
     from imprint.actors.lifecycle import running
+    from imprint.daemon import ask_import, daemon_alive
+    from imprint.workspaces import validate_name
     from imprint.writes import Writes
     from imprint.writes.imports import import_file, read_export
 
     root, config = setup()
-    _refuse_beside_daemon(root, "import")
     if not file.is_file():
         raise InputError(f"file: {str(file)!r} is not a file")
-    parsed = read_export(file)
-    with (
-        running(root, config, reindex=False) as runtime,
-        Progress(
-            TextColumn("[bold]import"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar,
-    ):
+    parsed = read_export(file)  # refused here, whole, before anything is sent or written
+    if workspace:
+        validate_name(workspace)  # a bad name refused here, in its words
+    if daemon_alive(root):
+        with _progress_bar() as bar:
+            task = bar.add_task("", total=parsed.records)
+            text = ask_import(
+                root,
+                file.resolve(),
+                workspace,
+                lambda n: bar.update(task, total=n),
+                lambda n: bar.advance(task, n),
+            )
+        typer.echo(text)
+        return
+    with running(root, config, reindex=False) as runtime, _progress_bar() as bar:
         task = bar.add_task("", total=parsed.records)
-        text = import_file(Writes(runtime), parsed, workspace, lambda n: bar.advance(task, n))
-    typer.echo(text)
+        report = import_file(Writes(runtime), parsed, workspace, lambda n: bar.advance(task, n))
+    typer.echo(report.line())
 
 
 def backup(

@@ -12,6 +12,7 @@ this package exports.
 from imprint.daemon.client import (
     ask_backup,
     ask_dashboard,
+    ask_import,
     ask_status,
     ask_sync,
     ask_watch,
@@ -30,6 +31,7 @@ __all__ = [
     "Daemon",
     "ask_backup",
     "ask_dashboard",
+    "ask_import",
     "ask_status",
     "ask_sync",
     "ask_watch",

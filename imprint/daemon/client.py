@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -371,3 +372,37 @@ def ask_watch(data_dir: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
         why = reply.get("error") or "the owner closed the connection; see its log"
         raise StoreError(str(why).splitlines()[0])
     return [dict(r) for r in reply["rows"]]
+
+
+def ask_import(
+    data_dir: Path,
+    path: Path,
+    workspace: str,
+    on_total: Callable[[int], None],
+    on_progress: Callable[[int], None],
+) -> str:
+    """Have the data dir's owner import the export file at `path` (`imprint import` beside
+    a daemon), reporting its progress; the line saying what it wrote."""
+    sock = connect(data_dir)
+    try:
+        request = {"import": {"path": str(path), "workspace": workspace}, "pid": os.getpid()}
+        sock.sendall((json.dumps(request) + "\n").encode())
+        for line in sock.makefile("r", encoding="utf-8"):
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                break
+            if not isinstance(reply, dict):
+                break
+            if isinstance(reply.get("total"), int):
+                on_total(reply["total"])
+            elif isinstance(reply.get("progress"), int):
+                on_progress(reply["progress"])
+            elif isinstance(reply.get("done"), str):
+                return str(reply["done"])
+            else:
+                why = reply.get("error") or "the owner's answer was not understood"
+                raise StoreError(str(why).splitlines()[0])
+    finally:
+        sock.close()
+    raise StoreError("import: the owner closed the connection before it finished; see its log")

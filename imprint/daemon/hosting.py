@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -19,10 +20,14 @@ __all__ = [
     "DashboardHost",
     "answer_backup",
     "answer_hook",
+    "answer_import",
     "answer_status",
     "answer_sync",
     "answer_watch",
 ]
+
+# How often an import in the daemon tells `imprint import` how far it got.
+PROGRESS_EVERY_SEC = 0.25
 
 
 class DashboardHost:
@@ -183,3 +188,40 @@ def answer_watch(request: dict[str, Any], host: WatchHost | None) -> str:
         return host.answer(request)
 
     return _reply("watch", answer)
+
+
+def answer_import(
+    request: dict[str, Any], wait_runtime: Callable[[float], Runtime], send: Callable[[str], None]
+) -> None:
+    """`imprint import` beside the daemon: the file read, checked and written here, through
+    this daemon's writers (`imprint.writes.imports`). Sent as JSON lines: `{"total": N}`,
+    then `{"progress": n}` (records handled since the last), then `{"done": line}` or
+    `{"error": ...}`. A client that goes away stops the import between two writes (a rerun
+    finishes it)."""
+    from pathlib import Path
+
+    def answer() -> dict[str, Any]:
+        path, workspace = request.get("path"), request.get("workspace", "")
+        if not isinstance(path, str) or not isinstance(workspace, str):
+            raise StoreError("import: path must be a file path and workspace a string")
+        runtime = wait_runtime(120)  # first: see answer_backup
+        from imprint.writes import Writes
+        from imprint.writes.imports import import_file, read_export
+
+        parsed = read_export(Path(path))
+        send(json.dumps({"total": parsed.records}) + "\n")
+        unsent, last = 0, time.monotonic()
+
+        def progress(n: int) -> None:
+            nonlocal unsent, last
+            unsent += n
+            if unsent and time.monotonic() - last >= PROGRESS_EVERY_SEC:
+                send(json.dumps({"progress": unsent}) + "\n")
+                unsent, last = 0, time.monotonic()
+
+        report = import_file(Writes(runtime), parsed, workspace, progress)
+        if unsent:
+            send(json.dumps({"progress": unsent}) + "\n")
+        return {"done": report.line()}
+
+    send(_reply("import", answer))

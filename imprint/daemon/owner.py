@@ -40,6 +40,7 @@ from imprint.daemon.hosting import (
     DashboardHost,
     answer_backup,
     answer_hook,
+    answer_import,
     answer_status,
     answer_sync,
     answer_watch,
@@ -349,6 +350,11 @@ class Daemon:
                 return
             if isinstance(hello.get("sync"), dict):
                 conn.sendall(answer_sync(hello["sync"], self.wait_runtime).encode())
+                return
+            if isinstance(hello.get("import"), dict):
+                answer_import(
+                    hello["import"], self.wait_runtime, lambda t: conn.sendall(t.encode())
+                )
                 return
             conn.sendall((json.dumps({"ok": True}) + "\n").encode())
             reader: IO[str]

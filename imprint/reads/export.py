@@ -6,6 +6,22 @@ with its chunks' text, and its facts (by id). Every line is one JSON object with
 and no spaces, so two exports of one store are byte-identical. Nothing from the config (its
 keys, a provider's API key) is part of it; neither are vectors: an import embeds again.
 
+The lines, version 2 (each a model below; a field a reader does not know is a corrupt line):
+- `{"line":"header","format":"imprint-export","version":2,"workspaces":{NAME:{"memories":M,
+  "sources":S,"chunks":C,"facts":F}}}`: what the lines after it hold, workspace by workspace.
+- `{"line":"memory","workspace","id","project","content","type","tags":{"lang","layer","kind",
+  "domains","topics"},"tagged_by","created_at","supersedes":[{"id","at"}],"superseded_by":
+  {"id","at"}|null}`: a supersede link is on both of its memories (the newer one lists the
+  older ones it `supersedes`, the older one names the newer as `superseded_by`, `at` the same
+  epoch seconds on both); both memories are in the same export.
+- `{"line":"source","workspace","project","source","source_type":"file"|"url"|"content",
+  "mtime","sha256","root","validators","chunks":[{"id","text","type","tags","tagged_by",
+  "created_at","source_mtime"}]}`: an ingested source with its chunks in order.
+- `{"line":"fact","workspace","id","subject","predicate","object","valid_from","ended"|null,
+  "source"}`: a fact with its validity (`ended` null while it holds) and where it came from.
+Times are epoch seconds (floats). Version 1 was the same without `superseded_by` (and with
+`supersedes` always empty); a reader of version 2 reads both (`READ_VERSIONS`).
+
 The workspaces are read from their SQLite files read-only, each in one snapshot
 (`imprint.store.dump`), not through the reader actors: the snapshot is what makes an export
 consistent while a daemon writes, and it needs neither the daemon nor Chroma.
@@ -23,17 +39,19 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.errors import SQLITE_FILE
 from imprint.store.dump import Dump, dump
-from imprint.store.records import Fact, Record, SourceEntry
+from imprint.store.records import Fact, Record, SourceEntry, SupersedeLink
 from imprint.types import WorkspaceName
 from imprint.workspaces import workspace_dir
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "ChunkLine",
     "Counts",
     "FactLine",
     "Header",
+    "Link",
     "MemoryLine",
     "SourceLine",
     "Tags",
@@ -42,7 +60,9 @@ __all__ = [
 ]
 
 FORMAT = "imprint-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The versions an import reads: 1 had no `superseded_by` and never a link.
+READ_VERSIONS = (1, 2)
 
 
 class _Line(BaseModel):
@@ -78,6 +98,13 @@ class Tags(_Line):
         )
 
 
+class Link(_Line):
+    """The other memory of a supersede link, and when the link was made."""
+
+    id: str
+    at: float
+
+
 class MemoryLine(_Line):
     line: Literal["memory"] = "memory"
     workspace: str
@@ -88,9 +115,9 @@ class MemoryLine(_Line):
     tags: Tags
     tagged_by: str
     created_at: float
-    # The ids this memory superseded (issue 30, item 1): empty until memories carry the
-    # links; an import takes them as they are.
-    supersedes: tuple[str, ...] = ()
+    # Both ends of each supersede link, so either line alone says where it stands.
+    supersedes: tuple[Link, ...] = ()
+    superseded_by: Link | None = None
 
 
 class ChunkLine(_Line):
@@ -145,8 +172,17 @@ def _about(rec: Record) -> dict[str, Any]:
     }
 
 
-def _memory(ws: str, rec: Record) -> MemoryLine:
-    return MemoryLine(workspace=ws, project=rec.project, content=rec.content, **_about(rec))
+def _memory(ws: str, rec: Record, links: list[SupersedeLink]) -> MemoryLine:
+    older = tuple(Link(id=k.old, at=k.at) for k in links if k.new == rec.id)
+    newer = next((Link(id=k.new, at=k.at) for k in links if k.old == rec.id), None)
+    return MemoryLine(
+        workspace=ws,
+        project=rec.project,
+        content=rec.content,
+        supersedes=older,
+        superseded_by=newer,
+        **_about(rec),
+    )
 
 
 def _source(
@@ -173,8 +209,15 @@ def _fact(ws: str, fact: Fact) -> FactLine:
 
 
 def _workspace_lines(ws: str, snapshot: Dump) -> Iterator[str]:
-    for rec in snapshot.memories():
-        yield line_text(_memory(ws, rec))
+    memories = list(snapshot.memories())
+    ids = {rec.id for rec in memories}
+    links: dict[str, list[SupersedeLink]] = {}
+    for link in snapshot.links():  # by the older id: each memory's list in one order
+        if link.old in ids and link.new in ids:  # a link names two memories, both exported
+            links.setdefault(link.old, []).append(link)
+            links.setdefault(link.new, []).append(link)
+    for rec in memories:
+        yield line_text(_memory(ws, rec, links.get(rec.id, [])))
     for project, source, entry, records in snapshot.sources():
         yield line_text(_source(ws, project, source, entry, records))
     for fact in snapshot.facts():

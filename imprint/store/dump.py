@@ -77,6 +77,16 @@ class Dump:
             )
             yield project, source, entry, [row_to_record(row) for row in records]
 
+    def links(self) -> list[SupersedeLink]:
+        """Every supersede link (older memory, newer memory, when), by the older one's id."""
+        # A store older than the links has no table until a writer opens it.
+        if not self._rows(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'supersedes'"
+        ):
+            return []
+        rows = self._rows("SELECT old_id, new_id, at FROM supersedes ORDER BY old_id, new_id")
+        return [SupersedeLink.model_validate({"old": o, "new": n, "at": a}) for o, n, a in rows]
+
     def facts(self) -> Iterator[Fact]:
         for row in self._rows("SELECT " + ", ".join(_FACT_KEYS) + " FROM facts ORDER BY id"):
             yield Fact.model_validate(dict(zip(_FACT_KEYS, row, strict=True)))

@@ -2,32 +2,40 @@
 
 The whole file is read and checked first (its header, its version, every line, the counts
 the header promised): a corrupt or truncated file is refused with a one-line error naming
-the line, before anything is written. Then each workspace's lines are written through the
-Writes gateway: the writer embeds every text again with the local model, a source's chunks
-and its registry entry go in one write, and what is already there as the file has it is
-left alone, so a second import changes nothing and an import cut short (a crash, a kill) is
-finished by running it again. Ids are kept.
+the line, before anything is written (a supersede link must be on both of its memories,
+both in the file). Then each workspace's lines are written through the Writes gateway, in
+batches: this process embeds a batch again with the local model while the writer applies the
+one before, a source's chunks and its registry entry go in one write, and what is already
+there as the file has it is left alone, so a second import changes nothing and an import cut
+short (a crash, a kill) is finished by running it again. Ids, dates and supersede links are
+kept. Beside a running daemon the same function runs in the daemon (`imprint import` asks it,
+`imprint.daemon.hosting.answer_import`), so its writer stays the store's only one.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from imprint.actors.read_messages import FactById, FetchRecords, SourceEntryQuery
+from imprint import _faults
+from imprint.actors.read_messages import FactById, FetchRecords, SourceEntryQuery, SupersedeLinks
+from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline
+from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.export import (
     FORMAT,
-    FORMAT_VERSION,
+    READ_VERSIONS,
     ChunkLine,
     Counts,
     FactLine,
     Header,
+    Link,
     MemoryLine,
     SourceLine,
 )
@@ -38,17 +46,18 @@ from imprint.store.records import (
     Fact,
     Record,
     SourceEntry,
+    SupersedeLink,
     WriteBatch,
     check_project,
-    check_tag,
     content_sha,
 )
 from imprint.types import MemoryId, WorkspaceName
 from imprint.workspaces import validate_name
-from imprint.writes.gateway import Writes
+from imprint.writes.gateway import WRITE_TIMEOUT_SEC, Writes
 
-__all__ = ["ExportFile", "import_file", "read_export"]
+__all__ = ["ExportFile", "ImportReport", "import_file", "read_export"]
 
+MAX_TAG_CHARS = 200
 # Records per write: a write holds the writer for about this many embeddings.
 BATCH_RECORDS = 64
 _KINDS: dict[str, type[BaseModel]] = {
@@ -66,6 +75,14 @@ class _Workspace:
     memories: list[MemoryLine] = field(default_factory=list)
     sources: list[SourceLine] = field(default_factory=list)
     facts: list[FactLine] = field(default_factory=list)
+    numbers: dict[str, int] = field(default_factory=dict)  # a memory's line number, by id
+
+    def links(self) -> list[SupersedeLink]:
+        return [
+            SupersedeLink(old=MemoryId(old.id), new=MemoryId(m.id), at=old.at)
+            for m in self.memories
+            for old in m.supersedes
+        ]
 
     def counts(self) -> Counts:
         chunks = sum(len(s.chunks) for s in self.sources)
@@ -99,8 +116,14 @@ def _first_error(exc: ValidationError) -> str:
 def _check_tags(tags: object, type: str) -> None:
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    # Not `check_tag`, the rule for a tag a caller gives: ingest's own topics are words of
+    # the text of any length (`create_connected_server_and_client_session`), and an export
+    # carries them as the store holds them.
     for value in (*getattr(tags, "domains", ()), *getattr(tags, "topics", ())):
-        check_tag(value, "tags")
+        if not value or len(value) > MAX_TAG_CHARS or not value.isprintable():
+            raise InputError(
+                f"tags: {value[:60]!r} is not a tag; 1-{MAX_TAG_CHARS} printable characters"
+            )
 
 
 def _check(line: BaseModel, seen: set[tuple[str, str]]) -> None:
@@ -114,7 +137,9 @@ def _check(line: BaseModel, seen: set[tuple[str, str]]) -> None:
         check_project(line.project)
         check_id(line.id)
         for old in line.supersedes:
-            check_id(old, "supersedes")
+            check_id(old.id, "supersedes")
+        if line.superseded_by is not None:
+            check_id(line.superseded_by.id, "superseded_by")
         if not line.content.strip():
             raise InputError("content: must be non-empty text")
         _check_tags(line.tags, line.type)
@@ -138,11 +163,33 @@ def _header(data: object) -> Header:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InputError(f"not an Imprint export (its first line names no format {FORMAT!r})")
     version = data.get("version")
-    if version != FORMAT_VERSION:
-        raise InputError(
-            f"format version {version!r} is not known; this imprint reads version {FORMAT_VERSION}"
-        )
+    if version not in READ_VERSIONS:
+        known = ", ".join(str(v) for v in READ_VERSIONS)
+        raise InputError(f"format version {version!r} is not known; this imprint reads {known}")
     return Header.model_validate(data)
+
+
+def _check_links(ws: str, lines: _Workspace) -> None:
+    """Each supersede link is on both of its memories, at the same time; InputError naming
+    the line of the memory whose side does not match."""
+    by_id = {m.id: m for m in lines.memories}
+    for m in lines.memories:
+        where = f"import: line {lines.numbers[m.id]}"
+        for old in m.supersedes:
+            other = by_id.get(old.id)
+            if old.id == m.id or other is None or other.superseded_by != Link(id=m.id, at=old.at):
+                raise InputError(
+                    f"{where}: supersedes: {old.id!r} is not a memory of workspace {ws!r} in "
+                    "this file whose superseded_by names this one at the same time"
+                )
+        newer = by_id.get(m.superseded_by.id) if m.superseded_by else None
+        if m.superseded_by and (
+            newer is None or Link(id=m.id, at=m.superseded_by.at) not in newer.supersedes
+        ):
+            raise InputError(
+                f"{where}: superseded_by: {m.superseded_by.id!r} is not a memory of workspace "
+                f"{ws!r} in this file whose supersedes names this one at the same time"
+            )
 
 
 def read_export(path: Path) -> ExportFile:
@@ -172,6 +219,7 @@ def read_export(path: Path) -> ExportFile:
                     raise InputError("workspace: not one the header counts")
                 if isinstance(line, MemoryLine):
                     place.memories.append(line)
+                    place.numbers[line.id] = number
                 elif isinstance(line, SourceLine):
                     place.sources.append(line)
                 elif isinstance(line, FactLine):
@@ -193,6 +241,7 @@ def read_export(path: Path) -> ExportFile:
                 f"header counts {counted.model_dump()} in workspace {ws!r} and the lines hold "
                 f"{held.model_dump()}: the file is truncated or edited; nothing was written"
             )
+        _check_links(ws, workspaces[ws])
     return ExportFile(header=header, workspaces=workspaces, lines=number)
 
 
@@ -264,14 +313,89 @@ def _held(writes: Writes, ws: WorkspaceName, ids: list[MemoryId]) -> dict[Memory
     return held
 
 
+def _held_links(writes: Writes, ws: WorkspaceName, ids: list[MemoryId]) -> set[SupersedeLink]:
+    deadline = Deadline(600)
+    asks = [
+        writes.reads.ask(SupersedeLinks(workspace=ws, ids=tuple(ids[i : i + 500])))
+        for i in range(0, len(ids), 500)
+    ]
+    return {link for pending in asks for link in deadline.wait(pending, "import")}
+
+
+@dataclass
+class ImportReport:
+    """What an import did; `line()` says it. The seconds are for the benchmark: embedding
+    (in this process, batch by batch) and the whole import."""
+
+    parts: list[str] = field(default_factory=list)
+    written: int = 0
+    kept: int = 0
+    embed_seconds: float = 0.0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"imported {'; '.join(self.parts) or 'nothing'}: {self.written} written, "
+            f"{self.kept} already there (embedded again with the local model)"
+        )
+
+
+class _Batches:
+    """Records and source entries gathered into writes of about BATCH_RECORDS records; each
+    batch embedded here while the writer applies the one before (one write in flight)."""
+
+    def __init__(self, writes: Writes, ws: WorkspaceName, report: ImportReport, progress: Progress):
+        self._writes, self._ws, self._report, self._progress = writes, ws, report, progress
+        self._records: list[Record] = []
+        self._entries: list[SourceEntry] = []
+        self._in_flight: tuple[Pending[WriteAck], int] | None = None
+
+    def add(self, records: list[Record], entry: SourceEntry | None = None) -> None:
+        self._records.extend(records)  # a source's chunks and its entry: one write
+        if entry is not None:
+            self._entries.append(entry)
+        if len(self._records) >= BATCH_RECORDS:
+            self.flush()
+
+    def send(self, batch: WriteBatch) -> None:
+        """Send a batch of something else (facts, links) after the records before it."""
+        self.flush()
+        self._submit(batch, None, 0)
+
+    def flush(self) -> None:
+        if not self._records and not self._entries:
+            return
+        started = time.perf_counter()
+        vectors = self._writes.runtime.embedder().embed([r.indexed_text for r in self._records])
+        self._report.embed_seconds += time.perf_counter() - started
+        batch = WriteBatch(upserts=tuple(self._records), set_sources=tuple(self._entries))
+        self._submit(batch, vectors, len(self._records))
+        self._records, self._entries = [], []
+
+    def _submit(self, batch: WriteBatch, vectors: np.ndarray | None, records: int) -> None:
+        self.wait()
+        self._in_flight = (self._writes.send(self._ws, batch, vectors), records)
+
+    def wait(self) -> None:
+        if self._in_flight is None:
+            return
+        pending, records = self._in_flight
+        self._in_flight = None
+        Deadline(WRITE_TIMEOUT_SEC).wait(pending, "import write")
+        self._report.written += records
+        self._progress(records)
+        _faults.delay("import.acked")  # a test holds an import here, a batch written
+
+
 def _import_workspace(
-    writes: Writes, ws: WorkspaceName, lines: _Workspace, progress: Progress
-) -> tuple[int, int]:
-    """Write what the store does not hold as the lines have it; (written, already there)."""
+    writes: Writes, ws: WorkspaceName, lines: _Workspace, report: ImportReport, progress: Progress
+) -> None:
+    """Write what the store does not hold as the lines have it."""
     memories = [_memory_record(m) for m in lines.memories]
     sources = [_source_records(s) for s in lines.sources]
     ids = [r.id for r in memories] + [r.id for _, recs in sources for r in recs]
     held = _held(writes, ws, ids)
+    held_links = _held_links(writes, ws, [r.id for r in memories])
     deadline = Deadline(600)
     entries = [
         writes.reads.ask(SourceEntryQuery(workspace=ws, project=e.project, source=e.source))
@@ -284,50 +408,40 @@ def _import_workspace(
         for p in [writes.reads.ask(FactById(workspace=ws, fact_id=f.id)) for f in facts]
     ]
 
-    batch: list[Record] = []
-    batch_entries: list[SourceEntry] = []
-    written = kept = 0
-
-    def flush() -> None:
-        nonlocal written
-        if batch or batch_entries:
-            writes.write(ws, WriteBatch(upserts=tuple(batch), set_sources=tuple(batch_entries)))
-            written += len(batch)
-            progress(len(batch))
-            batch.clear()
-            batch_entries.clear()
-
+    batches = _Batches(writes, ws, report, progress)
+    kept = 0
     for rec in memories:
         if held.get(rec.id) == rec:
             kept += 1
-            progress(1)
-            continue
-        batch.append(rec)
-        if len(batch) >= BATCH_RECORDS:
-            flush()
+        else:
+            batches.add([rec])
     for (entry, records), was in zip(sources, held_entries, strict=True):
         if was == entry and all(held.get(r.id) == r for r in records):
             kept += len(records)
-            progress(len(records))
-            continue
-        batch.extend(records)  # a source's chunks and its entry: one write
-        batch_entries.append(entry)
-        if len(batch) >= BATCH_RECORDS:
-            flush()
-    flush()
+        else:
+            batches.add(records, entry)
+    # Links after the records they join, so a link never names a memory not yet there.
+    links = [link for link in lines.links() if link not in held_links]
+    for start in range(0, len(links), 500):
+        batches.send(WriteBatch(supersede=tuple(links[start : start + 500])))
     new_facts = tuple(f for f, was in zip(facts, held_facts, strict=True) if was != f)
     for start in range(0, len(new_facts), 500):
-        writes.write(ws, WriteBatch(add_facts=new_facts[start : start + 500]))
-    return written + len(new_facts), kept + len(facts) - len(new_facts)
+        batches.send(WriteBatch(add_facts=new_facts[start : start + 500]))
+    batches.flush()
+    batches.wait()
+    progress(kept)
+    report.written += len(links) + len(new_facts)
+    report.kept += kept + len(lines.links()) - len(links) + len(facts) - len(new_facts)
 
 
 def import_file(
     writes: Writes, parsed: ExportFile, workspace: str = "", progress: Progress | None = None
-) -> str:
-    """Write a checked export into this data dir; one line saying what was written.
+) -> ImportReport:
+    """Write a checked export into this data dir; `.line()` says what was written.
 
     An export of one workspace goes into `workspace` (empty: the active one); an export of
     several goes into workspaces of their own names, and naming one is refused."""
+    started = time.perf_counter()
     names = sorted(parsed.workspaces)
     if len(names) > 1 and workspace:
         raise InputError(
@@ -337,17 +451,14 @@ def import_file(
     targets = {
         name: writes.open(workspace if len(names) == 1 else name, create=True) for name in names
     }
-    parts, written, kept = [], 0, 0
+    report = ImportReport()
     for name in names:
         lines = parsed.workspaces[name]
-        done = _import_workspace(writes, targets[name], lines, progress or (lambda _: None))
-        written, kept = written + done[0], kept + done[1]
+        _import_workspace(writes, targets[name], lines, report, progress or (lambda _: None))
         c = lines.counts()
-        parts.append(
-            f"{targets[name]}: {c.memories} memories, {c.sources} sources ({c.chunks} chunks), "
-            f"{c.facts} facts"
+        report.parts.append(
+            f"{targets[name]}: {c.memories} memories ({len(lines.links())} supersede links), "
+            f"{c.sources} sources ({c.chunks} chunks), {c.facts} facts"
         )
-    return (
-        f"imported {'; '.join(parts) or 'nothing'}: {written} written, {kept} already there "
-        "(embedded again with the local model)"
-    )
+    report.seconds = time.perf_counter() - started
+    return report
