@@ -31,6 +31,7 @@ from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
+from imprint.actors._rechunk import Rechunk
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import Embedder, QueryEmbedder
 from imprint.store.vectors import open_client
@@ -188,7 +189,15 @@ class Runtime:
                 namespace=self.namespace(),
             )
             try:
-                logic = Writer(store, self.embedder(), min_free_mb=self.config.store.min_free_mb)
+                ingest = self.config.ingest
+                sizes = Rechunk(
+                    target=ingest.chunk_chars,
+                    overlap=ingest.chunk_overlap,
+                    max_file_bytes=ingest.max_file_bytes,
+                )
+                logic = Writer(
+                    store, self.embedder(), min_free_mb=self.config.store.min_free_mb, rechunk=sizes
+                )
                 logic.recover()
                 ref = WriterActor.start(logic)
             except BaseException:

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
-from imprint.ingest.chunking import chunk_text
+from imprint.ingest.chunking import chunk_file
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline, Pending
@@ -228,11 +228,13 @@ def build_records(
 ) -> list[Record]:
     """Chunk a text and tag each chunk; ids are stable for the same place and content."""
     lang = lang or lang_of(source)
-    pieces = chunk_text(text, file_kind(lang), target, overlap)
-    contexts = chunk_contexts(source, pieces, lang)
+    chunks = chunk_file(text, lang, source, file_kind(lang), target, overlap)
+    pieces = [c.text for c in chunks]
+    contexts = chunk_contexts(source, pieces, lang, [c.symbol for c in chunks])
     now = time.time()
     records = []
-    for index, (piece, context) in enumerate(zip(pieces, contexts, strict=True)):
+    for index, (chunk, context) in enumerate(zip(chunks, contexts, strict=True)):
+        piece = chunk.text
         tags = rule_tags(source, piece)
         sha = content_sha(piece)
         records.append(
@@ -253,6 +255,9 @@ def build_records(
                 source_mtime=mtime,
                 content_sha=sha,
                 context=context,
+                symbol=chunk.symbol,
+                line_start=chunk.line_start,
+                line_end=chunk.line_end,
             )
         )
     return records

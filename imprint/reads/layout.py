@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from imprint._shown import shown
+from imprint.store.records import Record
 
 __all__ = [
     "MIN_EXCERPT",
     "Block",
     "Layout",
+    "chunk_place",
     "clamp",
     "clip",
     "escape_field",
@@ -37,6 +39,26 @@ __all__ = [
 
 MIN_EXCERPT = 300
 _SPACE = re.compile(r"\s+")
+
+
+SHOWN_SYMBOL_CHARS = 60
+
+
+def chunk_place(record: Record) -> str:
+    """Where a chunk is: `source#chunk`, then its symbols and lines where known
+    (`_actor.py#7 ActorRef.tell L120-168`); packed symbols past 60 characters end in `…`."""
+    if not record.source:
+        return "(inline)"
+    parts = [f"{record.source}#{record.chunk_index}"]
+    if record.symbol:
+        shown = record.symbol
+        if len(shown) > SHOWN_SYMBOL_CHARS:
+            cut = shown.rfind(", ", 0, SHOWN_SYMBOL_CHARS)
+            shown = (shown[:cut] if cut > 0 else shown[: SHOWN_SYMBOL_CHARS - 1]) + "…"
+        parts.append(shown)
+    if record.line_start:
+        parts.append(f"L{record.line_start}-{record.line_end}")
+    return " ".join(parts)
 
 
 class Block(BaseModel):

@@ -32,6 +32,7 @@ from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import (
     Block,
+    chunk_place,
     clamp,
     escape_field,
     one_line,
@@ -438,9 +439,9 @@ def search_many(
 def meta_line(
     record: Record, score: float | None = None, superseded_by: MemoryId | None = None
 ) -> str:
-    """The provenance of one block: id | project | source#chunk | type [| date of a memory]
-    [| superseded by ID] [| score]."""
-    where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
+    """The provenance of one block: id | project | source#chunk [symbol] [lines] | type
+    [| date of a memory] [| superseded by ID] [| score]."""
+    where = chunk_place(record)
     parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]
     if record.source_type == "memory":
         parts.append(day(record.created_at))

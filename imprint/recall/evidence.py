@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from imprint.reads.chunks import ChunkRows
-from imprint.reads.layout import escape_field
+from imprint.reads.layout import chunk_place, escape_field
 from imprint.reads.memory import MemoryRow
 from imprint.reads.search import SearchHit, SearchRows, meta_line
 from imprint.reads.summary import SummaryRow, format_summary
@@ -72,7 +72,8 @@ def _record(record: Record, score: float | None = None, folded: Sequence[int] = 
     if folded:
         also = " +" + ",".join(f"#{c}" for c in folded)
         where += also
-        meta = meta.replace(f"#{record.chunk_index} |", f"#{record.chunk_index}{also} |", 1)
+        place = escape_field(chunk_place(record))
+        meta = meta.replace(f"{place} |", f"{place}{also} |", 1)
     index = where if score is None else f"{where} {score:.4f}"
     return Item(key=record.id, meta=meta, content=record.content, index=index)
 
