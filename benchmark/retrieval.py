@@ -69,7 +69,7 @@ LIMIT = 10  # the search tool's default
 WARMUP = 5
 PACKAGES = ("imprint", "chromadb", "onnxruntime", "pykka", "numpy")
 # A block header: "[n] id | project | source#chunk | type | score".
-HEADER = re.compile(r"^\[\d+\] \S+ \| (.*?) \| (.*)#\d+ \| ", re.M)
+HEADER = re.compile(r"^\[\d+\] \S+ \| (.*?) \| (.*?)#\d+(?: [^|]*)? \| ", re.M)
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def test_readme_first_command_answers_from_the_repository_alone(copy: Copy) -> N
     assert lines[0].startswith("ingested "), lines[0]
     assert lines[1].startswith("search "), lines[1]
     top = next(i for i, line in enumerate(lines) if line.startswith("[1] "))
-    assert re.search(r"\| imprint \| [\w/]*recall[\w/]*\.py#\d+ \|", lines[top]), lines[top]
+    assert re.search(r"\| imprint \| [\w/]*recall[\w/]*\.py#\d+[^|]* \|", lines[top]), lines[top]
     excerpt = " ".join(" ".join(lines[top + 1 : top + 10]).split())
     assert re.search(r"\bmerge", excerpt), excerpt
 
