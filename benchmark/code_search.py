@@ -104,7 +104,7 @@ def _copy_python(name: str, version: str, out: Path) -> None:
             f"code_search fixture: {name} {installed} is installed; the lookups are for "
             f"{version} (install that version or write lookups for this one)"
         )
-    package = Path(metadata.distribution(name).locate_file(name))
+    package = Path(str(metadata.distribution(name).locate_file(name)))
     for file in sorted(package.rglob("*.py")):
         target = out / name / file.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)
