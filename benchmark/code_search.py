@@ -262,10 +262,12 @@ class Arm:
 
 @dataclass
 class Results(common.Run):
+    """One run: the fixture and lookups it measured, and each arm's ingest and figures."""
+
+    repeats: int
     fixture: dict[str, Any]
     queries: dict[str, Any]
     method: dict[str, str]
-    repeats: int
     arms: list[Arm] = field(default_factory=list)
     total_seconds: float = 0.0
 
@@ -379,6 +381,27 @@ def _count(k: int, n: int) -> str:
     return f"{k}/{n} {100 * k / n:.0f}%" if n else "-"
 
 
+def _figure_rows(res: Results) -> list[list[str]]:
+    """arm, style, top-1, R@5, symbol top-1, visible@4000, p50 ms: one row per arm and style."""
+    return [
+        [arm.name, style]
+        + [_count(k, f.lookups) for k in (f.top1, f.recall5, f.symbol_top1, f.visible)]
+        + [f"{f.p50_ms:.1f}"]
+        for arm in res.arms
+        for style, f in arm.figures.items()
+    ]
+
+
+def _ingest_rows(res: Results) -> list[list[str]]:
+    """arm, files, chunks, seconds, chunks per second."""
+    rows = []
+    for arm in res.arms:
+        files, chunks, seconds = (arm.ingest[k] for k in ("files", "chunks", "seconds"))
+        rate = chunks / seconds if seconds else 0.0
+        rows.append([arm.name, str(files), str(chunks), f"{seconds:.1f}", f"{rate:.1f}"])
+    return rows
+
+
 def table(res: Results) -> str:
     m = res.machine
     lines = [
@@ -389,59 +412,36 @@ def table(res: Results) -> str:
         f"  {'arm':<7}{'style':<12}{'top-1':>11}{'R@5':>11}{'sym top-1':>11}"
         f"{'vis@4000':>11}{'p50 ms':>8}",
     ]
-    for arm in res.arms:
-        for style, f in arm.figures.items():
-            n = f.lookups
-            lines.append(
-                f"  {arm.name:<7}{style:<12}{_count(f.top1, n):>11}{_count(f.recall5, n):>11}"
-                f"{_count(f.symbol_top1, n):>11}{_count(f.visible, n):>11}{f.p50_ms:>8.1f}"
-            )
-    lines.append("")
-    for arm in res.arms:
-        ing = arm.ingest
-        rate = ing["chunks"] / ing["seconds"] if ing["seconds"] else 0.0
-        lines.append(
-            f"  ingest {arm.name}: {ing['files']} files, {ing['chunks']} chunks in "
-            f"{ing['seconds']:.1f} s ({rate:.1f} chunks/s)"
-        )
-    lines += [
-        "",
-        f"total {res.total_seconds:.0f} s; load average (1 min) {m['loadavg_start'][0]:.2f} at "
-        f"start, {m['loadavg_end'][0]:.2f} at end",
-    ]
+    widths = (7, 12, 11, 11, 11, 11, 8)
+    for cells in _figure_rows(res):
+        pairs = enumerate(zip(cells, widths, strict=True))
+        shown = [c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in pairs]
+        lines.append("  " + "".join(shown))
+    lines += ["", *(f"  ingest {' '.join(cells)}" for cells in _ingest_rows(res))]
+    load = m["loadavg_start"][0], m["loadavg_end"][0]
+    lines += ["", f"total {res.total_seconds:.0f} s; load (1 min) {load[0]:.2f} -> {load[1]:.2f}"]
     return "\n".join(lines)
+
+
+INTRO = (
+    "{n} lookups over installed source at fixed versions, written before any chunker change; "
+    "hybrid `search` with the tool's defaults (limit 10), formatted by `format_search` at "
+    f"{BUDGET} characters. Counts are lookups. top-1 and R@5: the gold file first / among "
+    "the first 5; symbol top-1: the first result is the gold file and holds the symbol's "
+    "definition; visible@4000: the output shows a block of the gold file with the "
+    "definition in its shown text."
+)
+HEADS = ("arm", "style", "top-1", "R@5", "symbol top-1", "visible@4000", "search p50 ms")
 
 
 def readme(res: Results, command: str) -> str:
     m, rev = res.machine, res.machine["revision"]
-    changes = rev.get("imprint_changes")
-    lines = [
-        f"# Code search benchmark, {res.started_at}",
-        "",
-        f"{res.queries['lookups']} lookups over installed source at fixed versions, written "
-        "before any chunker change; hybrid `search` with the tool's defaults (limit 10), "
-        f"formatted by `format_search` at {BUDGET} characters. Counts are lookups. top-1 and "
-        "R@5: the gold file first / among the first 5; symbol top-1: the first result is "
-        "the gold file and holds the symbol's definition; visible@4000: the output shows a "
-        "block of the gold file with the definition in its shown text.",
-        "",
-        "| arm | style | top-1 | R@5 | symbol top-1 | visible@4000 | search p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for arm in res.arms:
-        for style, f in arm.figures.items():
-            n = f.lookups
-            lines.append(
-                f"| {arm.name} | {style} | {_count(f.top1, n)} | {_count(f.recall5, n)} | "
-                f"{_count(f.symbol_top1, n)} | {_count(f.visible, n)} | {f.p50_ms:.1f} |"
-            )
+    title = f"# Code search benchmark, {res.started_at}"
+    lines = [title, "", INTRO.format(n=res.queries["lookups"]), ""]
+    lines += [f"| {' | '.join(HEADS)} |", "|---|---|" + "---:|" * (len(HEADS) - 2)]
+    lines += [f"| {' | '.join(cells)} |" for cells in _figure_rows(res)]
     lines += ["", "| arm | files | chunks | ingest s | chunks/s |", "|---|---:|---:|---:|---:|"]
-    for arm in res.arms:
-        ing = arm.ingest
-        rate = ing["chunks"] / ing["seconds"] if ing["seconds"] else 0.0
-        lines.append(
-            f"| {arm.name} | {ing['files']} | {ing['chunks']} | {ing['seconds']:.1f} | {rate:.1f} |"
-        )
+    lines += [f"| {' | '.join(cells)} |" for cells in _ingest_rows(res)]
     names = [a.name for a in res.arms]
     lines += [
         "",
@@ -462,13 +462,16 @@ def readme(res: Results, command: str) -> str:
             cells.append(f"{one.rank or '-'} {marks}".strip())
         query = next(q for q in res.queries["items"] if q["id"] == s.id)["query"]
         lines.append(f"| `{s.id}` | {s.style} | {query} | " + " | ".join(cells) + " |")
+    setup = f"- Command: `{command}`"
     lines += [
-        "",
-        "## Setup",
-        "",
-        f"- Command: `{command}`",
+        "\n## Setup\n",
+        setup,
         f"- Code: commit `{rev.get('commit', '?')}`"
-        + (f", with uncommitted changes under imprint/: `{changes}`" if changes else "")
+        + (
+            f", with uncommitted changes under imprint/: `{rev['imprint_changes']}`"
+            if rev.get("imprint_changes")
+            else ""
+        )
         + ".",
         f"- Machine: {m['cpus']} CPUs ({m['cpu']}), {m['platform']}, Python {m['python']}; "
         f"load average (1 min) {m['loadavg_start'][0]:.2f} at start, "

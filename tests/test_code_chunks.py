@@ -5,7 +5,6 @@ chunker re-chunked when opened (text format 3)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from imprint.actors._rechunk import Rechunk
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import Writer
 from imprint.chunking import TREE_LANGUAGES
-from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, format_search, search
@@ -23,6 +21,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from tests.conftest import write_tree
+from tests.test_context import _small_chunks
 
 ACTOR = textwrap.dedent(
     '''\
@@ -52,22 +51,13 @@ ACTOR = textwrap.dedent(
 OTHER = "def unrelated():\n    return 'nothing about references here'\n"
 
 
-def _config() -> Config:
-    config = Config()
-    config.ingest.chunk_chars = 300
-    config.ingest.chunk_overlap = 0
-    return config
-
-
 @pytest.fixture
-def ingested(tmp_path: Path, embedder: Embedder) -> Iterator[Runtime]:
-    tree = write_tree(tmp_path / "proj", {"pykka/_actor.py": ACTOR, "other.py": OTHER})
-    rt = Runtime(tmp_path / "data", _config(), embedder=embedder).start()
-    try:
-        ingest_path(rt, tree, project="proj")
-        yield rt
-    finally:
-        rt.stop()
+def ingested(tmp_path: Path, embedder: Embedder, request: pytest.FixtureRequest) -> Runtime:
+    files = {"pykka/_actor.py": ACTOR, "other.py": OTHER}
+    rt = Runtime(tmp_path / "data", _small_chunks(), embedder=embedder).start()
+    request.addfinalizer(rt.stop)
+    ingest_path(rt, write_tree(tmp_path / "proj", files), project="proj")
+    return rt
 
 
 def test_symbol_words_spell_out_the_identifiers() -> None:
@@ -108,7 +98,7 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
     saved = dict(TREE_LANGUAGES)
     TREE_LANGUAGES.clear()  # the line chunker, as the version before wrote the store
     try:
-        rt = Runtime(data, _config(), embedder=embedder).start()
+        rt = Runtime(data, _small_chunks(), embedder=embedder).start()
         ingest_path(rt, tree, project="proj")
         rt.workspace().sqlite.set_meta("text_format", "2")
         rt.stop()

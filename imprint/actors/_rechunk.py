@@ -10,12 +10,11 @@ its old chunks, with the new context line, until ingest sees it again.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._fs import read_utf8
 from imprint.chunking import chunk_file, structured
 from imprint.store.context import chunk_contexts
 from imprint.store.records import Record, SourceEntry, WriteBatch, content_sha, make_id
@@ -35,29 +34,9 @@ class Rechunk(BaseModel):
 
 
 def _file_text(entry: SourceEntry, limit: int) -> str | None:
-    """The file's text as ingest would read it, or None (gone, not a plain file, too big,
+    """The file's text as ingest reads it, or None (gone, not a plain file, too big, binary,
     not UTF-8)."""
-    if not entry.root:
-        return None
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(Path(entry.root) / entry.source, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        return data.decode("utf-8") if len(data) <= limit else None
-    except UnicodeDecodeError:
-        return None
+    return read_utf8(Path(entry.root) / entry.source, limit) if entry.root else None
 
 
 def _rechunked(

@@ -22,6 +22,7 @@ import pykka
 
 from imprint._faults import fail
 from imprint._fs import atomic_write_text, private_dir
+from imprint.actors._rechunk import Rechunk
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
 from imprint.actors.readers import ReaderPool, pools_for
@@ -31,7 +32,6 @@ from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
-from imprint.actors._rechunk import Rechunk
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import Embedder, QueryEmbedder
 from imprint.store.vectors import open_client

@@ -41,7 +41,7 @@ from imprint.store.check import IndexCheck, RepairReport
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
-from imprint.store.records import Record, SourceEntry, WriteBatch
+from imprint.store.records import SourceEntry, WriteBatch
 from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import RecallId

@@ -260,12 +260,21 @@ class _Builder:
                 pack, packed = [], 0
                 self.split(seg, parent)
                 continue
-            if pack and packed + size > self.target:
+            if pack and packed + size > self.target and not self.joins(pack, packed, size):
                 self.flush(pack, parent)
                 pack, packed = [], 0
             pack.append(seg)
             packed += size
         self.flush(pack, parent)
+
+    def joins(self, pack: list[_Seg], packed: int, size: int) -> bool:
+        """Whether a piece joins a full pack anyway (up to target + overlap, the bound the
+        line chunker keeps too): a crumb (a one-line method, a closing brace) after it, or
+        after a short lead-in (a class line, a comment) the definition it introduces."""
+        if packed + size > self.target + self.overlap:
+            return False
+        lead_in = not any(s.symbol for s in pack) and packed < self.target // 4
+        return size < self.target // 8 or lead_in
 
     def flush(self, pack: list[_Seg], parent: str) -> None:
         if not pack:

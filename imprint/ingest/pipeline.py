@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ import numpy as np
 import pathspec
 from pydantic import BaseModel
 
+from imprint._fs import read_regular, read_utf8
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
@@ -97,7 +97,7 @@ IGNORE_FILE_MAX_BYTES = 1 << 20
 
 def _ignore_rules(file: Path) -> pathspec.GitIgnoreSpec | None:
     """The rules of one ignore file (.gitignore, .git/info/exclude), or None."""
-    data = _read_bytes(file, IGNORE_FILE_MAX_BYTES)
+    data = read_regular(file, IGNORE_FILE_MAX_BYTES)
     if not data:
         return None
     return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
@@ -172,47 +172,6 @@ def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[st
         raise InputError(f"path: {str(path)!r} is neither a file nor a folder")
     found, outside = _walk_files(path, roots)
     return path, found, outside
-
-
-def _read_bytes(file: Path, max_bytes: int) -> bytes | None:
-    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
-    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(file, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        pieces = []
-        left = max_bytes + 1
-        while left > 0:
-            piece = os.read(fd, min(left, 1 << 20))
-            if not piece:
-                break
-            pieces.append(piece)
-            left -= len(piece)
-        data = b"".join(pieces)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if len(data) > max_bytes else data
-
-
-def _read_text(file: Path, max_bytes: int) -> str | None:
-    """The file's text, or None for a binary, oversized, unreadable or irregular file."""
-    data = _read_bytes(file, max_bytes)
-    if data is None:
-        return None
-    if b"\0" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def build_records(
@@ -387,7 +346,7 @@ def _ingest_path(
             seen.add(rel)
             report.unchanged += 1
             continue
-        text = _read_text(file, cfg.max_file_bytes)
+        text = read_utf8(file, cfg.max_file_bytes)
         if text is None or not text.strip():
             report.skipped += 1
             continue
