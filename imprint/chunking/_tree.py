@@ -12,6 +12,7 @@ Grammars come compiled in their wheels (`tree-sitter-python` ...): nothing is do
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
@@ -52,7 +53,9 @@ TREE_LANGUAGES: dict[str, Callable[[], Any]] = {
     "cpp": _grammar("tree_sitter_cpp"),
 }
 _TSX = _grammar("tree_sitter_typescript", "language_tsx")
-_PARSERS: dict[str, Parser] = {}
+# A parser is not safe to share between threads (ingests and the writer's re-chunking run
+# on different ones): each thread keeps its own.
+_LOCAL = threading.local()
 
 # Node types that define something named by their `name` field.
 _NAMED = frozenset(
@@ -103,12 +106,13 @@ _DECLARATORS = ("declarator", "name")
 
 def _parser(lang: str, source: str) -> Parser | None:
     key = "tsx" if lang == "typescript" and source.lower().endswith(".tsx") else lang
-    found = _PARSERS.get(key)
+    load = _TSX if key == "tsx" else TREE_LANGUAGES.get(lang)
+    if load is None:
+        return None
+    parsers: dict[str, Parser] = _LOCAL.__dict__.setdefault("parsers", {})
+    found = parsers.get(key)
     if found is None:
-        load = _TSX if key == "tsx" else TREE_LANGUAGES.get(lang)
-        if load is None:
-            return None
-        found = _PARSERS[key] = Parser(Language(load()))
+        found = parsers[key] = Parser(Language(load()))
     return found
 
 
