@@ -83,6 +83,9 @@ def test_a_long_definition_without_inner_ones_is_cut_and_keeps_its_symbol() -> N
     assert all(len(c.text) <= 450 for c in chunks)
     assert not _covered(text, chunks)
     assert [c.line_start for c in chunks] == sorted(c.line_start for c in chunks)
+    # Each piece, its repeated overlap included, opens on a whole line of the file.
+    rows = text.splitlines()
+    assert all(c.text.splitlines()[0] == rows[c.line_start - 1] for c in chunks)
 
 
 SAMPLES = {

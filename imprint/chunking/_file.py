@@ -3,7 +3,7 @@ chunker's (without symbols or lines) for the rest."""
 
 from __future__ import annotations
 
-from imprint.chunking._lines import chunk_text, cut, tail
+from imprint.chunking._lines import chunk_text, cut
 from imprint.chunking._tree import TREE_LANGUAGES, Chunk, tree_chunks
 
 __all__ = ["chunk_file", "structured"]
@@ -19,7 +19,7 @@ def chunk_file(
 ) -> list[Chunk]:
     """The chunks of one file; `kind` (markdown, rst, code, text) picks the line chunker."""
     if structured(lang):
-        found = tree_chunks(text, lang, source, target, overlap, cut, tail)
+        found = tree_chunks(text, lang, source, target, overlap, cut)
         if found is not None:
             return found
     return [Chunk(piece) for piece in chunk_text(text, kind, target, overlap)]

@@ -239,12 +239,11 @@ def _segments(children: Iterable[Node], path: str, first: int, last: int) -> lis
 
 
 class _Builder:
-    def __init__(self, lines: list[str], target: int, overlap: int, cut: Any, tail: Any):
+    def __init__(self, lines: list[str], target: int, overlap: int, cut: Any):
         self.lines = lines
         self.target = target
         self.overlap = overlap
         self.cut = cut
-        self.tail = tail
         self.out: list[Chunk] = []
 
     def size(self, seg: _Seg) -> int:
@@ -313,14 +312,27 @@ class _Builder:
         row = seg.first
         pieces = self.cut(text, self.target)
         for i, piece in enumerate(pieces):
-            prefix = self.tail(pieces[i - 1], self.overlap) if i else ""
+            prefix = _whole_lines_tail(pieces[i - 1], self.overlap) if i else ""
             lines = (prefix + piece).splitlines(keepends=True)
             self.add(lines, symbol, max(row - prefix.count("\n"), 0))
             row += piece.count("\n")
 
 
+def _whole_lines_tail(text: str, overlap: int) -> str:
+    """The last whole lines of `text` within `overlap` characters: a piece of code repeats
+    the lines before it, never half of one (which would open its excerpt mid-statement)."""
+    if overlap <= 0 or not text.endswith("\n"):
+        return ""
+    start = text.rfind("\n", 0, len(text) - 1)
+    kept = len(text)
+    while start >= 0 and len(text) - (start + 1) <= overlap:
+        kept = start + 1
+        start = text.rfind("\n", 0, start)
+    return text[kept:]
+
+
 def tree_chunks(
-    text: str, lang: str, source: str, target: int, overlap: int, cut: Any, tail: Any
+    text: str, lang: str, source: str, target: int, overlap: int, cut: Any
 ) -> list[Chunk] | None:
     """The chunks of a file in a language tree-sitter parses here; None for other languages
     (or a grammar that fails to load), which keep the line-pattern chunker."""
@@ -334,6 +346,6 @@ def tree_chunks(
     lines = text.splitlines(keepends=True)
     if not lines:
         return []
-    builder = _Builder(lines, target, overlap, cut, tail)
+    builder = _Builder(lines, target, overlap, cut)
     builder.emit(_segments(tree.root_node.named_children, "", 0, len(lines) - 1), "")
     return builder.out
