@@ -23,6 +23,8 @@ Method
    `ingest_path` (timed: files, chunks, seconds); then each lookup searched once per repeat
    with `search(ActorReads(runtime), SearchArgs(query, limit=10, mode=hybrid))`, the rows
    the `search` tool formats, and formatted by `format_search` at 4,000 characters.
+   The arms run one after the other (the first also warms the embedder), so their ingest
+   seconds are not a paired comparison: use `farm-bench --vs` for that.
    Arms: `tree` is this version's chunker (tree-sitter for the languages it parses);
    `lines` is the line-pattern chunker every language had before (the same code with the
    tree-sitter languages turned off for the run).
