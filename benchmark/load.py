@@ -66,7 +66,7 @@ QUERIES = [
 ]
 KINDS = ("search", "recall", "store", "get_memory", "file_chunks")
 WEIGHTS = (60, 20, 10, 5, 5)
-_ID = re.compile(r"^\[\d+\] ([0-9a-f]{16}) \| [^|]+ \| ([^|#]+)#\d+ \|", re.MULTILINE)
+_ID = re.compile(r"^\[\d+\] ([0-9a-f]{16}) \| [^|]+ \| ([^|#]+)#\d+[^|]* \|", re.MULTILINE)
 
 
 @dataclass

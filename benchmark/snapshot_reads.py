@@ -37,7 +37,7 @@ from imprint.server import build_server
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
 ID = re.compile(r"^\[\d+\] ([0-9a-f]{16}) \|", re.M)
-SOURCE = re.compile(r"^\[\d+\] [0-9a-f]{16} \| ([^|]+) \| ([^#|]+)#\d+ \|", re.M)
+SOURCE = re.compile(r"^\[\d+\] [0-9a-f]{16} \| ([^|]+) \| ([^#|]+)#\d+[^|]* \|", re.M)
 
 MEMORIES = [
     ("We decided to keep one writer per workspace so Chroma and FTS5 never disagree.", "decision"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +21,8 @@ __all__ = [
     "data_dir",
     "private_dir",
     "private_file",
+    "read_regular",
+    "read_utf8",
 ]
 
 DEFAULT_DATA_DIR = Path("~/.local/share/imprint")
@@ -90,3 +93,44 @@ def atomic_write_lines(path: Path, lines: Iterable[str]) -> int:
         Path(tmp).unlink(missing_ok=True)
         raise
     return count
+
+
+def read_regular(file: Path, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
+    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        pieces = []
+        left = max_bytes + 1
+        while left > 0:
+            piece = os.read(fd, min(left, 1 << 20))
+            if not piece:
+                break
+            pieces.append(piece)
+            left -= len(piece)
+        data = b"".join(pieces)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if len(data) > max_bytes else data
+
+
+def read_utf8(file: Path, max_bytes: int) -> str | None:
+    """The file's text, or None for a binary, oversized, unreadable or irregular file."""
+    data = read_regular(file, max_bytes)
+    if data is None:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

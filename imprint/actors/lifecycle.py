@@ -22,6 +22,7 @@ import pykka
 
 from imprint._faults import fail
 from imprint._fs import atomic_write_text, private_dir
+from imprint.actors._rechunk import Rechunk
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
 from imprint.actors.readers import ReaderPool, pools_for
@@ -188,7 +189,15 @@ class Runtime:
                 namespace=self.namespace(),
             )
             try:
-                logic = Writer(store, self.embedder(), min_free_mb=self.config.store.min_free_mb)
+                ingest = self.config.ingest
+                sizes = Rechunk(
+                    target=ingest.chunk_chars,
+                    overlap=ingest.chunk_overlap,
+                    max_file_bytes=ingest.max_file_bytes,
+                )
+                logic = Writer(
+                    store, self.embedder(), min_free_mb=self.config.store.min_free_mb, rechunk=sizes
+                )
                 logic.recover()
                 ref = WriterActor.start(logic)
             except BaseException:

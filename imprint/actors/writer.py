@@ -23,6 +23,7 @@ from pykka.typing import proxy_method
 from imprint._faults import delay, fail, failpoint, hold
 from imprint._watchdog import sigterm_kills
 from imprint.actors._checks import IndexChecks
+from imprint.actors._rechunk import Rechunk, reindexed
 from imprint.actors._room import DEFAULT_MIN_FREE_MB, disk_full, free_bytes, no_room, one_line
 from imprint.actors._trace import new_request_id, traced
 from imprint.actors.write_messages import (
@@ -37,10 +38,10 @@ from imprint.actors.write_messages import (
 from imprint.errors import StoreError, failure_line
 from imprint.logs import get_logger
 from imprint.store.check import IndexCheck, RepairReport
-from imprint.store.context import TEXT_FORMAT, chunk_contexts
+from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.integrity import deep_check, repair
-from imprint.store.records import Record, SourceEntry, WriteBatch
+from imprint.store.records import SourceEntry, WriteBatch
 from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import RecallId
@@ -84,8 +85,10 @@ class Writer:
         *,
         min_free_mb: int = DEFAULT_MIN_FREE_MB,
         free_bytes: Callable[[Path], int] = free_bytes,
+        rechunk: Rechunk | None = None,
     ) -> None:
         self.store = store
+        self.rechunk = rechunk or Rechunk()
         self.embedder = embedder
         self.actor_name = f"Writer[{store.name}]"
         self.min_free_mb = min_free_mb
@@ -305,21 +308,16 @@ class Writer:
                 text_format=[sqlite.text_format(), TEXT_FORMAT],
             )
         job = self._reindex
-        changed: list[Record] = []
-        while job.sources and len(changed) < limit:
+        written = 0
+        while job.sources and written < limit:
             project, source = job.sources.popleft()
-            records = sqlite.source_records(project, source)
-            lang = records[0].lang if records else ""
-            contexts = chunk_contexts(source, [r.content for r in records], lang)
-            changed.extend(
-                r.model_copy(update={"context": c})
-                for r, c in zip(records, contexts, strict=True)
-                if r.context != c
-            )
+            batch = reindexed(sqlite, project, source, self.rechunk)
+            if batch.upserts:
+                # One source per write: a re-chunked file's old chunks go in the same write.
+                self.write(batch)
+                written += len(batch.upserts)
             job.done += 1
-        if changed:
-            self.write(WriteBatch(upserts=tuple(changed)))
-            job.records += len(changed)
+        job.records += written
         if job.sources:
             return True
         sqlite.set_meta("text_format", str(TEXT_FORMAT))

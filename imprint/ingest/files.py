@@ -15,17 +15,17 @@ waited on.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 import pathspec
 from pydantic import BaseModel, ConfigDict
 
+from imprint._fs import read_regular
 from imprint.errors import InputError
 from imprint.ingest.git import GitListing, git_listing
 
-__all__ = ["Selection", "read_bytes", "select_files", "walk", "within"]
+__all__ = ["Selection", "select_files", "walk", "within"]
 
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 IGNORE_FILE_MAX_BYTES = 1 << 20
@@ -50,7 +50,7 @@ def within(path: Path, roots: Sequence[Path]) -> bool:
 
 def _ignore_rules(file: Path) -> pathspec.GitIgnoreSpec | None:
     """The rules of one ignore file (.gitignore, .git/info/exclude), or None."""
-    data = read_bytes(file, IGNORE_FILE_MAX_BYTES)
+    data = read_regular(file, IGNORE_FILE_MAX_BYTES)
     if not data:
         return None
     return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
@@ -114,34 +114,6 @@ def walk(path: Path, roots: Sequence[Path] | None = None) -> tuple[Path, list[st
     folders were left out for leaving `roots`."""
     chosen = select_files(path, roots)
     return chosen.root, list(chosen.files), chosen.outside
-
-
-def read_bytes(file: Path, max_bytes: int) -> bytes | None:
-    """At most `max_bytes` of a regular file, or None (too big, not a regular file, a
-    symlink in the last component, unreadable). Never blocks on a FIFO or device."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(file, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        pieces = []
-        left = max_bytes + 1
-        while left > 0:
-            piece = os.read(fd, min(left, 1 << 20))
-            if not piece:
-                break
-            pieces.append(piece)
-            left -= len(piece)
-        data = b"".join(pieces)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if len(data) > max_bytes else data
 
 
 def select_files(path: Path, roots: Sequence[Path] | None = None) -> Selection:

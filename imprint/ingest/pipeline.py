@@ -26,10 +26,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from imprint._faults import delay
+from imprint._fs import read_utf8
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
-from imprint.ingest.chunking import chunk_text
-from imprint.ingest.files import read_bytes, select_files, walk, within
+from imprint.ingest.chunking import chunk_file
+from imprint.ingest.files import select_files, walk, within
 from imprint.ingest.git import GitListing, blob_sha
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
@@ -88,19 +89,6 @@ class IngestReport(BaseModel):
         )
 
 
-def _read_text(file: Path, max_bytes: int) -> str | None:
-    """The file's text, or None for a binary, oversized, unreadable or irregular file."""
-    data = read_bytes(file, max_bytes)
-    if data is None:
-        return None
-    if b"\0" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def build_records(
     project: str,
     source: str,
@@ -114,11 +102,13 @@ def build_records(
 ) -> list[Record]:
     """Chunk a text and tag each chunk; ids are stable for the same place and content."""
     lang = lang or lang_of(source)
-    pieces = chunk_text(text, file_kind(lang), target, overlap)
-    contexts = chunk_contexts(source, pieces, lang)
+    chunks = chunk_file(text, lang, source, file_kind(lang), target, overlap)
+    pieces = [c.text for c in chunks]
+    contexts = chunk_contexts(source, pieces, lang, [c.symbol for c in chunks])
     now = time.time()
     records = []
-    for index, (piece, context) in enumerate(zip(pieces, contexts, strict=True)):
+    for index, (chunk, context) in enumerate(zip(chunks, contexts, strict=True)):
+        piece = chunk.text
         tags = rule_tags(source, piece)
         sha = content_sha(piece)
         records.append(
@@ -139,6 +129,9 @@ def build_records(
                 source_mtime=mtime,
                 content_sha=sha,
                 context=context,
+                symbol=chunk.symbol,
+                line_start=chunk.line_start,
+                line_end=chunk.line_end,
             )
         )
     return records
@@ -385,7 +378,7 @@ def _ingest_path(
             if git is not None and (again := _at_commit(entry, git, rel)) is not None:
                 moved.append(again)
             continue
-        text = _read_text(file, cfg.max_file_bytes)
+        text = read_utf8(file, cfg.max_file_bytes)
         if text is None or not text.strip():
             report.skipped += 1
             continue

@@ -28,6 +28,7 @@ __all__ = [
     "MIN_EXCERPT",
     "Block",
     "Layout",
+    "chunk_place",
     "clamp",
     "clip",
     "day",
@@ -40,6 +41,26 @@ __all__ = [
 ]
 
 MIN_EXCERPT = 300
+
+
+SHOWN_SYMBOL_CHARS = 60
+
+
+def chunk_place(record: Record) -> str:
+    """Where a chunk is: `source#chunk`, then its symbols and lines where known
+    (`_actor.py#7 ActorRef.tell L120-168`); packed symbols past 60 characters end in `…`."""
+    if not record.source:
+        return "(inline)"
+    parts = [f"{record.source}#{record.chunk_index}"]
+    if record.symbol:
+        shown = record.symbol
+        if len(shown) > SHOWN_SYMBOL_CHARS:
+            cut = shown.rfind(", ", 0, SHOWN_SYMBOL_CHARS)
+            shown = (shown[:cut] if cut > 0 else shown[: SHOWN_SYMBOL_CHARS - 1]) + "…"
+        parts.append(shown)
+    if record.line_start:
+        parts.append(f"L{record.line_start}-{record.line_end}")
+    return " ".join(parts)
 
 
 class Block(BaseModel):
@@ -86,9 +107,9 @@ def meta_line(
     superseded_by: MemoryId | None = None,
     also: Sequence[int] = (),
 ) -> str:
-    """The provenance of one block: id | project | source#chunk [+#other,#chunks] | type
-    [| date of a memory] [| superseded by ID] [| score]."""
-    where = f"{record.source}#{record.chunk_index}" if record.source else "(inline)"
+    """The provenance of one block: id | project | source#chunk [symbol] [lines]
+    [+#other,#chunks] | type [| date of a memory] [| superseded by ID] [| score]."""
+    where = chunk_place(record)
     if also:
         where += " +" + ",".join(f"#{c}" for c in also)
     parts = [escape_field(p) for p in (record.id, record.project or "-", where, record.type)]

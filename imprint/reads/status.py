@@ -82,7 +82,8 @@ def format_status(row: StatusRow) -> str:
         )
         lines.append(
             f"  index: built with text format {row.text_format}, this version indexes "
-            f"{TEXT_FORMAT} (path and headings with each chunk); {doing}; search works meanwhile"
+            f"{TEXT_FORMAT} (path and headings or symbol with each chunk, code chunked by its "
+            f"structure); {doing}; search works meanwhile"
         )
     if row.journal_quarantined:
         lines.append(

@@ -5,8 +5,11 @@ preferences" is indexed (embedded and in BM25) with one line before its text:
 
     docs > handlers > sampling and roots | Sampling > Model preferences
 
-so a question that names the topic finds a chunk that only says "it". The line is stored
-in `Record.context`, never shown: results, budgets and `content_sha` see the content alone.
+so a question that names the topic finds a chunk that only says "it". A code chunk's line
+carries its symbol path instead of headings, and that path's words (`_client.py`'s
+`BaseClient._redirect_headers` adds "base client redirect headers"), so `ActorRef.tell`,
+`actor_ref tell` and "tell on ActorRef" all find it. The line is stored in
+`Record.context`, never shown: results, budgets and `content_sha` see the content alone.
 
 `TEXT_FORMAT` numbers what gets indexed. A workspace records the format its index was built
 with; when it is older, the writer re-indexes it in the background (`Writer.reindex_step`).
@@ -17,15 +20,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["TEXT_FORMAT", "chunk_contexts", "heading_trails", "source_label"]
+from imprint.store.text import identifier_parts
 
-# 1: the content alone; 2: the context line, then the content.
-TEXT_FORMAT = 2
+__all__ = ["TEXT_FORMAT", "chunk_contexts", "heading_trails", "source_label", "symbol_words"]
+
+# 1: the content alone; 2: the context line, then the content; 3: code chunked by its
+# structure (tree-sitter), each chunk's symbol path in its context line.
+TEXT_FORMAT = 3
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+<>:.])\1{2,}\s*$")
 _MARKUP = re.compile(r"`+|\*\*|\[([^\]]*)\]\([^)]*\)")
+_IDENT = re.compile(r"\w+")
 MAX_CONTEXT_CHARS = 300
 
 
@@ -93,11 +100,25 @@ def heading_trails(chunks: Sequence[str], lang: str) -> list[str]:
     return out
 
 
-def chunk_contexts(source: str, chunks: Sequence[str], lang: str) -> list[str]:
-    """The context line of each chunk of one source (see the module's docstring)."""
+def symbol_words(symbol: str) -> str:
+    """A symbol path's identifiers as lower-case words, where they differ from the path's
+    own tokens: `BaseClient._redirect_headers` -> `base client redirect headers`."""
+    tokens = _IDENT.findall(symbol)
+    parts = [p.lower() for t in tokens for p in identifier_parts(t)]
+    return "" if parts == [t.lower() for t in tokens] else " ".join(parts)
+
+
+def chunk_contexts(
+    source: str, chunks: Sequence[str], lang: str, symbols: Sequence[str] = ()
+) -> list[str]:
+    """The context line of each chunk of one source (see the module's docstring); `symbols`,
+    where given, has each chunk's symbol path."""
     label = source_label(source)
     out = []
-    for trail in heading_trails(chunks, lang):
-        line = " | ".join(part for part in (label, trail) if part)
+    trails = heading_trails(chunks, lang)
+    for i, trail in enumerate(trails):
+        symbol = symbols[i] if i < len(symbols) else ""
+        parts = (label, trail, symbol, symbol_words(symbol)) if symbol else (label, trail)
+        line = " | ".join(part for part in parts if part)
         out.append(line[:MAX_CONTEXT_CHARS])
     return out

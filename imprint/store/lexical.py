@@ -56,13 +56,17 @@ def fts_terms(query: str) -> str:
     """Any of the query's words, each quoted so FTS5 syntax in user text is inert.
 
     A CamelCase word also matches its parts as a phrase, so `readOnlyHint` finds text that
-    writes `read_only_hint` or "read only hint" (the tokenizer already splits at `_` and `.`).
+    writes `read_only_hint` or "read only hint" (the tokenizer already splits at `_` and `.`);
+    a snake_case word also matches its parts run together, so `actor_ref` finds `ActorRef`
+    (and a symbol path `ActorRef.tell` is a phrase of `actorref` and `tell` to the index).
     """
     terms = []
     for word in _WORD.findall(query):
         parts = identifier_parts(word)
         if len(parts) > 1 and "_" not in word:
             terms.append(f'("{word}" OR "{" ".join(parts)}")')
+        elif len(parts) > 1:
+            terms.append(f'("{word}" OR "{"".join(parts)}")')
         else:
             terms.append(f'"{word}"')
     return " OR ".join(terms)

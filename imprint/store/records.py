@@ -129,9 +129,14 @@ class Record(BaseModel):
     source_mtime: float = 0.0
     content_sha: str = ""
     tagged_by: str = "rules"
-    # Indexed with the content, never shown: the source path and heading trail
-    # (`imprint.store.context`).
+    # Indexed with the content, never shown: the source path and heading trail or symbol
+    # path (`imprint.store.context`).
     context: str = ""
+    # A code chunk's symbols (`ActorRef.tell`; several packed ones comma-separated) and its
+    # 1-based line range in its file; 0 where the chunker did not know them.
+    symbol: str = ""
+    line_start: int = 0
+    line_end: int = 0
 
     @property
     def indexed_text(self) -> str:

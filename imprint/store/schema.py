@@ -46,7 +46,10 @@ CREATE TABLE IF NOT EXISTS records (
     source_mtime REAL NOT NULL DEFAULT 0,
     content_sha TEXT NOT NULL DEFAULT '',
     tagged_by TEXT NOT NULL DEFAULT 'rules',
-    context TEXT NOT NULL DEFAULT ''
+    context TEXT NOT NULL DEFAULT '',
+    symbol TEXT NOT NULL DEFAULT '',
+    line_start INTEGER NOT NULL DEFAULT 0,
+    line_end INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS records_by_source ON records(project, source, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
@@ -136,6 +139,9 @@ COLUMNS = [
     "content_sha",
     "tagged_by",
     "context",
+    "symbol",
+    "line_start",
+    "line_end",
 ]
 SELECT = "SELECT " + ", ".join(f"r.{c}" for c in COLUMNS) + " FROM records r"
 
@@ -208,15 +214,22 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row.fetchone() is not None
 
 
+_LINES = (("line_start", "INTEGER NOT NULL DEFAULT 0"), ("line_end", "INTEGER NOT NULL DEFAULT 0"))
+
+
 def _migrate(conn: sqlite3.Connection) -> bool:
-    """Bring a store written by an older version to this schema: records gain `context`, and
-    the FTS index its second column. Returns whether the FTS index was dropped (the caller
-    rebuilds it from the records once SCHEMA has made it again)."""
+    """Bring a store written by an older version to this schema: records gain `context`,
+    `symbol` and the line range, and the FTS index its second column. Returns whether the
+    FTS index was dropped (the caller rebuilds it from the records once SCHEMA has made it
+    again)."""
     if not _has_table(conn, "records"):
         return False
     columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
     if "context" not in columns:
         conn.execute("ALTER TABLE records ADD COLUMN context TEXT NOT NULL DEFAULT ''")
+    for name, kind in (("symbol", "TEXT NOT NULL DEFAULT ''"), *_LINES):
+        if name not in columns:  # text format 3's chunks (the writer re-chunks old ones)
+            conn.execute(f"ALTER TABLE records ADD COLUMN {name} {kind}")
     fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'records_fts'").fetchone()
     if fts is not None and "context" in fts[0]:
         return False

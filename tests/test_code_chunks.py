@@ -1,0 +1,133 @@
+"""Code chunks in the store: symbol and lines stored and shown in search headers, symbol
+paths indexed for identifier-aware lexical matching, and a store indexed by the old
+chunker re-chunked when opened (text format 3)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from imprint.actors._rechunk import Rechunk
+from imprint.actors.lifecycle import Runtime
+from imprint.actors.writer import Writer
+from imprint.chunking import TREE_LANGUAGES
+from imprint.ingest.pipeline import ingest_path
+from imprint.reads.gateway import ActorReads
+from imprint.reads.search import SearchArgs, format_search, search
+from imprint.store.context import TEXT_FORMAT, symbol_words
+from imprint.store.embedder import Embedder
+from imprint.store.workspace import WorkspaceStore
+from imprint.types import WorkspaceName
+from tests.conftest import write_tree
+from tests.test_context import _small_chunks
+
+ACTOR = textwrap.dedent(
+    '''\
+    """Actors and the references that reach them."""
+
+    import queue
+
+
+    class ActorRef:
+        """A reference to a running actor; what callers hold instead of the actor."""
+
+        def __init__(self, inbox):
+            self._inbox = inbox
+            self._stopped = False
+
+        def tell(self, message):
+            """Deliver without waiting for an answer; the caller goes on at once."""
+            self._inbox.put(message)
+
+        def ask(self, message, block=True, timeout=None):
+            """Deliver and wait for the answer, or return a future to wait on later."""
+            reply = queue.Queue(maxsize=1)
+            self._inbox.put((message, reply))
+            return reply.get(timeout=timeout) if block else reply
+    '''
+)
+OTHER = "def unrelated():\n    return 'nothing about references here'\n"
+
+
+@pytest.fixture
+def ingested(tmp_path: Path, embedder: Embedder, request: pytest.FixtureRequest) -> Runtime:
+    files = {"pykka/_actor.py": ACTOR, "other.py": OTHER}
+    rt = Runtime(tmp_path / "data", _small_chunks(), embedder=embedder).start()
+    request.addfinalizer(rt.stop)
+    ingest_path(rt, write_tree(tmp_path / "proj", files), project="proj")
+    return rt
+
+
+def test_symbol_words_spell_out_the_identifiers() -> None:
+    """A symbol path's words are its identifiers' parts; a plain path adds none."""
+    assert symbol_words("BaseClient._redirect_headers") == "base client redirect headers"
+    assert symbol_words("ActorRef.tell, ActorRef.ask") == "actor ref tell actor ref ask"
+    assert symbol_words("helper") == ""
+
+
+def test_a_code_hit_shows_its_symbol_and_lines_and_indexes_them_unseen(ingested: Runtime) -> None:
+    """The header reads `_actor.py#N ActorRef.tell L13-15`; the symbol path is in the
+    indexed context, not in the shown excerpt."""
+    rows = search(ActorReads(ingested), SearchArgs(query="ActorRef.tell", mode="lexical"))
+    top = rows.hits[0].record
+    assert (top.symbol, top.line_start, top.line_end) == ("ActorRef.tell", 13, 15)
+    assert "ActorRef.tell | actor ref tell" in top.context
+    shown = format_search(rows, 4000)
+    assert f"| pykka/_actor.py#{top.chunk_index} ActorRef.tell L13-15 | " in shown
+    assert "actor ref tell" not in shown
+
+
+@pytest.mark.parametrize("query", ["ActorRef.tell", "actor_ref tell", "tell on ActorRef"])
+def test_symbol_paths_match_as_identifiers_are_written(ingested: Runtime, query: str) -> None:
+    """Dotted, snake_case and spelled-out forms of a symbol path find its chunk first."""
+    rows = search(ActorReads(ingested), SearchArgs(query=query, mode="lexical"))
+    assert rows.hits[0].record.symbol == "ActorRef.tell", [h.record.symbol for h in rows.hits]
+
+
+def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Opened at text format 2, the writer re-chunks a code file that is still as ingested
+    (new chunks with symbols replace the old ones, vectors included), keeps a changed
+    file's old chunks with a fresh context line, reports progress, then records format 3."""
+    files = {"pykka/_actor.py": ACTOR, "other.py": OTHER, "zz.py": OTHER}
+    tree = write_tree(tmp_path / "proj", files)
+    data = tmp_path / "data"
+    saved = dict(TREE_LANGUAGES)
+    TREE_LANGUAGES.clear()  # the line chunker, as the version before wrote the store
+    try:
+        rt = Runtime(data, _small_chunks(), embedder=embedder).start()
+        ingest_path(rt, tree, project="proj")
+        rt.workspace().sqlite.set_meta("text_format", "2")
+        rt.stop()
+    finally:
+        TREE_LANGUAGES.update(saved)
+    (tree / "other.py").write_text(OTHER + "\n# edited since\n", encoding="utf-8")
+
+    store = WorkspaceStore(data, WorkspaceName("default"), embedder)
+    try:
+        sqlite = store.sqlite
+        old_other = sqlite.source_records("proj", "other.py")
+        assert not any(r.symbol for r in sqlite.source_records("proj", "pykka/_actor.py"))
+        writer = Writer(store, embedder, rechunk=Rechunk(target=300, overlap=0))
+        # other.py (changed: nothing to write), then _actor.py's chunks fill the step.
+        assert writer.reindex_step(limit=1) is True
+        assert writer.reindex_progress() == {"done": 2, "total": 3}
+        while writer.reindex_step(limit=1):
+            pass
+        assert sqlite.text_format() == TEXT_FORMAT == 3
+        actor = sqlite.source_records("proj", "pykka/_actor.py")
+        assert "ActorRef.tell" in [r.symbol for r in actor]
+        assert all(r.line_start > 0 and r.chunk_count == len(actor) for r in actor)
+        entry = sqlite.source_entry("proj", "pykka/_actor.py")
+        assert entry is not None and entry.chunk_count == len(actor)
+        other = sqlite.source_records("proj", "other.py")
+        assert [r.content for r in other] == [r.content for r in old_other]
+        assert all(r.symbol == "" and r.context == "other" for r in other)
+        ids = sqlite.ids()
+        got = store.vectors.collection.get(ids=list(ids))  # type: ignore[attr-defined]
+        assert set(got["ids"]) == ids and sqlite.journal_pending() == []
+    finally:
+        store.close()
