@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from imprint._config_groups import BackupConfig, HooksConfig, _Group
 from imprint._fs import atomic_write_text, data_dir, private_dir
 from imprint.errors import ConfigError
 
@@ -42,15 +43,10 @@ __all__ = [
 ENV_PREFIX = "IMPRINT_"
 
 
-class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
-
-
 _NEAR_DUPLICATE = (
     "a memory at least this similar (cosine) to one of its project is not stored again: "
     "`already stored as ID (similar, 0.95)`; 0 = off (exact text only)"
 )
-_EVERY_HOURS = "the daemon backs up into {data dir}/backups this often (hours); 0 = off"
 
 
 class StoreConfig(_Group):
@@ -232,35 +228,6 @@ class LogConfig(_Group):
         description="the JSON log rotates at this size",
     )
     keep: int = Field(default=3, ge=1, le=50, description="rotated JSON log files kept")
-
-
-def _hook_ms(default: int, what: str) -> Any:
-    return Field(default=default, ge=50, le=60_000, description=f"ms {what} may take")
-
-
-class BackupConfig(_Group):
-    every_hours: float = Field(default=0.0, ge=0.0, le=8760.0, description=_EVERY_HOURS)
-    keep: int = Field(default=7, ge=1, le=1000, description="rolling backups kept; older removed")
-
-
-class HookTimeoutsConfig(_Group):
-    session_start: int = _hook_ms(1500, "the session-start hook")
-    prompt_submit: int = _hook_ms(300, "the prompt-submit hook")
-    capture: int = _hook_ms(300, "a capture hook (its hand-off)")
-
-
-class HooksConfig(_Group):
-    context_chars: int = Field(
-        default=2000, ge=200, le=20_000, description="the session-start briefing's budget"
-    )
-    prompt_submit: bool = Field(
-        default=False, description="add memories relevant to each prompt (hooks install)"
-    )
-    timeout_ms: HookTimeoutsConfig = Field(default_factory=HookTimeoutsConfig)
-    exclude: list[str] = Field(
-        default_factory=list,
-        description="projects or folders no hook briefs or captures (names, paths, globs)",
-    )
 
 
 class Config(BaseModel):
