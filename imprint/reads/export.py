@@ -6,8 +6,8 @@ with its chunks' text, and its facts (by id). Every line is one JSON object with
 and no spaces, so two exports of one store are byte-identical. Nothing from the config (its
 keys, a provider's API key) is part of it; neither are vectors: an import embeds again.
 
-The lines, version 2 (each a model below; a field a reader does not know is a corrupt line):
-- `{"line":"header","format":"imprint-export","version":2,"workspaces":{NAME:{"memories":M,
+The lines, version 3 (each a model below; a field a reader does not know is a corrupt line):
+- `{"line":"header","format":"imprint-export","version":3,"workspaces":{NAME:{"memories":M,
   "sources":S,"chunks":C,"facts":F}}}`: what the lines after it hold, workspace by workspace.
 - `{"line":"memory","workspace","id","project","content","type","tags":{"lang","layer","kind",
   "domains","topics"},"tagged_by","created_at","supersedes":[{"id","at"}],"superseded_by":
@@ -16,11 +16,13 @@ The lines, version 2 (each a model below; a field a reader does not know is a co
   epoch seconds on both); both memories are in the same export.
 - `{"line":"source","workspace","project","source","source_type":"file"|"url"|"content",
   "mtime","sha256","root","validators","chunks":[{"id","text","type","tags","tagged_by",
-  "created_at","source_mtime"}]}`: an ingested source with its chunks in order.
+  "created_at","source_mtime","symbol","line_start","line_end"}]}`: an ingested source with
+  its chunks in order; a code chunk's symbol path and line range (`""`, 0 and 0 for prose).
 - `{"line":"fact","workspace","id","subject","predicate","object","valid_from","ended"|null,
   "source"}`: a fact with its validity (`ended` null while it holds) and where it came from.
-Times are epoch seconds (floats). Version 1 was the same without `superseded_by` (and with
-`supersedes` always empty); a reader of version 2 reads both (`READ_VERSIONS`).
+Times are epoch seconds (floats). Version 2 was the same without the chunks' `symbol`,
+`line_start` and `line_end`; version 1 also without `superseded_by` (and with `supersedes`
+always empty); a reader of version 3 reads all three (`READ_VERSIONS`).
 
 The workspaces are read from their SQLite files read-only, each in one snapshot
 (`imprint.store.dump`), not through the reader actors: the snapshot is what makes an export
@@ -60,9 +62,9 @@ __all__ = [
 ]
 
 FORMAT = "imprint-export"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 # The versions an import reads: 1 had no `superseded_by` and never a link.
-READ_VERSIONS = (1, 2)
+READ_VERSIONS = (1, 2, 3)
 
 
 class _Line(BaseModel):
@@ -128,6 +130,9 @@ class ChunkLine(_Line):
     tagged_by: str
     created_at: float
     source_mtime: float
+    symbol: str = ""
+    line_start: int = 0
+    line_end: int = 0
 
 
 class SourceLine(_Line):
@@ -199,7 +204,15 @@ def _source(
         root=entry.root if entry else "",
         validators=entry.validators if entry else "",
         chunks=tuple(
-            ChunkLine(text=r.content, source_mtime=r.source_mtime, **_about(r)) for r in records
+            ChunkLine(
+                text=r.content,
+                source_mtime=r.source_mtime,
+                symbol=r.symbol,
+                line_start=r.line_start,
+                line_end=r.line_end,
+                **_about(r),
+            )
+            for r in records
         ),
     )
 

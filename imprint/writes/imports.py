@@ -276,6 +276,9 @@ def _chunk_record(line: SourceLine, index: int, chunk: ChunkLine, context: str) 
         content_sha=content_sha(chunk.text),
         tagged_by=chunk.tagged_by,
         context=context,
+        symbol=chunk.symbol,
+        line_start=chunk.line_start,
+        line_end=chunk.line_end,
     )
 
 
@@ -283,7 +286,7 @@ def _source_records(line: SourceLine) -> tuple[SourceEntry, list[Record]]:
     texts = [c.text for c in line.chunks]
     # The context line as this version indexes it (what a re-index would give).
     lang = line.chunks[0].tags.lang if line.chunks else ""
-    contexts = chunk_contexts(line.source, texts, lang)
+    contexts = chunk_contexts(line.source, texts, lang, [c.symbol for c in line.chunks])
     records = [
         _chunk_record(line, i, c, ctx)
         for i, (c, ctx) in enumerate(zip(line.chunks, contexts, strict=True))
