@@ -132,6 +132,8 @@ class Daemon:
             data_dir, config.backup, self.wait_runtime, started=self._warmup.wait_started
         )
         self.watches: WatchHost | None = None  # the watched folders (`imprint watch`)
+        self._watch_lock = threading.Lock()  # the watches started, or none after shutdown
+        self._watch_thread: threading.Thread | None = None
 
     @property
     def runtime(self) -> Runtime | None:
@@ -173,10 +175,24 @@ class Daemon:
         # It waits for the runtime, then captures what hooks queued while none ran.
         self.capture = CaptureWorker(self.data_dir, self.wait_runtime).start()
         self.backups.start()  # backup.every_hours; nothing runs when it is 0
+        self._watch_thread = threading.Thread(
+            target=self._start_watches, name="imprint-watch-start", daemon=True
+        )
+        self._watch_thread.start()
+
+    def _start_watches(self) -> None:
+        """Each persisted folder watched again, from a rescan of what changed meanwhile; once
+        the background start has imported the package tree: importing `imprint.watch` here
+        while the warm-up imports the tools deadlocked the two on their module locks (CI:
+        `KeyError: 'imprint.reads'`, the runtime failed to start)."""
+        self._warmup.wait_started()
+        if self._stopping.is_set():
+            return
         from imprint.watch import WatchHost
 
-        # Each persisted folder is watched again, from a rescan of what changed meanwhile.
-        self.watches = WatchHost(self.data_dir, self.wait_runtime).start()
+        with self._watch_lock:
+            if not self._stopping.is_set():
+                self.watches = WatchHost(self.data_dir, self.wait_runtime).start()
 
     def _check_handshake(self) -> None:
         """A snapshot written for another MCP version may not say what this one would: later
@@ -343,6 +359,8 @@ class Daemon:
                 conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
                 return
             if isinstance(hello.get("watch"), dict):
+                if self._watch_thread is not None:
+                    self._watch_thread.join(120)  # the watches start once the runtime has
                 conn.sendall(answer_watch(hello["watch"], self.watches).encode())
                 return
             if isinstance(hello.get("backup"), dict):
@@ -434,8 +452,10 @@ class Daemon:
             self._warmup.join()
             self._dashboard.stop()
             self.backups.stop()  # before the writers a backup under way copies through
-            if self.watches is not None:
-                self.watches.stop()  # before the writers its batches write through
+            with self._watch_lock:  # _stopping is set: no watches start after this
+                watches = self.watches
+            if watches is not None:
+                watches.stop()  # before the writers its batches write through
             if self.capture is not None:
                 self.capture.stop()  # before the writers it writes through
             if self.runtime is not None:
