@@ -51,6 +51,7 @@ __all__ = [
     "READ_VERSIONS",
     "ChunkLine",
     "Counts",
+    "ExportLine",
     "FactLine",
     "Header",
     "Link",
@@ -59,6 +60,7 @@ __all__ = [
     "Tags",
     "export_lines",
     "line_text",
+    "workspace_lines",
 ]
 
 FORMAT = "imprint-export"
@@ -67,26 +69,26 @@ FORMAT_VERSION = 3
 READ_VERSIONS = (1, 2, 3)
 
 
-class _Line(BaseModel):
+class ExportLine(BaseModel):
     # A field this version does not know is a corrupt line, not something to drop unseen.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Counts(_Line):
+class Counts(ExportLine):
     memories: int = 0
     sources: int = 0
     chunks: int = 0
     facts: int = 0
 
 
-class Header(_Line):
+class Header(ExportLine):
     line: Literal["header"] = "header"
     format: str
     version: int
     workspaces: dict[str, Counts]
 
 
-class Tags(_Line):
+class Tags(ExportLine):
     lang: str = ""
     layer: str = ""
     kind: str = ""
@@ -100,14 +102,14 @@ class Tags(_Line):
         )
 
 
-class Link(_Line):
+class Link(ExportLine):
     """The other memory of a supersede link, and when the link was made."""
 
     id: str
     at: float
 
 
-class MemoryLine(_Line):
+class MemoryLine(ExportLine):
     line: Literal["memory"] = "memory"
     workspace: str
     id: str
@@ -122,7 +124,7 @@ class MemoryLine(_Line):
     superseded_by: Link | None = None
 
 
-class ChunkLine(_Line):
+class ChunkLine(ExportLine):
     id: str
     text: str
     type: str
@@ -135,7 +137,7 @@ class ChunkLine(_Line):
     line_end: int = 0
 
 
-class SourceLine(_Line):
+class SourceLine(ExportLine):
     line: Literal["source"] = "source"
     workspace: str
     project: str
@@ -148,7 +150,7 @@ class SourceLine(_Line):
     chunks: tuple[ChunkLine, ...]
 
 
-class FactLine(_Line):
+class FactLine(ExportLine):
     line: Literal["fact"] = "fact"
     workspace: str
     id: str
@@ -160,7 +162,7 @@ class FactLine(_Line):
     source: str
 
 
-def line_text(line: _Line) -> str:
+def line_text(line: ExportLine) -> str:
     """One line of the file: sorted keys, no spaces, text as it is (not \\u-escaped)."""
     data = line.model_dump(mode="json")
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -221,7 +223,7 @@ def _fact(ws: str, fact: Fact) -> FactLine:
     return FactLine(workspace=ws, **fact.model_dump())
 
 
-def _workspace_lines(ws: str, snapshot: Dump) -> Iterator[str]:
+def workspace_lines(ws: str, snapshot: Dump) -> Iterator[str]:
     memories = list(snapshot.memories())
     ids = {rec.id for rec in memories}
     links: dict[str, list[SupersedeLink]] = {}
@@ -248,4 +250,4 @@ def export_lines(data_dir: Path, workspaces: list[WorkspaceName]) -> Iterator[st
         counts = {str(ws): Counts(**snap.counts()) for ws, snap in snapshots.items()}
         yield line_text(Header(format=FORMAT, version=FORMAT_VERSION, workspaces=counts))
         for ws, snapshot in snapshots.items():
-            yield from _workspace_lines(ws, snapshot)
+            yield from workspace_lines(ws, snapshot)

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ValidationError
 
 from imprint._fs import atomic_write_lines, private_dir
 from imprint.errors import InputError
-from imprint.reads.export import FactLine, MemoryLine, SourceLine, _Line, line_text
+from imprint.reads.export import ExportLine, FactLine, MemoryLine, SourceLine, line_text
 from imprint.store.tombstones import fact_mark, memory_mark, source_mark
 from imprint.workspaces import validate_name
-from imprint.writes.imports import _check, _first_error
+from imprint.writes.imports import check_line, first_error
 
 __all__ = [
     "SYNC_FORMAT",
@@ -47,7 +47,7 @@ FILE_RE = re.compile(r"^(\d{6,})\.jsonl$")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
-class SyncHeader(_Line):
+class SyncHeader(ExportLine):
     line: Literal["header"] = "header"
     format: str
     version: int
@@ -56,14 +56,14 @@ class SyncHeader(_Line):
     lines: int
 
 
-class TombstoneLine(_Line):
+class TombstoneLine(ExportLine):
     line: Literal["tombstone"] = "tombstone"
     workspace: str
     key: str
     at: float
 
 
-class LinkLine(_Line):
+class LinkLine(ExportLine):
     line: Literal["link"] = "link"
     workspace: str
     old: str
@@ -147,7 +147,7 @@ def _check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
         if not line.old or not line.new or line.old == line.new:
             raise InputError("old, new: two different memory ids")
     else:
-        _check(line, seen)
+        check_line(line, seen)
 
 
 def _header(data: object, machine: str) -> SyncHeader:
@@ -178,7 +178,7 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return "not UTF-8"
     if isinstance(exc, ValidationError):
-        return f"not a valid line ({_first_error(exc)})"
+        return f"not a valid line ({first_error(exc)})"
     if isinstance(exc, InputError):
         return str(exc)
     return f"not a valid line ({exc})"  # JSON

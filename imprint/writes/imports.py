@@ -55,7 +55,17 @@ from imprint.types import MemoryId, WorkspaceName
 from imprint.workspaces import validate_name
 from imprint.writes.gateway import WRITE_TIMEOUT_SEC, Writes
 
-__all__ = ["ExportFile", "ImportReport", "import_file", "read_export"]
+__all__ = [
+    "BATCH_RECORDS",
+    "ExportFile",
+    "ImportReport",
+    "check_line",
+    "first_error",
+    "import_file",
+    "memory_record",
+    "read_export",
+    "source_records",
+]
 
 MAX_TAG_CHARS = 200
 # Records per write: a write holds the writer for about this many embeddings.
@@ -107,7 +117,7 @@ class ExportFile:
         return sum(c.memories + c.chunks for c in self.header.workspaces.values())
 
 
-def _first_error(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
@@ -126,7 +136,7 @@ def _check_tags(tags: object, type: str) -> None:
             )
 
 
-def _check(line: BaseModel, seen: set[tuple[str, str]]) -> None:
+def check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
     """What a record must be, beyond its fields' types; InputError names the field."""
     ws = str(getattr(line, "workspace", ""))
     validate_name(ws)
@@ -213,7 +223,7 @@ def read_export(path: Path) -> ExportFile:
                 if model is None:
                     raise InputError(f"line: {kind!r} is not one of {', '.join(_KINDS)}")
                 line = model.model_validate(data)
-                _check(line, seen)
+                check_line(line, seen)
                 place = workspaces.get(str(getattr(line, "workspace", "")))
                 if place is None:
                     raise InputError("workspace: not one the header counts")
@@ -227,7 +237,7 @@ def read_export(path: Path) -> ExportFile:
             except UnicodeDecodeError as exc:
                 raise InputError(f"import: line {number}: not UTF-8 ({exc.reason})") from exc
             except ValueError as exc:  # JSON, and pydantic's ValidationError
-                why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                why = first_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 raise InputError(f"import: line {number}: not a valid line ({why})") from exc
             except InputError as exc:
                 raise InputError(f"import: line {number}: {exc}") from exc
@@ -245,7 +255,7 @@ def read_export(path: Path) -> ExportFile:
     return ExportFile(header=header, workspaces=workspaces, lines=number)
 
 
-def _memory_record(line: MemoryLine) -> Record:
+def memory_record(line: MemoryLine) -> Record:
     text = line.content
     return Record(
         id=MemoryId(line.id),
@@ -282,7 +292,7 @@ def _chunk_record(line: SourceLine, index: int, chunk: ChunkLine, context: str) 
     )
 
 
-def _source_records(line: SourceLine) -> tuple[SourceEntry, list[Record]]:
+def source_records(line: SourceLine) -> tuple[SourceEntry, list[Record]]:
     texts = [c.text for c in line.chunks]
     # The context line as this version indexes it (what a re-index would give).
     lang = line.chunks[0].tags.lang if line.chunks else ""
@@ -394,8 +404,8 @@ def _import_workspace(
     writes: Writes, ws: WorkspaceName, lines: _Workspace, report: ImportReport, progress: Progress
 ) -> None:
     """Write what the store does not hold as the lines have it."""
-    memories = [_memory_record(m) for m in lines.memories]
-    sources = [_source_records(s) for s in lines.sources]
+    memories = [memory_record(m) for m in lines.memories]
+    sources = [source_records(s) for s in lines.sources]
     ids = [r.id for r in memories] + [r.id for _, recs in sources for r in recs]
     held = _held(writes, ws, ids)
     held_links = _held_links(writes, ws, [r.id for r in memories])

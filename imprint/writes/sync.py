@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint.errors import SQLITE_FILE, InputError
-from imprint.reads.export import FactLine, MemoryLine, SourceLine, _workspace_lines
+from imprint.reads.export import FactLine, MemoryLine, SourceLine, workspace_lines
 from imprint.store.dump import dump
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
@@ -56,7 +56,7 @@ from imprint.writes._sync_files import (
     write_file,
 )
 from imprint.writes.gateway import Writes
-from imprint.writes.imports import BATCH_RECORDS, _memory_record, _source_records
+from imprint.writes.imports import BATCH_RECORDS, memory_record, source_records
 
 __all__ = ["sync_folder"]
 
@@ -96,7 +96,7 @@ def _local(data_dir: Path, ws: WorkspaceName) -> tuple[dict[str, Item], dict[str
     """This store's items (from one snapshot) and its tombstones."""
     items: dict[str, Item] = {}
     with dump(workspace_dir(data_dir, ws) / SQLITE_FILE) as snapshot:
-        for text in _workspace_lines(ws, snapshot):
+        for text in workspace_lines(ws, snapshot):
             data = json.loads(text)
             line = _LINES[data["line"]].model_validate(data)
             item = item_of(line, _HERE)  # type: ignore[arg-type]
@@ -218,13 +218,13 @@ def _apply(writes: Writes, plan: _Plan) -> None:
         writes.write(ws, batch)
         failpoint("sync.write")  # a test kills the sync here, between two writes
 
-    records: list[Record] = [_memory_record(m) for m in plan.memories]
+    records: list[Record] = [memory_record(m) for m in plan.memories]
     for start in range(0, len(records), BATCH_RECORDS):
         write(WriteBatch(upserts=tuple(records[start : start + BATCH_RECORDS])))
     batch: list[Record] = []
     entries: list[SourceEntry] = []
     for line in plan.sources:
-        entry, chunks = _source_records(line)
+        entry, chunks = source_records(line)
         batch.extend(chunks)  # a source's chunks and its entry: one write
         entries.append(entry)
         if len(batch) >= BATCH_RECORDS or line is plan.sources[-1]:
