@@ -17,6 +17,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +35,11 @@ from benchmark._common import (
 )
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
+from imprint.ingest.pipeline import build_records, ingest_path
 from imprint.reads import ActorReads
 from imprint.reads.search import SearchArgs, search
 from imprint.watch import WatchHost
+from imprint.watch.host import GROUP_CHUNKS
 
 WORDS = [
     "alpha",
@@ -87,6 +90,39 @@ def _tree(root: Path, files: int, switch: int) -> Path:
     _git(tree, "commit", "-q", "-am", "other")
     _git(tree, "checkout", "-q", "main")
     return tree
+
+
+def _rel(i: int) -> str:
+    return f"pkg{i // 100:03}/m{i:05}.md"
+
+
+def _embed_speed(rt: Runtime, texts: list[str]) -> float:
+    """Chunks/s of the embedder alone, in groups of the watcher's size."""
+    t0 = time.monotonic()
+    for at in range(0, len(texts), GROUP_CHUNKS):
+        rt.embedder().embed(texts[at : at + GROUP_CHUNKS])
+    return len(texts) / (time.monotonic() - t0)
+
+
+@contextmanager
+def _searching(rt: Runtime) -> Iterator[list[float]]:
+    """A busy assistant: a hybrid search every 50 ms while the block runs; their times."""
+    times: list[float] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        i = 0
+        while not stop.wait(0.05):
+            times.append(_timed_search(rt, WORDS[i % 12] + " module"))
+            i += 1
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        yield times
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _lexical(rt: Runtime, word: str) -> int:
@@ -140,36 +176,33 @@ def run(files: int, switch: int, edits: int) -> dict[str, Any]:
                 seen.append(time.monotonic() - t0)
             out["edit_searchable"] = latency(seen).__dict__
             note(f"edit searchable {out['edit_searchable']}, load {os.getloadavg()}")
-            sample = [_text(i, "speed") for i in range(min(switch, 500))]
-            t0 = time.monotonic()
-            rt.embedder().embed(sample)
-            out["embedder_chunks_per_sec"] = round(len(sample) / (time.monotonic() - t0), 1)
-            during: list[float] = []
-            stop = threading.Event()
-
-            def searching() -> None:
-                i = 0
-                # A busy assistant: a hybrid search every 50 ms, for as long as it indexes.
-                while not stop.wait(0.05):
-                    during.append(_timed_search(rt, WORDS[i % 12] + " module"))
-                    i += 1
-
-            batches = watcher.batches
-            thread = threading.Thread(target=searching)
-            thread.start()
-            t0 = time.monotonic()
-            _git(tree, "checkout", "-q", "other")
-            assert watcher.wait(
-                lambda w: (
-                    w.batches > batches
-                    and w.row().pending == 0
-                    and _lexical(rt, "otherbranch") >= min(switch, 50)
-                ),
-                3600,
+            # The embedder alone on the very texts the switch indexes (as ingest builds
+            # them, in the watcher's groups), idle and beside the same search load.
+            texts = [
+                build_records("tree", _rel(i), _text(i, "otherbranch"))[0].indexed_text
+                for i in range(switch)
+            ]
+            out["embedder_idle_chunks_per_sec"] = round(_embed_speed(rt, texts), 1)
+            with _searching(rt) as beside:
+                out["embedder_loaded_chunks_per_sec"] = round(_embed_speed(rt, texts), 1)
+            out["search_during_embedder"] = latency(beside).__dict__
+            note(
+                f"embedder alone {out['embedder_idle_chunks_per_sec']} chunks/s idle, "
+                f"{out['embedder_loaded_chunks_per_sec']} beside searches"
             )
-            switch_sec = time.monotonic() - t0
-            stop.set()
-            thread.join()
+            batches = watcher.batches
+            with _searching(rt) as during:
+                t0 = time.monotonic()
+                _git(tree, "checkout", "-q", "other")
+                assert watcher.wait(
+                    lambda w: (
+                        w.batches > batches
+                        and w.row().pending == 0
+                        and _lexical(rt, "otherbranch") >= min(switch, 50)
+                    ),
+                    3600,
+                )
+                switch_sec = time.monotonic() - t0
             out["switch_indexed_sec"] = round(switch_sec, 1)
             out["switch_chunks_per_sec"] = round(switch / switch_sec, 1)
             out["switch_batches"] = watcher.batches - batches
@@ -177,12 +210,19 @@ def run(files: int, switch: int, edits: int) -> dict[str, Any]:
         finally:
             host.stop()
             rt.stop()
+    out["switch_vs_embedder_loaded"] = round(
+        out["switch_chunks_per_sec"] / out["embedder_loaded_chunks_per_sec"], 2
+    )
+    out["switch_vs_embedder_idle"] = round(
+        out["switch_chunks_per_sec"] / out["embedder_idle_chunks_per_sec"], 2
+    )
     return out
 
 
 def _readme(res: WatchResults) -> str:
     r = res.results
     idle, busy, edit = r["idle_search"], r["search_during_switch"], r["edit_searchable"]
+    beside = r["search_during_embedder"]
     return "\n".join(
         [
             f"# Watch mode, {res.started_at}",
@@ -201,9 +241,15 @@ def _readme(res: WatchResults) -> str:
             f"| no-change rescan (median of 3) | {r['no_change_rescan_sec']:.2f} s | 1.5 s |",
             f"| branch switch indexed | {r['switch_indexed_sec']} s, "
             f"{r['switch_chunks_per_sec']} chunks/s in {r['switch_batches']} batch(es) | "
-            f"embedder alone: {r['embedder_chunks_per_sec']} chunks/s |",
+            f"- |",
+            f"| embedder alone on the same texts, idle / beside the same searches | "
+            f"{r['embedder_idle_chunks_per_sec']} / {r['embedder_loaded_chunks_per_sec']} "
+            "chunks/s | - |",
+            f"| switch against the embedder beside searches / idle | "
+            f"{r['switch_vs_embedder_loaded']}x / {r['switch_vs_embedder_idle']}x | 0.9x |",
             f"| search p95, idle / during the switch | {idle['p95_ms']:.1f} ms / "
             f"{busy['p95_ms']:.1f} ms ({busy['queries']} searches answered) | answering |",
+            f"| search p95 beside the embedder alone | {beside['p95_ms']:.1f} ms | - |",
             f"| first index of the tree | {r['initial_index_sec']} s | - |",
             "",
         ]
