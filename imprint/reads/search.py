@@ -210,7 +210,7 @@ def candidates(asked: Search) -> int:
         return max(SINCE_POOL, asked.limit)
     if asked.mode == "hybrid":
         return min(max(asked.limit * 3, 30), 150)
-    return asked.limit if asked.by_chunk else min(asked.limit * 3, 150)
+    return asked.limit if asked.by_chunk else min(asked.limit * 2, 150)
 
 
 def _kept(asked: Search, fusion: Fusion) -> int:
@@ -310,9 +310,11 @@ def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
             (
                 rid,
                 score,
-                Why(
+                Why.model_construct(
                     vector_rank=rank if mode == "semantic" else None,
                     lexical_rank=rank if mode == "lexical" else None,
+                    phrase=False,
+                    coverage=None,
                     fused=score,
                 ),
             )
