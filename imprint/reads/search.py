@@ -204,8 +204,10 @@ def search_budget(cfg: SearchConfig, max_chars: int | None) -> int:
 
 def candidates(asked: Search) -> int:
     """How many hits each list of a search asks for: beyond `limit` in hybrid mode, so the
-    fusion has something to agree on, and with one hit per source, so that `limit` sources
-    remain once a source's chunks are folded; more with `since`, which drops older ones."""
+    fusion has something to agree on (3x, at least 30), and twice `limit` in a single mode
+    with one hit per source, so that `limit` sources remain once a source's chunks are folded
+    (3x cost 11-17% of p50 at 10k chunks and changed no rank on the retrieval sets); more with
+    `since`, which drops older ones."""
     if asked.since:
         return max(SINCE_POOL, asked.limit)
     if asked.mode == "hybrid":
