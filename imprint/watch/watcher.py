@@ -81,6 +81,7 @@ class FolderWatcher:
         self._state = "starting"
         self._progress = (0, 0)
         self.batches = 0
+        self.indexing_sec = 0.0  # the ingests' own time, summed over batches
         self._last_indexed_at = 0.0
         self._last_batch = ""
         self._error = ""
@@ -221,6 +222,7 @@ class FolderWatcher:
         with self._cond:
             self._batch = set()
             self.batches += 1
+            self.indexing_sec += report.seconds
             if report.files or report.removed or rescan:
                 self._last_indexed_at = time.time()
             what = "rescan" if rescan else f"{changed} changed paths"
