@@ -116,6 +116,26 @@ def test_a_chunk_near_the_top_keeps_its_own_block_beside_its_source() -> None:
     ]
 
 
+def test_a_code_chunk_keeps_its_own_block_further_down_than_prose() -> None:
+    """A chunk with a symbol (a function of a code file) keeps a block of its own among the
+    first `near_code` candidates (5), a prose chunk only among the first `near` (3): at rank
+    4 the function gets its own block, the section is only named."""
+    code = {
+        MemoryId("a0"): _record("a0", "a.py", 0),
+        MemoryId("b0"): _record("b0", "b.py", 0),
+        MemoryId("c0"): _record("c0", "c.py", 0),
+        MemoryId("a4"): _record("a4", "a.py", 4).model_copy(update={"symbol": "Client.send"}),
+        MemoryId("a9"): _record("a9", "a.py", 9).model_copy(update={"symbol": "Client.close"}),
+        MemoryId("a5"): _record("a5", "a.py", 5).model_copy(update={"symbol": "Client.get"}),
+    }
+    ranked = [(rid, 1.0 / (i + 1), _why()) for i, rid in enumerate(code)]
+    got = [(rid, also) for rid, _, _, also in by_source(ranked, code, limit=10)]
+    assert got == [("a0", (5,)), ("b0", ()), ("c0", ()), ("a4", ()), ("a9", ())]
+    prose = {rid: rec.model_copy(update={"symbol": ""}) for rid, rec in code.items()}
+    got = [(rid, also) for rid, _, _, also in by_source(ranked, prose, limit=10)]
+    assert got == [("a0", (4, 9, 5)), ("b0", ()), ("c0", ())]
+
+
 def test_the_same_path_in_two_projects_is_two_sources() -> None:
     """Folding goes by (project, source): `README.md` of two projects is shown twice."""
     one = _record("x", "README.md", 0)
