@@ -347,18 +347,25 @@ def run_arm(
     projects: Sequence[str],
     lookups: Sequence[Lookup],
     repeats: int,
+    keep: Path | None = None,
 ) -> Arm:
     arm = Arm(name)
     with (
         tempfile.TemporaryDirectory(prefix=f"imprint-bench-code-{name}-") as tmp,
-        common.data_dir(Path(tmp), "imprint-bench-code-") as data_dir,
+        common.data_dir(keep / name if keep else Path(tmp), "imprint-bench-code-") as data_dir,
+        setting(),  # the whole run: a kept store opens with the chunker it was made with
     ):
         configure_logging(data_dir, level="warning", to_file=True)
         runtime = Runtime(data_dir, load_config(data_dir)).start()
+        made = data_dir / "bench-ingest.json"
         try:
-            with setting():
+            if made.is_file():
+                arm.ingest = {**json.loads(made.read_text(encoding="utf-8")), "reused": True}
+            else:
                 note(f"{name}: ingesting {', '.join(projects)}")
                 arm.ingest = ingest_fixture(runtime, fixture, projects)
+                if keep:
+                    made.write_text(json.dumps(arm.ingest), encoding="utf-8")
             note(f"{name}: {arm.ingest}; searching {len(lookups)} lookups")
             reads = ActorReads(runtime)
             for lookup in lookups[:3]:  # warm-up, untimed
@@ -512,6 +519,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     run.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     run.add_argument("--arms", default="lines,tree", help="comma-separated: lines, tree")
     run.add_argument("--repeats", type=int, default=3, help="searches per lookup (default 3)")
+    run.add_argument(
+        "--keep",
+        type=Path,
+        help="keep each arm's data dir under KEEP/<arm> and reuse one already there (its "
+        "ingest is not re-run: for ranking changes, not chunker changes)",
+    )
     run.add_argument("--publish", action="store_true", help="write code-search-<timestamp>/")
     run.add_argument("--out", type=Path, default=PUBLISHED, help="with --publish: where")
     args = parser.parse_args(argv)
@@ -562,7 +575,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = _arms()
     projects = list(manifest["projects"])
     for name in args.arm_list:
-        res.arms.append(run_arm(name, known[name], fixture, projects, lookups, args.repeats))
+        res.arms.append(
+            run_arm(name, known[name], fixture, projects, lookups, args.repeats, args.keep)
+        )
     res.total_seconds = common.elapsed()
     common.conclude(res, table, readme if args.publish else None, args.out, "code-search")
     return 0

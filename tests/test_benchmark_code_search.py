@@ -22,6 +22,18 @@ def test_the_lookup_file_has_thirty_lookups_in_every_style() -> None:
     assert set(versions) == {lk.project for lk in lookups}
 
 
+def test_the_held_out_file_has_one_lookup_per_project_and_style_and_no_tuned_gold() -> None:
+    """4 per style, one per project; no gold symbol of the tuned set, same fixture versions."""
+    heldout = code_search.DEFAULT_QUERIES.with_name("code_search_heldout.json")
+    versions, lookups = code_search.load_lookups(heldout, None)
+    tuned_versions, tuned = code_search.load_lookups(code_search.DEFAULT_QUERIES, None)
+    assert versions == tuned_versions
+    assert sorted((lk.style, lk.project) for lk in lookups) == sorted(
+        (style, project) for style in code_search.STYLES for project in versions
+    )
+    assert not {lk.symbol for lk in lookups} & {lk.symbol for lk in tuned}
+
+
 def test_a_bad_lookup_file_is_refused_with_every_problem(tmp_path: Path) -> None:
     """A wrong style and a definition missing from its gold file are both named."""
     (tmp_path / "p").mkdir()
