@@ -433,7 +433,8 @@ def table(res: Results) -> str:
 
 
 INTRO = (
-    "{n} lookups over installed source at fixed versions, written before any chunker change; "
+    "{n} lookups from `{path}` over installed source at fixed versions (that file says "
+    "when they were written); "
     "hybrid `search` with the tool's defaults (limit 10), formatted by `format_search` at "
     f"{BUDGET} characters. Counts are lookups. top-1 and R@5: the gold file first / among "
     "the first 5; symbol top-1: the first result is the gold file and holds the symbol's "
@@ -446,7 +447,7 @@ HEADS = ("arm", "style", "top-1", "R@5", "symbol top-1", "visible@4000", "search
 def readme(res: Results, command: str) -> str:
     m, rev = res.machine, res.machine["revision"]
     title = f"# Code search benchmark, {res.started_at}"
-    lines = [title, "", INTRO.format(n=res.queries["lookups"]), ""]
+    lines = [title, "", INTRO.format(n=res.queries["lookups"], path=res.queries["path"]), ""]
     lines += [f"| {' | '.join(HEADS)} |", "|---|---|" + "---:|" * (len(HEADS) - 2)]
     lines += [f"| {' | '.join(cells)} |" for cells in _figure_rows(res)]
     lines += ["", "| arm | files | chunks | ingest s | chunks/s |", "|---|---:|---:|---:|---:|"]
