@@ -12,7 +12,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
-from imprint.reads.ranking import Fusion, Why, coverage, fuse, rerank
+from imprint.reads.ranking import Fusion, Why, coverage, fuse, names_symbol, rerank
 from imprint.reads.search import SearchArgs, format_search, search
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
@@ -241,6 +241,35 @@ def test_coverage_rerank_lifts_the_chunk_holding_every_query_term() -> None:
     # Weight 0: the order stays the fusion's.
     same = rerank("restart a stopped actor", fused, records, Fusion(coverage=0.0))
     assert [rid for rid, _, _ in same] == ["a", "b"]
+
+
+def test_a_query_that_spells_a_symbol_lifts_the_chunk_that_defines_it() -> None:
+    """`float_safe_remainder` names `floatSafeRemainder` packed beside `cleanRegex`, so that
+    chunk passes the one fused above it by `phrase` over (rrf_k + 1); a prose chunk, a short
+    name or a query with other words beside the name gets nothing."""
+    fusion = Fusion(rrf_k=60, coverage=0.0)
+    packed = Record(
+        id=MemoryId("b"), content="x", source="util.ts", symbol="cleanRegex, floatSafeRemainder"
+    )
+    records = {
+        MemoryId("a"): Record(
+            id=MemoryId("a"), content="x", source="checks.ts", symbol="multipleOf"
+        ),
+        MemoryId("b"): packed,
+    }
+    fused = fuse(_ids("a", "b"), None, None, fusion)
+    out = rerank("float_safe_remainder", fused, records, fusion)
+    assert [rid for rid, _, _ in out] == ["b", "a"]
+    scores = {rid: score for rid, score, _ in fused}
+    assert out[0][1] == pytest.approx(scores["b"] + fusion.phrase / 61)
+    assert names_symbol(
+        "textfromansi", Record(id=MemoryId("t"), content="x", symbol="Text.from_ansi")
+    )
+    assert names_symbol("fromansi", Record(id=MemoryId("t"), content="x", symbol="Text.from_ansi"))
+    assert not names_symbol("fromansi", Record(id=MemoryId("t"), content="from ansi"))
+    assert not names_symbol("send", Record(id=MemoryId("t"), content="x", symbol="Client.send"))
+    kept = rerank("where is float_safe_remainder used", fused, records, fusion)
+    assert [rid for rid, _, _ in kept] == ["a", "b"]
 
 
 def test_a_source_path_word_counts_toward_coverage() -> None:

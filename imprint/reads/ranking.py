@@ -38,6 +38,7 @@ __all__ = [
     "history_chunk",
     "history_question",
     "licence_chunk",
+    "names_symbol",
     "rerank",
 ]
 
@@ -184,17 +185,40 @@ def coverage(terms: frozenset[str], record: Record) -> float:
     return sum(holds_term(text, term, lowered) for term in terms) / len(terms)
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _squashed(text: str) -> str:
+    """Letters and digits only, lower case: `float_safe_remainder` -> `floatsaferemainder`."""
+    return "".join(_WORD.findall(text)).lower()
+
+
+def names_symbol(query: str, record: Record) -> bool:
+    """Whether a query (squashed: `_squashed`) spells one of a code chunk's symbols, whole or
+    its last part, in any case and with any separators: `float_safe_remainder` names
+    `floatSafeRemainder`, `text from ansi` names `Text.from_ansi`. Six characters at least:
+    `get` or `send` alone names too many."""
+    if not record.symbol or len(query) < 6:
+        return False
+    for symbol in record.symbol.split(","):
+        if query in (_squashed(symbol), _squashed(symbol.rsplit(".", 1)[-1])):
+            return True
+    return False
+
+
 def rerank(
     text: str,
     fused: list[tuple[MemoryId, float, Why]],
     records: dict[MemoryId, Record],
     fusion: Fusion,
 ) -> list[tuple[MemoryId, float, Why]]:
-    """Add coverage of the query's terms, worth `coverage` times a first rank in one list;
-    lower history chunks by `history` times that for a question not about history. Only the
+    """Add coverage of the query's terms, worth `coverage` times a first rank in one list,
+    and `phrase` times that when the query spells the chunk's symbol (`names_symbol`); lower
+    history chunks by `history` times that for a question not about history. Only the
     first `depth` candidates are read so; the rest keep their fused score (they fill the
     sources after the first ones) and all are ordered by score."""
     terms = content_terms(text)
+    squashed = _squashed(text)
     history_prior = 0.0 if history_question(text) else fusion.history
     licence_prior = 0.0 if _LICENCE_QUESTION.search(text) else fusion.history
     out = [(rid, score, why) for rid, score, why in fused[fusion.depth :] if rid in records]
@@ -209,7 +233,11 @@ def rerank(
         elif licence_prior and licence_chunk(record):
             prior = licence_prior
         history = prior > 0
-        final = score + (fusion.coverage * share - prior) / (fusion.rrf_k + 1)
+        # Code search (`benchmark.code_search`, tree arm): identifier top-1 10 -> 12 of 12
+        # on the tuned set, 3 -> 4 of 4 held out (a symbol packed with small neighbours);
+        # the other styles unchanged. Prose chunks have no symbol: unchanged.
+        named = fusion.phrase if names_symbol(squashed, record) else 0.0
+        final = score + (fusion.coverage * share + named - prior) / (fusion.rrf_k + 1)
         update = {"coverage": share, "history": history, "fused": final}
         out.append((rid, final, why.model_copy(update=update)))
     return sorted(out, key=lambda item: (-item[1], item[0]))
