@@ -452,6 +452,13 @@ def readme(res: Results, command: str) -> str:
     lines += [f"| {' | '.join(cells)} |" for cells in _figure_rows(res)]
     lines += ["", "| arm | files | chunks | ingest s | chunks/s |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {' | '.join(cells)} |" for cells in _ingest_rows(res)]
+    reused = [a.name for a in res.arms if a.ingest.get("reused")]
+    if reused:
+        lines += [
+            "",
+            f"Reused stores (`--keep`): {', '.join(reused)}; their ingest figures are from "
+            "the run that made them, this run only searched them.",
+        ]
     names = [a.name for a in res.arms]
     lines += [
         "",
