@@ -7,11 +7,13 @@ or hashes; `test.sh` installed npm packages with their install scripts enabled.
 from __future__ import annotations
 
 import json
+import platform
 import re
 import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -62,7 +64,17 @@ def test_install_sh_installs_only_hash_pinned_locks_and_never_upgrades_pip_unpin
         assert command.startswith('"${pip[@]}"'), command
         (lock,) = re.findall(r"-r (\S+)", command)
         locks.append(lock)
-    assert locks == ["scripts/pip.lock", "scripts/requirements.lock", "scripts/models.lock"]
+    assert locks == [
+        "scripts/pip.lock",
+        "scripts/requirements.lock",
+        '"$lock_llama"',
+        "scripts/models.lock",
+    ]
+    # The llama-cpp-python rebuild installs its own entry of requirements.lock (its pin and
+    # hashes, cut out by awk), nothing else.
+    assert '    scripts/requirements.lock >"$lock_llama"' in text
+    assert '--no-deps --force-reinstall -r "$lock_llama"' in text
+    locks.remove('"$lock_llama"')
     for lock in locks:
         pins = _locked(ROOT / lock)
         assert pins, lock
@@ -151,3 +163,34 @@ def test_the_license_is_an_spdx_expression() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["license"] == "Apache-2.0"
     assert metadata("imprint")["License-Expression"] == "Apache-2.0"
+
+
+def test_the_llama_rebuild_takes_exactly_its_own_pin_and_hashes_from_the_lock(
+    tmp_path: Path,
+) -> None:
+    """The awk program install.sh cuts llama-cpp-python's entry with, run on the real
+    requirements.lock, gives that one pin with every hash the lock lists for it."""
+    text = (SCRIPTS / "install.sh").read_text(encoding="utf-8")
+    (program,) = re.findall(r"awk '([^']+)'", text)
+    out = subprocess.run(
+        ["awk", program, str(SCRIPTS / "requirements.lock")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    cut = tmp_path / "llama.lock"
+    cut.write_text(out, encoding="utf-8")
+    whole = _locked(SCRIPTS / "requirements.lock")
+    assert _locked(cut) == {"llama-cpp-python": whole["llama-cpp-python"]}
+    assert whole["llama-cpp-python"][1] >= 1
+
+
+def test_the_installed_llama_cpp_is_the_baseline_build() -> None:
+    """install.sh builds llama.cpp without AVX-512 and AMX on x86-64 (its AMX kernels
+    segfault on Sapphire Rapids): the installed one reports neither."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the baseline build is for x86-64")
+    llama_cpp = pytest.importorskip("llama_cpp")
+    info = llama_cpp.llama_print_system_info().decode()
+    assert "AVX2 = 1" in info, info
+    assert "AMX" not in info and "AVX512 = 1" not in info, info
