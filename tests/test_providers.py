@@ -7,16 +7,19 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from imprint.actors.inference import CompleteRequest, Inference
 from imprint.config import TaggerConfig
 from imprint.errors import ModelMissingError
-from imprint.providers import ProviderError, is_local, is_loopback_host, make_provider
+from imprint.providers import ProviderError, is_local, is_loopback_host, local, make_provider
 from imprint.providers.anthropic import AnthropicProvider
 from imprint.providers.gemini import GeminiProvider
+from imprint.providers.local import amx_hazard
 from imprint.providers.openai_compat import OllamaProvider, OpenAIProvider, VllmProvider
 
 SCHEMA = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
@@ -298,3 +301,38 @@ def test_the_client_and_the_locality_check_judge_the_same_url(kind: str, base_ur
         assert is_local(kind, base_url) is expected, provider.base_url  # type: ignore[attr-defined]
     finally:
         provider.close()
+
+
+AMX_BUILD = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | OPENMP = 1 | "
+BASELINE_BUILD = "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | OPENMP = 1 | "
+
+
+def test_an_amx_build_is_a_hazard_only_on_a_cpu_with_amx() -> None:
+    """llama.cpp's AMX kernels run (and crash) only where the build has them and the CPU has
+    AMX: the baseline build is safe everywhere, an AMX build on an AMD or older Intel CPU
+    is too."""
+    sapphire = " fpu sse2 avx2 avx512f amx_bf16 amx_tile amx_int8 "
+    epyc = " fpu sse2 avx2 avx512f avx512_vnni "
+    assert amx_hazard(AMX_BUILD, sapphire)
+    assert not amx_hazard(AMX_BUILD, epyc)
+    assert not amx_hazard(BASELINE_BUILD, sapphire)
+    assert not amx_hazard(AMX_BUILD, "")
+
+
+def test_the_local_provider_refuses_an_amx_build_on_an_amx_cpu_before_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading would segfault the daemon in the first decode: the provider raises the
+    rebuild instead, and the inference it was asked for is an error with that detail."""
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setattr(local, "_system_info", lambda: AMX_BUILD)
+    monkeypatch.setattr(local, "_cpu_flags", lambda: " avx2 amx_tile amx_int8 ")
+    provider = local.LocalProvider(str(model), n_threads=1)
+    with pytest.raises(ProviderError, match=r"AMX.*GGML_NATIVE=OFF"):
+        provider.load()
+    assert not provider.loaded
+    done = Inference(lambda: provider).complete(
+        CompleteRequest(messages=MESSAGES, deadline=time.monotonic() + 60, max_tokens=4)
+    )
+    assert done.outcome == "error" and "llama.cpp#20824" in (done.detail or "")

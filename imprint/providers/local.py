@@ -19,6 +19,12 @@ but `Llama.load_state` writes every restored token's row into it, so after the f
 restored answer all of it was resident: the provider gives the model a one-row array
 instead. And each save and restore copies a state (tens of MiB) three times through the C
 heap, whose free pages glibc keeps: after every call the heap is trimmed.
+
+A llama.cpp built with its AMX kernels (pip's default build, -march=native, on an Intel CPU
+that has AMX) segfaults in its first decode on such CPUs (ggml-org/llama.cpp#20824; seen on
+an Intel Xeon here and in CI): the crash would take the daemon, and every client's session,
+with it. Such a build on such a CPU is refused before loading, with the rebuild that fixes
+it; `scripts/install.sh` builds without AVX-512 and AMX.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ __all__ = [
     "PROMPT_CACHE_ENTRIES",
     "LocalProvider",
     "PromptCache",
+    "amx_hazard",
     "bundled_gguf",
     "trim_heap",
 ]
@@ -183,6 +190,39 @@ def bundled_gguf() -> Path | None:
     return found[0] if found else None
 
 
+REBUILD = (
+    "CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF "
+    "-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF' pip install --force-reinstall --no-deps "
+    "--no-cache-dir llama-cpp-python"
+)
+
+
+def amx_hazard(system_info: str, cpu_flags: str) -> bool:
+    """Whether llama.cpp would run its AMX kernels here: the build has them
+    (`llama_print_system_info` lists AMX_INT8) and the CPU has AMX (`amx_int8` among the
+    flags of /proc/cpuinfo)."""
+    built = "AMX_INT8 = 1" in system_info
+    return built and "amx_int8" in cpu_flags.split()
+
+
+def _cpu_flags() -> str:
+    """The first `flags` line of /proc/cpuinfo ("" where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return line.partition(":")[2]
+    except OSError:
+        pass
+    return ""
+
+
+def _system_info() -> str:
+    import llama_cpp
+
+    return str(llama_cpp.llama_print_system_info().decode("utf-8", "replace"))
+
+
 class LocalProvider:
     name = "local"
 
@@ -221,6 +261,13 @@ class LocalProvider:
         if self._llm is None:
             import numpy as np
             from llama_cpp import Llama
+
+            if amx_hazard(_system_info(), _cpu_flags()):
+                raise ProviderError(
+                    "tagger.local: this llama-cpp-python was built with llama.cpp's AMX "
+                    "kernels, which crash on this CPU (ggml-org/llama.cpp#20824); rebuild "
+                    f"it without them: {REBUILD}"
+                )
 
             started = time.monotonic()
             self._llm = Llama(
