@@ -13,7 +13,9 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.errors import InputError
 from imprint.watch import FolderWatcher, WatchHost, format_watch, load_folders
+from imprint.watch.watcher import moves_head
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
+from tests.test_git_ingest import _git
 from tests.test_hardening import call, lexical
 
 WAIT_SEC = 120.0
@@ -94,6 +96,50 @@ def test_folders_persist_and_a_restart_rescans_what_changed(
         assert load_folders(rt.data_dir) == []
     finally:
         again.stop()
+
+
+def test_a_commit_that_changes_no_file_moves_the_recorded_commit(
+    rt: Runtime, host: WatchHost, tmp_path: Path
+) -> None:
+    """A watched work tree: a commit of files already indexed (no working file changes,
+    so no file event) starts a batch from the new HEAD alone, and file_summary then names
+    the new commit; the batch counts no file as pending."""
+    tree = _tree(tmp_path)
+    _git(tree, "init", "-q")
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-q", "-m", "one")
+    watcher = _watch(host, tree)
+    first = _git(tree, "rev-parse", "HEAD")
+    _, text = call(rt, tree, "file_summary", {"source": "a.md"})
+    assert f"git: commit {first[:12]}; indexed text is the commit's" in text, text
+    batches = watcher.batches
+    _git(tree, "commit", "-q", "--allow-empty", "-m", "two")
+    second = _git(tree, "rev-parse", "HEAD")
+
+    def moved(w: FolderWatcher) -> bool:
+        _, shown = call(rt, tree, "file_summary", {"source": "a.md"})
+        return f"git: commit {second[:12]}" in shown
+
+    assert watcher.wait(moved, WAIT_SEC)
+    assert watcher.batches > batches
+    assert "a new HEAD" in watcher.row().last_batch
+    assert watcher.row().pending == 0
+
+
+def test_only_what_moves_head_inside_git_starts_a_batch() -> None:
+    """HEAD, a branch ref and the packed refs move on a commit, checkout or reset; the
+    index, the reflogs, objects, lock files and a file named HEAD elsewhere do not count."""
+    assert moves_head("/r/.git/HEAD") and moves_head("/r/.git/packed-refs")
+    assert moves_head("/r/.git/refs/heads/main") and moves_head("/r/.git/refs/heads/feat/x")
+    for quiet in (
+        "/r/.git/index",
+        "/r/.git/logs/HEAD",
+        "/r/.git/refs/heads/main.lock",
+        "/r/.git/objects/ab/cdef",
+        "/r/.git/refs/heads",
+        "/r/src/HEAD",
+    ):
+        assert not moves_head(quiet), quiet
 
 
 def _writes(rt: Runtime) -> int:

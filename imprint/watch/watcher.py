@@ -9,6 +9,11 @@ touching 2,000 files is one batch with progress. Events during a batch wait for 
 The first batch is a rescan: what changed while nobody watched (the daemon was down or
 killed mid-batch) is indexed then. The event thread is watching before that rescan starts,
 so nothing changed in between is missed.
+
+Events inside `.git` are not files of the index, but a commit, a checkout or a reset moves
+the folder's HEAD (`.git/HEAD`, a branch under `.git/refs/heads`, `.git/packed-refs`): that
+starts a batch too, with no file counted as pending, so every file's recorded commit follows
+the new HEAD (a commit that changes no working file is otherwise never seen).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from imprint.ingest.pipeline import IngestReport, Progress
 from imprint.logs import get_logger
 from imprint.watch.folders import WatchedFolder
 
-__all__ = ["FolderWatcher", "WatchRow"]
+__all__ = ["FolderWatcher", "WatchRow", "moves_head"]
 
 log = get_logger("imprint.watch")
 
@@ -55,6 +60,19 @@ def _wanted(path: str) -> bool:
     return not QUIET_DIRS.intersection(Path(path).parts) and not path.endswith(("~", ".swp"))
 
 
+def moves_head(path: str) -> bool:
+    """Whether a changed path inside a `.git` folder is one that a commit, a checkout or a
+    reset rewrites: HEAD, a branch ref, the packed refs (not their `.lock` files, nor the
+    index, which `git status` rewrites too)."""
+    parts = Path(path).parts
+    if ".git" not in parts or path.endswith(".lock"):
+        return False
+    rest = parts[len(parts) - parts[::-1].index(".git") :]
+    return rest in (("HEAD",), ("packed-refs",)) or (
+        rest[:2] == ("refs", "heads") and len(rest) > 2
+    )
+
+
 class FolderWatcher:
     """Watches one folder on two threads (events, batches) until `stop`."""
 
@@ -76,6 +94,7 @@ class FolderWatcher:
         self._stop = threading.Event()
         self._cond = threading.Condition()
         self._pending: set[str] = set()
+        self._head_moved = False  # HEAD or a branch moved since the last batch started
         self._events = 0  # notes received, so the worker sees a burst still arriving
         self._batch: set[str] = set()
         self._state = "starting"
@@ -110,6 +129,7 @@ class FolderWatcher:
         """Changed paths (absolute, from the events): queued for the next batch."""
         with self._cond:
             self._pending.update(p for p in paths if _wanted(p))
+            self._head_moved = self._head_moved or any(map(moves_head, paths))
             self._events += 1
             self._cond.notify_all()
 
@@ -171,17 +191,20 @@ class FolderWatcher:
         while not self._stop.is_set():
             with self._cond:
                 if not first:
-                    while not self._pending and not self._stop.is_set():
+                    while not (self._pending or self._head_moved) and not self._stop.is_set():
                         self._state = "watching"
                         self._cond.wait()
                     self._debounce()
                 if self._stop.is_set():
                     return
                 self._batch, self._pending = self._pending, set()
+                head_moved, self._head_moved = self._head_moved, False
                 self._state, self._progress = "indexing", (0, 0)
-            ok = self._run(rescan=first)
+            ok = self._run(rescan=first, head_moved=head_moved)
             first = first and not ok
             if not ok:
+                with self._cond:
+                    self._head_moved = self._head_moved or head_moved
                 self._stop.wait(RETRY_SEC)
 
     def _debounce(self) -> None:
@@ -193,7 +216,7 @@ class FolderWatcher:
             if self._events == seen or time.monotonic() - started >= self.max_wait_sec:
                 return
 
-    def _run(self, *, rescan: bool) -> bool:
+    def _run(self, *, rescan: bool, head_moved: bool = False) -> bool:
         def progress(done: int, total: int, source: str) -> None:
             with self._cond:
                 self._progress = (done, total)
@@ -213,6 +236,7 @@ class FolderWatcher:
             "watch.batch.done",
             path=self.folder.path,
             rescan=rescan,
+            head_moved=head_moved,
             changed=changed,
             files=report.files,
             removed=report.removed,
@@ -226,6 +250,8 @@ class FolderWatcher:
             if report.files or report.removed or rescan:
                 self._last_indexed_at = time.time()
             what = "rescan" if rescan else f"{changed} changed paths"
+            if head_moved and not rescan:
+                what += " and a new HEAD"
             self._last_batch = (
                 f"{what}: {report.files} files indexed ({report.chunks} chunks), "
                 f"{report.removed} removed, {report.seconds:.1f} s"
