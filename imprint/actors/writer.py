@@ -37,6 +37,7 @@ from imprint.actors.write_messages import (
 )
 from imprint.errors import StoreError, failure_line
 from imprint.logs import get_logger
+from imprint.store.applying import applying
 from imprint.store.check import IndexCheck, RepairReport
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import DIMENSIONS, Embedder
@@ -257,17 +258,19 @@ class Writer:
         if self._vectors_stale:
             self._reconnect(strict=True)
         delay("writer.apply")
-        try:
-            # Chroma's Rust calls keep the interpreter lock: SIGTERM must not need it here.
-            with sigterm_kills():
-                hold("writer.vectors")
-                self.store.vectors.delete(list(batch.delete_ids))
-                self.store.vectors.upsert(list(batch.upserts), embeddings)
-        except Exception:
-            self._reconnect(strict=False)
-            raise
-        failpoint("writer.after_vectors")
-        self.store.sqlite.apply(batch, seq)
+        # Searches meanwhile see these vectors before their records (`store.applying`).
+        with applying(self.store.folder, (r.id for r in batch.upserts)):
+            try:
+                # Chroma's Rust calls keep the interpreter lock: SIGTERM must not need it.
+                with sigterm_kills():
+                    hold("writer.vectors")
+                    self.store.vectors.delete(list(batch.delete_ids))
+                    self.store.vectors.upsert(list(batch.upserts), embeddings)
+            except Exception:
+                self._reconnect(strict=False)
+                raise
+            failpoint("writer.after_vectors")
+            self.store.sqlite.apply(batch, seq)
         self._embedded.pop(seq, None)
 
     def _reconnect(self, *, strict: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -39,9 +40,11 @@ from imprint.reads.layout import (
     superseded_note,
 )
 from imprint.reads.ranking import Fusion, Ranking, Why, by_source, fuse, rerank
+from imprint.store.applying import applied_count, being_applied
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
 from imprint.types import MemoryId, WorkspaceName
+from imprint.workspaces import workspace_dir
 
 __all__ = [
     "HINT",
@@ -242,6 +245,8 @@ class _Sent(NamedTuple):
     vector: Pending[Ranking] | None
     lexical: Pending[Ranking] | None
     both: Pending[tuple[Ranking, Ranking]] | None  # the BM25 ranking and its phrase block
+    folder: Path  # the workspace's folder (`store.applying`)
+    applied: int  # writes applied to it before these reads were asked
 
 
 class _Ranked(NamedTuple):
@@ -261,6 +266,8 @@ def _reranks(mode: Mode, fusion: Fusion) -> bool:
 def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
     mode, text, filters = asked.mode, asked.text, asked.filters
     pool = candidates(asked)
+    folder = workspace_dir(reads.runtime.data_dir, workspace)
+    applied = applied_count(folder)
     vector = lexical = both = None
     if mode in ("hybrid", "semantic"):
         vector = reads.ask(_vector_query(workspace, asked))
@@ -274,7 +281,7 @@ def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
         lexical = reads.ask(
             LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
         )
-    return _Sent(asked, workspace, vector, lexical, both)
+    return _Sent(asked, workspace, vector, lexical, both, folder, applied)
 
 
 def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
@@ -343,6 +350,15 @@ def _fetch(reads: Reads, ranked: Sequence[_Ranked], deadline: Deadline) -> _Foun
     return _Found(found, {k.old: k.new for k in deadline.wait(links, "search (fetch)")})
 
 
+def _orphans(missing: list[MemoryId], sent: _Sent) -> int:
+    """How many of the candidates without a record count as damage: none when a write
+    was applied to the workspace since the search's reads were asked, else those no
+    write is applying now."""
+    if not missing or applied_count(sent.folder) != sent.applied:
+        return 0
+    return len(missing) - len(being_applied(sent.folder, missing))
+
+
 def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     fail("search.rows")  # a search that crashes beside others (tests/test_recall.py)
     asked, records = one.sent.asked, found.records
@@ -352,8 +368,9 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
         ranked = [
             c for c in ranked if c[0] not in records or records[c[0]].created_at >= asked.since
         ]
-    # Vectors among the first `limit` whose records are gone (a damaged lexical side).
-    orphans = sum(1 for rid, _, _ in ranked[:limit] if rid not in records)
+    # Vectors among the first `limit` whose records are gone (a damaged lexical side), not
+    # those of a write being applied or one applied while this search ran.
+    orphans = _orphans([rid for rid, _, _ in ranked[:limit] if rid not in records], one.sent)
     if _reranks(mode, fusion):
         ranked = rerank(text, ranked, records, fusion)
     ranked = [c for c in ranked if c[0] in records]
