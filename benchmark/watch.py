@@ -106,15 +106,18 @@ def _embed_speed(rt: Runtime, texts: list[str]) -> float:
 
 @contextmanager
 def _searching(rt: Runtime) -> Iterator[list[float]]:
-    """A busy assistant: a hybrid search every 50 ms while the block runs; their times."""
+    """A busy assistant: a hybrid search every 50 ms while the block runs; their times.
+    The first starts at once, so even a block shorter than 50 ms has one."""
     times: list[float] = []
     stop = threading.Event()
 
     def loop() -> None:
         i = 0
-        while not stop.wait(0.05):
+        while True:
             times.append(_timed_search(rt, WORDS[i % 12] + " module"))
             i += 1
+            if stop.wait(0.05):
+                return
 
     thread = threading.Thread(target=loop)
     thread.start()
