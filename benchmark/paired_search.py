@@ -108,6 +108,14 @@ def main() -> int:
         stores = [Path(tmp) / "a", Path(tmp) / "b"]
         for copy in stores:
             shutil.copytree(args.store, copy)
+        # Each copy is opened once by its own checkout first: what a checkout sets on open
+        # takes effect at the next one (Chroma reads `ef_search` when it loads the index,
+        # at the first read), and the timed worker is that next one.
+        for python, checkout, copy in (
+            (args.python_a, args.a, stores[0]),
+            (args.python_b, args.b, stores[1]),
+        ):
+            Worker(python, checkout.resolve(), copy).close()
         a = Worker(args.python_a, args.a.resolve(), stores[0])
         b = Worker(args.python_b, args.b.resolve(), stores[1])
         try:
