@@ -19,7 +19,10 @@ def wait_exit(pid: int, seconds: float = 120) -> None:
     except ProcessLookupError:
         return
     try:
-        ready, _, _ = select.select([fd], [], [], seconds)
+        # poll, not select: select() refuses a descriptor numbered 1,024 or more.
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        ready = poller.poll(int(seconds * 1000))
         assert ready, f"process {pid} still runs after {seconds} s"
     finally:
         os.close(fd)

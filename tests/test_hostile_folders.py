@@ -105,8 +105,11 @@ def _run_on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, bytes
     )
     os.close(slave)
     seen = bytearray()
+    # poll, not select: select() refuses a descriptor numbered 1,024 or more.
+    poller = select.poll()
+    poller.register(master, select.POLLIN)
     while True:
-        ready, _, _ = select.select([master], [], [], 120)
+        ready = poller.poll(120_000)
         if not ready:
             proc.kill()
             break
