@@ -248,6 +248,7 @@ class LocalProvider:
         self.chat_format = chat_format
         self.seed = seed
         self._llm: Any = None
+        self._amx: bool | None = None  # `amx_hazard` here, once asked
         self.cache = PromptCache()
         self.load_seconds: float | None = None
         self._entered = threading.Lock()
@@ -262,7 +263,10 @@ class LocalProvider:
             import numpy as np
             from llama_cpp import Llama
 
-            if amx_hazard(_system_info(), _cpu_flags()):
+            # Read once: a refused build stays refused, and every request would read again.
+            if self._amx is None:
+                self._amx = amx_hazard(_system_info(), _cpu_flags())
+            if self._amx:
                 raise ProviderError(
                     "tagger.local: this llama-cpp-python was built with llama.cpp's AMX "
                     "kernels, which crash on this CPU (ggml-org/llama.cpp#20824); rebuild "

@@ -47,8 +47,8 @@ def applying(folder: Path, ids: Iterable[str]) -> Iterator[None]:
 def being_applied(folder: Path, ids: Iterable[str]) -> set[str]:
     """Which of `ids` a writer of the workspace at `folder` is applying now."""
     with _LOCK:
-        held = _IDS.get(str(folder))
-        return {rid for rid in ids if held and rid in held}
+        held = _IDS.get(str(folder)) or Counter()
+        return {rid for rid in ids if rid in held}
 
 
 def applied_count(folder: Path) -> int:
