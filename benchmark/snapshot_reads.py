@@ -73,11 +73,17 @@ def _runtime(data_dir: Path) -> Runtime:
 def build(data_dir: Path, corpus: Path) -> None:
     if not corpus.is_dir():
         sys.exit(f"corpus: {corpus} is not a folder; pass --corpus")
+    # The session's working directory is the corpus: a relative path given here would be
+    # read against it (and refused as outside the allowed roots).
+    corpus = corpus.resolve()
     rt = _runtime(data_dir)
     try:
         s = Session(rt, corpus, [corpus])
         for sub in sorted(p for p in corpus.iterdir() if p.is_dir()):
-            print(s.call("ingest_path", {"path": str(sub), "project": sub.name})[1], flush=True)
+            failed, text = s.call("ingest_path", {"path": str(sub), "project": sub.name})
+            print(text, flush=True)
+            if failed:
+                sys.exit(f"ingest_path {sub}: failed; the store in {data_dir} is incomplete")
         for content, kind in MEMORIES:
             print(s.call("store", {"content": content, "project": "imprint", "type": kind})[1])
         for subject, predicate, obj in FACTS:
