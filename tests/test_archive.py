@@ -138,7 +138,7 @@ def test_export_import_round_trip_gives_the_same_answers(
         assert done.returncode == 0, done.stderr
     assert first.read_bytes() == second.read_bytes()
     header = json.loads(first.read_text().splitlines()[0])
-    assert header["version"] == FORMAT_VERSION == 3
+    assert header["version"] == FORMAT_VERSION == 4
     assert header["workspaces"]["default"] == {
         "memories": 5,
         "sources": 6,

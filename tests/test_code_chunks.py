@@ -96,7 +96,8 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
 ) -> None:
     """Opened at text format 2, the writer re-chunks a code file that is still as ingested
     (new chunks with symbols replace the old ones, vectors included), keeps a changed
-    file's old chunks with a fresh context line, reports progress, then records format 3."""
+    file's old chunks with a fresh context line, reports progress, then records this
+    version's format."""
     files = {"pykka/_actor.py": ACTOR, "other.py": OTHER, "zz.py": OTHER}
     tree = write_tree(tmp_path / "proj", files)
     data = tmp_path / "data"
@@ -126,7 +127,7 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
         assert writer.reindex_progress() == {"done": 2, "total": 3}
         while writer.reindex_step(limit=1):
             pass
-        assert sqlite.text_format() == TEXT_FORMAT == 3
+        assert sqlite.text_format() == TEXT_FORMAT == 4
         actor = sqlite.source_records("proj", "pykka/_actor.py")
         assert "ActorRef.tell" in [r.symbol for r in actor]
         assert all(r.line_start > 0 and r.chunk_count == len(actor) for r in actor)
@@ -138,5 +139,70 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
         ids = sqlite.ids()
         got = store.vectors.collection.get(ids=list(ids))  # type: ignore[attr-defined]
         assert set(got["ids"]) == ids and sqlite.journal_pending() == []
+    finally:
+        store.close()
+
+
+LONG = (
+    "def long_one(values, *, scale):\n"
+    + "".join(f"    total_{i} = sum(values[{i}:]) * {i}\n" for i in range(40))
+    + "    marker_zebra = total_0\n"
+    + "    return marker_zebra\n"
+)
+
+
+def test_a_hit_on_a_later_piece_shows_its_signature_unindexed(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The last piece of a long function is shown under `def long_one(values, *, scale):`
+    and an elision line; the signature is not indexed (`scale` finds the first piece only)."""
+    rt = Runtime(tmp_path / "data", _small_chunks(), embedder=embedder).start()
+    try:
+        ingest_path(rt, write_tree(tmp_path / "proj", {"long.py": LONG}), project="proj")
+        reads = ActorReads(rt)
+        rows = search(reads, SearchArgs(query="marker_zebra", mode="lexical"))
+        last = rows.hits[0].record
+        assert last.chunk_index > 0 and last.head == "def long_one(values, *, scale):\n    ..."
+        assert "def long_one" not in last.content
+        shown = format_search(rows, 4000)
+        assert f"long.py#{last.chunk_index} long_one L" in shown
+        assert "def long_one(values, *, scale): ... " in shown.replace("\n", " ")
+        scale = search(reads, SearchArgs(query="scale", mode="lexical"))
+        assert [h.record.chunk_index for h in scale.hits] == [0]
+    finally:
+        rt.stop()
+
+
+def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opened at text format 3 (tree-sitter chunks without signatures), the writer re-chunks
+    a long function so its later pieces carry `def long_one(...)`, and writes nothing for a
+    file this version chunks the same."""
+    tree = write_tree(tmp_path / "proj", {"long.py": LONG, "pykka/_actor.py": ACTOR})
+    data = tmp_path / "data"
+    with monkeypatch.context() as patched:
+        patched.setattr("imprint.chunking._tree.SIGNATURE_CHARS", 0)  # as format 3 chunked
+        rt = Runtime(data, _small_chunks(), embedder=embedder).start()
+        ingest_path(rt, tree, project="proj")
+        rt.stop()
+    store = WorkspaceStore(data, WorkspaceName("default"), embedder)
+    try:
+        sqlite = store.sqlite
+        sqlite.set_meta("text_format", "3")
+        before = sqlite.source_records("proj", "long.py")
+        actor = [(r.id, r.head) for r in sqlite.source_records("proj", "pykka/_actor.py")]
+        assert len(before) > 2 and all(r.head == "" for r in before)
+        writer = Writer(store, embedder, rechunk=Rechunk(target=300, overlap=0))
+        while writer.reindex_step(limit=1000):
+            pass
+        assert sqlite.text_format() == TEXT_FORMAT == 4
+        after = sqlite.source_records("proj", "long.py")
+        assert [(r.id, r.content) for r in after] == [(r.id, r.content) for r in before]
+        assert after[0].head == "" and all(
+            r.head == "def long_one(values, *, scale):\n    ..." for r in after[1:]
+        )
+        assert [(r.id, r.head) for r in sqlite.source_records("proj", "pykka/_actor.py")] == actor
+        assert sqlite.journal_pending() == []
     finally:
         store.close()

@@ -88,6 +88,43 @@ def test_a_long_definition_without_inner_ones_is_cut_and_keeps_its_symbol() -> N
     assert all(c.text.splitlines()[0] == rows[c.line_start - 1] for c in chunks)
 
 
+def test_a_later_piece_of_a_long_definition_carries_its_signature() -> None:
+    """The pieces after the first carry the definition's signature and an elision line in
+    `head`, outside their text and line range; the first piece, which holds it, has none."""
+    body = "".join(f"    value_{i} = compute({i}, 'some argument text')\n" for i in range(60))
+    text = f"def long_one(\n    values,\n    scale=2,\n):\n{body}    return value_0\n"
+    chunks = chunk_file(text, "python", "a.py", "code", target=400, overlap=50)
+    assert len(chunks) > 3 and chunks[0].head == ""
+    assert {c.head for c in chunks[1:]} == {"def long_one(\n    values,\n    scale=2,\n):\n    ..."}
+    for c in chunks:
+        assert c.text == _lines_of(text, c).rstrip()
+
+
+def test_a_brace_language_signature_ends_where_its_body_opens() -> None:
+    """TypeScript: the signature's last line is the one whose `{` opens the body; a method
+    split at nothing inner is named and headed the same way."""
+    body = "".join(f"  const part{i} = schema.shape[{i}] ?? mask;\n" for i in range(40))
+    text = (
+        "export function partial(\n  schema: Shape,\n  mask: object | undefined\n): any {\n"
+        f"{body}  return schema;\n}}\n"
+    )
+    chunks = chunk_file(text, "typescript", "util.ts", "code", target=400, overlap=0)
+    assert len(chunks) > 2 and chunks[0].head == ""
+    assert {c.head for c in chunks[1:]} == {
+        "export function partial(\n  schema: Shape,\n  mask: object | undefined\n): any {\n  ..."
+    }
+
+
+def test_a_long_signature_and_a_packed_chunk_carry_none() -> None:
+    """A signature over SIGNATURE_CHARS (a long parameter list) is not repeated, and chunks
+    of whole small definitions never carry one."""
+    params = "".join(f"    argument_{i}: int = {i},\n" for i in range(30))
+    body = "".join(f"    total += argument_{i % 30} * {i}\n" for i in range(40))
+    text = f"def many(\n{params}) -> int:\n    total = 0\n{body}    return total\n"
+    assert all(c.head == "" for c in chunk_file(text, "python", "a.py", "code", 400, 0))
+    assert all(c.head == "" for c in chunk_file(ACTOR, "python", "a.py", "code", 1200, 0))
+
+
 SAMPLES = {
     "javascript": (
         "x.js",

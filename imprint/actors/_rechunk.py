@@ -1,11 +1,13 @@
 """What re-indexing one source writes when its store's text format is older than this
 version's (`imprint.store.context.TEXT_FORMAT`).
 
-Every source gets the context line this version indexes. A code file in a language that
-is now chunked by its structure (format 3) is chunked again from the file itself, when the
-file is still what was ingested (its sha256 is the registry's): new chunks with symbols and
-lines replace the old ones, keeping the old ones' tags. A file that is gone or changed keeps
-its old chunks, with the new context line, until ingest sees it again.
+Every source gets the context line this version indexes. A code file in a language chunked
+by its structure (format 3; format 4: a later piece of a split definition carries its
+signature) is chunked again from the file itself when the file is still what was ingested
+(its sha256 is the registry's) and this version chunks it differently: new chunks with
+symbols, lines and signatures replace the old ones, keeping the old ones' tags. A file that
+is gone or changed keeps its old chunks, with the new context line, until ingest sees it
+again.
 """
 
 from __future__ import annotations
@@ -70,10 +72,17 @@ def _rechunked(
                     "symbol": chunk.symbol,
                     "line_start": chunk.line_start,
                     "line_end": chunk.line_end,
+                    "head": chunk.head,
                 }
             )
         )
     return out, entry.model_copy(update={"chunk_count": len(out)})
+
+
+def _chunks(records: list[Record]) -> list[tuple[str, str, int, int, str]]:
+    """What the chunker decides of a file's chunks (a version that chunks the same writes
+    nothing for it)."""
+    return [(r.content, r.symbol, r.line_start, r.line_end, r.head) for r in records]
 
 
 def reindexed(sqlite: SqliteReader, project: str, source: str, sizes: Rechunk) -> WriteBatch:
@@ -82,9 +91,9 @@ def reindexed(sqlite: SqliteReader, project: str, source: str, sizes: Rechunk) -
     if not records:
         return WriteBatch()
     first = records[0]
-    if first.source_type == "file" and structured(first.lang) and not first.symbol:
+    if first.source_type == "file" and structured(first.lang):
         found = _rechunked(sqlite, records, sizes)
-        if found is not None:
+        if found is not None and _chunks(found[0]) != _chunks(records):
             fresh, entry = found
             return WriteBatch(upserts=tuple(fresh), set_sources=(entry,))
     contexts = chunk_contexts(

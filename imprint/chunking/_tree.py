@@ -5,7 +5,9 @@ header with its fields. A definition over the target is split at its inner defin
 header, then each inner one, named `Outer.inner`); one with none is cut like prose, every
 piece keeping its symbol. Small neighbours under the same parent are packed together up to
 the target; material between definitions (imports, constants) packs with its neighbours.
-Chunks are whole lines; each carries its symbol path and 1-based line range.
+Chunks are whole lines; each carries its symbol path and 1-based line range. A later piece
+of a split definition also carries the definition's signature (`head`), shown above its
+text and never indexed, so a hit in the middle of a long function says which one it is.
 
 Grammars come compiled in their wheels (`tree-sitter-python` ...): nothing is downloaded.
 """
@@ -20,17 +22,23 @@ from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
-__all__ = ["TREE_LANGUAGES", "Chunk", "tree_chunks"]
+__all__ = ["SIGNATURE_CHARS", "TREE_LANGUAGES", "Chunk", "tree_chunks"]
+
+# A signature longer than this (a long parameter list) is not repeated on a later piece.
+SIGNATURE_CHARS = 400
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """One chunk of a file: its text, the symbols it defines, its lines (1-based, 0: unknown)."""
+    """One chunk of a file: its text, the symbols it defines, its lines (1-based, 0: unknown),
+    and for a later piece of a split definition that definition's signature, its lines then
+    an elision line (`head`: not in `text` or its line range)."""
 
     text: str
     symbol: str = ""
     line_start: int = 0
     line_end: int = 0
+    head: str = ""
 
 
 def _grammar(module: str, function: str = "language") -> Callable[[], Any]:
@@ -245,6 +253,8 @@ class _Builder:
         self.overlap = overlap
         self.cut = cut
         self.out: list[Chunk] = []
+        # Each split definition's first row and signature (`signature`), by symbol path.
+        self.signatures: dict[str, tuple[int, str]] = {}
 
     def size(self, seg: _Seg) -> int:
         return sum(len(line) for line in self.lines[seg.first : seg.last + 1])
@@ -282,11 +292,35 @@ class _Builder:
     def flush(self, pack: list[_Seg], parent: str) -> None:
         if not pack:
             return
-        symbols = [s.symbol for s in pack if s.symbol] or ([parent] if parent else [])
+        own = [s.symbol for s in pack if s.symbol]
+        symbols = own or ([parent] if parent else [])
         lines = self.lines[pack[0].first : pack[-1].last + 1]
-        self.add(lines, ", ".join(dict.fromkeys(symbols)), pack[0].first)
+        head = "" if own else self.head(parent, pack[0].first)
+        self.add(lines, ", ".join(dict.fromkeys(symbols)), pack[0].first, head)
 
-    def add(self, lines: list[str], symbol: str, first_row: int) -> None:
+    def head(self, symbol: str, first_row: int) -> str:
+        """The signature of the split definition `symbol` for a piece of its body starting
+        at `first_row` ("" for the piece that holds the signature itself)."""
+        start, signature = self.signatures.get(symbol, (0, ""))
+        return signature if first_row > start + 1 else ""
+
+    def signature(self, seg: _Seg, body: Node | None) -> str:
+        """A definition's signature lines, up to where its body opens, then an elision line at
+        the body's indent; "" where that is over SIGNATURE_CHARS or unknown."""
+        if seg.node is None or body is None:
+            return ""
+        first, opens = seg.node.start_point[0], body.start_point[0]
+        line = self.lines[opens]
+        if body.start_point[1] > len(line) - len(line.lstrip()):
+            opens += 1  # the body opens on the signature's last line (`... {`)
+        lines = [text.rstrip() for text in self.lines[first:opens]]
+        if not lines or sum(len(text) + 1 for text in lines) > SIGNATURE_CHARS:
+            return ""
+        inner = self.lines[min(opens, seg.last)]
+        indent = inner[: len(inner) - len(inner.lstrip())].strip("\r\n") or "    "
+        return "\n".join([*lines, f"{indent}..."])
+
+    def add(self, lines: list[str], symbol: str, first_row: int, head: str = "") -> None:
         """A chunk of `lines` starting at `first_row`, blank lines at its ends trimmed."""
         lines = list(lines)
         while lines and not lines[0].strip():
@@ -296,10 +330,13 @@ class _Builder:
             lines.pop()
         if lines:
             text = "".join(lines).rstrip()
-            self.out.append(Chunk(text, symbol, first_row + 1, first_row + len(lines)))
+            end = first_row + len(lines)
+            self.out.append(Chunk(text, symbol, first_row + 1, end, head))
 
     def split(self, seg: _Seg, parent: str) -> None:
         body = _body(seg.node) if seg.node is not None else None
+        if seg.symbol and seg.node is not None:
+            self.signatures[seg.symbol] = (seg.first, self.signature(seg, body))
         inner = _segments(body.named_children, seg.symbol, seg.first, seg.last) if body else []
         defs = [s for s in inner if s.symbol]
         if defs:
@@ -314,7 +351,8 @@ class _Builder:
         for i, piece in enumerate(pieces):
             prefix = _whole_lines_tail(pieces[i - 1], self.overlap) if i else ""
             lines = (prefix + piece).splitlines(keepends=True)
-            self.add(lines, symbol, max(row - prefix.count("\n"), 0))
+            start = max(row - prefix.count("\n"), 0)
+            self.add(lines, symbol, start, self.head(symbol, start))
             row += piece.count("\n")
 
 

@@ -132,6 +132,7 @@ def build_records(
                 symbol=chunk.symbol,
                 line_start=chunk.line_start,
                 line_end=chunk.line_end,
+                head=chunk.head,
             )
         )
     return records

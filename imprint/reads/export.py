@@ -6,8 +6,8 @@ with its chunks' text, and its facts (by id). Every line is one JSON object with
 and no spaces, so two exports of one store are byte-identical. Nothing from the config (its
 keys, a provider's API key) is part of it; neither are vectors: an import embeds again.
 
-The lines, version 3 (each a model below; a field a reader does not know is a corrupt line):
-- `{"line":"header","format":"imprint-export","version":3,"workspaces":{NAME:{"memories":M,
+The lines, version 4 (each a model below; a field a reader does not know is a corrupt line):
+- `{"line":"header","format":"imprint-export","version":4,"workspaces":{NAME:{"memories":M,
   "sources":S,"chunks":C,"facts":F}}}`: what the lines after it hold, workspace by workspace.
 - `{"line":"memory","workspace","id","project","content","type","tags":{"lang","layer","kind",
   "domains","topics"},"tagged_by","created_at","supersedes":[{"id","at"}],"superseded_by":
@@ -16,13 +16,15 @@ The lines, version 3 (each a model below; a field a reader does not know is a co
   epoch seconds on both); both memories are in the same export.
 - `{"line":"source","workspace","project","source","source_type":"file"|"url"|"content",
   "mtime","sha256","root","validators","chunks":[{"id","text","type","tags","tagged_by",
-  "created_at","source_mtime","symbol","line_start","line_end"}]}`: an ingested source with
-  its chunks in order; a code chunk's symbol path and line range (`""`, 0 and 0 for prose).
+  "created_at","source_mtime","symbol","line_start","line_end","head"}]}`: an ingested source
+  with its chunks in order; a code chunk's symbol path and line range (`""`, 0 and 0 for
+  prose), and on a later piece of a split definition that definition's signature (`""` else).
 - `{"line":"fact","workspace","id","subject","predicate","object","valid_from","ended"|null,
   "source"}`: a fact with its validity (`ended` null while it holds) and where it came from.
-Times are epoch seconds (floats). Version 2 was the same without the chunks' `symbol`,
-`line_start` and `line_end`; version 1 also without `superseded_by` (and with `supersedes`
-always empty); a reader of version 3 reads all three (`READ_VERSIONS`).
+Times are epoch seconds (floats). Version 3 was the same without the chunks' `head`;
+version 2 also without `symbol`, `line_start` and `line_end`; version 1 also without
+`superseded_by` (and with `supersedes` always empty); a reader of version 4 reads all four
+(`READ_VERSIONS`).
 
 The workspaces are read from their SQLite files read-only, each in one snapshot
 (`imprint.store.dump`), not through the reader actors: the snapshot is what makes an export
@@ -64,9 +66,9 @@ __all__ = [
 ]
 
 FORMAT = "imprint-export"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # The versions an import reads: 1 had no `superseded_by` and never a link.
-READ_VERSIONS = (1, 2, 3)
+READ_VERSIONS = (1, 2, 3, 4)
 
 
 class ExportLine(BaseModel):
@@ -135,6 +137,7 @@ class ChunkLine(ExportLine):
     symbol: str = ""
     line_start: int = 0
     line_end: int = 0
+    head: str = ""
 
 
 class SourceLine(ExportLine):
@@ -212,6 +215,7 @@ def _source(
                 symbol=r.symbol,
                 line_start=r.line_start,
                 line_end=r.line_end,
+                head=r.head,
                 **_about(r),
             )
             for r in records

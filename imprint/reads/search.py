@@ -489,7 +489,9 @@ def format_search(rows: SearchRows, max_chars: int = 4000) -> str:
         return "\n".join(lines + ([f"({note})"] if note else []))
     prelude = [*warning, f'search "{shown_query}" ({rows.mode}): {len(rows.hits)} results']
     blocks = [
-        Block(meta=meta_line(h.record, h.score, h.superseded_by, h.also), content=h.record.content)
+        Block(
+            meta=meta_line(h.record, h.score, h.superseded_by, h.also), content=h.record.shown_text
+        )
         for h in rows.hits
     ]
     return render_blocks(prelude, blocks, max_chars, hint=HINT, superseded=rows.superseded)

@@ -72,7 +72,7 @@ def _record(record: Record, score: float | None = None, folded: Sequence[int] = 
     if folded:
         where += " +" + ",".join(f"#{c}" for c in folded)
     index = where if score is None else f"{where} {score:.4f}"
-    return Item(key=record.id, meta=meta, content=record.content, index=index)
+    return Item(key=record.id, meta=meta, content=record.shown_text, index=index)
 
 
 def _folded(hits: Sequence[SearchHit]) -> list[Item]:

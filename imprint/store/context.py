@@ -25,8 +25,9 @@ from imprint.store.text import identifier_parts
 __all__ = ["TEXT_FORMAT", "chunk_contexts", "heading_trails", "source_label", "symbol_words"]
 
 # 1: the content alone; 2: the context line, then the content; 3: code chunked by its
-# structure (tree-sitter), each chunk's symbol path in its context line.
-TEXT_FORMAT = 3
+# structure (tree-sitter), each chunk's symbol path in its context line; 4: a later piece of
+# a split definition carries the definition's signature (`Record.head`, shown, not indexed).
+TEXT_FORMAT = 4
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

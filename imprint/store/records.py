@@ -137,11 +137,20 @@ class Record(BaseModel):
     symbol: str = ""
     line_start: int = 0
     line_end: int = 0
+    # A later piece of a split definition: that definition's signature and an elision
+    # line, shown above the content in search and recall, never indexed (`Chunk.head`).
+    head: str = ""
 
     @property
     def indexed_text(self) -> str:
         """What is embedded: the context line, then the content."""
         return f"{self.context}\n{self.content}" if self.context else self.content
+
+    @property
+    def shown_text(self) -> str:
+        """What a search or recall block shows: the signature a later piece of a long
+        definition opens with (`head`), then the content."""
+        return f"{self.head}\n{self.content}" if self.head else self.content
 
     def chroma_metadata(self) -> dict[str, Any]:
         """Flat scalar metadata for Chroma's `where` filters."""

@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS records (
     context TEXT NOT NULL DEFAULT '',
     symbol TEXT NOT NULL DEFAULT '',
     line_start INTEGER NOT NULL DEFAULT 0,
-    line_end INTEGER NOT NULL DEFAULT 0
+    line_end INTEGER NOT NULL DEFAULT 0,
+    head TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS records_by_source ON records(project, source, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
@@ -142,6 +143,7 @@ COLUMNS = [
     "symbol",
     "line_start",
     "line_end",
+    "head",
 ]
 SELECT = "SELECT " + ", ".join(f"r.{c}" for c in COLUMNS) + " FROM records r"
 
@@ -215,6 +217,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 
 _LINES = (("line_start", "INTEGER NOT NULL DEFAULT 0"), ("line_end", "INTEGER NOT NULL DEFAULT 0"))
+_HEAD = ("head", "TEXT NOT NULL DEFAULT ''")
 
 
 def _migrate(conn: sqlite3.Connection) -> bool:
@@ -227,8 +230,8 @@ def _migrate(conn: sqlite3.Connection) -> bool:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
     if "context" not in columns:
         conn.execute("ALTER TABLE records ADD COLUMN context TEXT NOT NULL DEFAULT ''")
-    for name, kind in (("symbol", "TEXT NOT NULL DEFAULT ''"), *_LINES):
-        if name not in columns:  # text format 3's chunks (the writer re-chunks old ones)
+    for name, kind in (("symbol", "TEXT NOT NULL DEFAULT ''"), *_LINES, _HEAD):
+        if name not in columns:  # text formats 3 and 4 (the writer re-chunks old chunks)
             conn.execute(f"ALTER TABLE records ADD COLUMN {name} {kind}")
     fts = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'records_fts'").fetchone()
     if fts is not None and "context" in fts[0]:

@@ -18,7 +18,7 @@ __all__ = ["format_neighbors", "register"]
 def format_neighbors(id: str, hits: list[SearchHit], max_chars: int = 4000) -> str:
     if not hits:
         return f"neighbors of {id}: none"
-    blocks = [Block(meta=meta_line(h.record, h.score), content=h.record.content) for h in hits]
+    blocks = [Block(meta=meta_line(h.record, h.score), content=h.record.shown_text) for h in hits]
     return render_blocks(
         [f"neighbors of {id}: {len(hits)} records"],
         blocks,

@@ -82,7 +82,7 @@ def format_full(rows: SearchRows, max_chars: int = 4000) -> str:
     note = superseded_note(rows.superseded)
     for i, hit in enumerate(rows.hits, start=1):
         meta = meta_line(hit.record, hit.score, hit.superseded_by, hit.also)
-        block = f"[{i}] {meta}\n{hit.record.content.strip()}"
+        block = f"[{i}] {meta}\n{hit.record.shown_text.strip()}"
         footer = len(rows.hits) - i
         reserve = (120 if footer else 0) + (len(note) + 4 if note else 0)
         if used + 2 + len(block) + reserve > max_chars:

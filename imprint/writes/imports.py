@@ -289,6 +289,7 @@ def _chunk_record(line: SourceLine, index: int, chunk: ChunkLine, context: str) 
         symbol=chunk.symbol,
         line_start=chunk.line_start,
         line_end=chunk.line_end,
+        head=chunk.head,
     )
 
 
