@@ -8,6 +8,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from imprint.actors._rechunk import Rechunk
@@ -193,10 +194,25 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         before = sqlite.source_records("proj", "long.py")
         actor = [(r.id, r.head) for r in sqlite.source_records("proj", "pykka/_actor.py")]
         assert len(before) > 2 and all(r.head == "" for r in before)
-        writer = Writer(store, embedder, rechunk=Rechunk(target=300, overlap=0))
+        vectors = {r.id: store.vectors.embedding_of(r.id) for r in before}
+        embedded: list[str] = []
+
+        class Counting(Embedder):
+            def embed(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+                embedded.extend(texts)
+                return embedder.embed(texts, **kwargs)
+
+        counting = Counting.__new__(Counting)
+        counting.__dict__.update(embedder.__dict__)
+        writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
         while writer.reindex_step(limit=1000):
             pass
         assert sqlite.text_format() == TEXT_FORMAT == 4
+        # Their indexed text is what it was: their vectors are kept, nothing is embedded.
+        assert embedded == []
+        for rid, vector in vectors.items():
+            assert vector is not None
+            assert np.allclose(store.vectors.embedding_of(rid), vector, atol=1e-6)
         after = sqlite.source_records("proj", "long.py")
         assert [(r.id, r.content) for r in after] == [(r.id, r.content) for r in before]
         assert after[0].head == "" and all(

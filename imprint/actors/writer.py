@@ -292,6 +292,23 @@ class Writer:
         self._vectors_stale = False
         log.warning("writer.reconnected", workspace=self.store.name)
 
+    def _kept_vectors(self, batch: WriteBatch, before: dict[str, str]) -> np.ndarray | None:
+        """The vectors of a re-index write: a record whose indexed text is what it was (a
+        chunk that only gained its signature) keeps its stored vector, the rest are
+        embedded; None when none is kept (the write embeds them all)."""
+        kept = [
+            self.store.vectors.embedding_of(r.id) if before.get(r.id) == r.indexed_text else None
+            for r in batch.upserts
+        ]
+        fresh = [i for i, vector in enumerate(kept) if vector is None]
+        if len(fresh) == len(kept):
+            return None
+        if fresh:
+            made = self.embedder.embed([batch.upserts[i].indexed_text for i in fresh])
+            for i, vector in zip(fresh, made, strict=True):
+                kept[i] = vector
+        return np.stack([np.asarray(v, dtype=np.float32) for v in kept])
+
     def reindex_step(self, limit: int = REINDEX_BATCH) -> bool:
         """One step of re-indexing a workspace whose index is older than `TEXT_FORMAT`:
         records of the next sources whose context line is not what this version indexes are
@@ -314,10 +331,11 @@ class Writer:
         written = 0
         while job.sources and written < limit:
             project, source = job.sources.popleft()
+            before = {r.id: r.indexed_text for r in sqlite.source_records(project, source)}
             batch = reindexed(sqlite, project, source, self.rechunk)
             if batch.upserts:
                 # One source per write: a re-chunked file's old chunks go in the same write.
-                self.write(batch)
+                self.write(batch, self._kept_vectors(batch, before))
                 written += len(batch.upserts)
             job.done += 1
         job.records += written
