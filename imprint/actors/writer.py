@@ -45,7 +45,7 @@ from imprint.store.integrity import deep_check, repair
 from imprint.store.records import SourceEntry, WriteBatch
 from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
-from imprint.types import RecallId
+from imprint.types import MemoryId, RecallId
 
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy", "free_bytes"]
 
@@ -292,7 +292,7 @@ class Writer:
         self._vectors_stale = False
         log.warning("writer.reconnected", workspace=self.store.name)
 
-    def _kept_vectors(self, batch: WriteBatch, before: dict[str, str]) -> np.ndarray | None:
+    def _kept_vectors(self, batch: WriteBatch, before: dict[MemoryId, str]) -> np.ndarray | None:
         """The vectors of a re-index write: a record whose indexed text is what it was (a
         chunk that only gained its signature) keeps its stored vector, the rest are
         embedded; None when none is kept (the write embeds them all)."""
