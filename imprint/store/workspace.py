@@ -34,11 +34,14 @@ class WorkspaceStore:
         self.chroma_url = chroma_url
         self._lock = StoreLock(self.folder)
         self._lock.acquire()
+        client: Any = None
         try:
             client = http_client if chroma_url else open_client(self.folder / "chroma", "")
             self.vectors = VectorIndex(client, name, embedder, namespace if chroma_url else "")
             self.sqlite = SqliteWriter(self.sqlite_path)
         except BaseException:
+            if client is not None and not chroma_url:  # a server's client is the runtime's
+                client.close()
             self._lock.release()
             raise
 
@@ -47,7 +50,12 @@ class WorkspaceStore:
         return SqliteReader(self.sqlite_path)
 
     def close(self) -> None:
+        """SQLite, then Chroma (an embedded client releases its files and its cached
+        segments: the next opener reads them from disk), then the lock."""
         try:
-            self.sqlite.close()
+            try:
+                self.sqlite.close()
+            finally:
+                self.vectors.close()
         finally:
             self._lock.release()

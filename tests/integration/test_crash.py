@@ -47,6 +47,10 @@ def _raw_ids(data_dir: Path, embedder: Embedder) -> tuple[set[str], set[str], in
     """Chroma ids, FTS ids and pending journal entries, read without running recovery."""
     folder = data_dir / "workspaces" / "default"
     vectors = VectorIndex(open_client(folder / "chroma", ""), WorkspaceName("default"), embedder)
+    try:
+        vector_ids = vectors.ids()
+    finally:
+        vectors.close()  # an open client of the folder would keep its files, and its cache
     conn = sqlite3.connect(folder / "imprint.sqlite3")
     try:
         fts = {
@@ -58,7 +62,7 @@ def _raw_ids(data_dir: Path, embedder: Embedder) -> tuple[set[str], set[str], in
         pending = conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0]
     finally:
         conn.close()
-    return vectors.ids(), fts, pending
+    return vector_ids, fts, pending
 
 
 def _recovered(data_dir: Path, embedder: Embedder) -> tuple[set[str], set[str], bool]:

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,28 @@ class Store:
     def folder(self) -> Path:
         return self.data / "workspaces" / "default"
 
-    def vectors(self) -> VectorIndex:
+    @contextmanager
+    def vectors(self) -> Iterator[VectorIndex]:
+        """The closed store's collection, for damage done from outside; closed after, as
+        an open client of the folder would keep Chroma's files (and its cache) held."""
         client = open_client(self.folder() / "chroma", "")
-        return VectorIndex(client, WorkspaceName("default"), self.embedder)
+        vectors = VectorIndex(client, WorkspaceName("default"), self.embedder)
+        try:
+            yield vectors
+        finally:
+            vectors.close()
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`imprint ARGS` in a new process on this data dir."""
+        return subprocess.run(
+            [sys.executable, "-m", "imprint.cli", *args],
+            env={**os.environ, "IMPRINT_DATA_DIR": str(self.data)},
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     def sql(self, statement: str, *args: Any) -> None:
         conn = sqlite3.connect(self.folder() / "imprint.sqlite3")
@@ -91,7 +111,8 @@ def store(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
 def test_deleted_vectors_are_found_searched_lexically_and_reembedded(store: Store) -> None:
     """Vectors deleted from Chroma: --check names them, hybrid search still finds the
     records (lexical side), repair re-embeds them and semantic search finds them again."""
-    store.vectors().delete([store.ids["auk"], store.ids["curlew"]])
+    with store.vectors() as vectors:
+        vectors.delete([store.ids["auk"], store.ids["curlew"]])
     session = store.open()
     row = store.check()
     assert not row.consistent
@@ -136,11 +157,11 @@ def test_a_vector_of_another_text_is_found_by_its_content_hash(
     """A vector whose metadata hash is not its record's (a stale write): found, re-embedded;
     also when the vectors' hashes are read by id in pages of 3 (8 records: 3 pages)."""
     monkeypatch.setattr(integrity, "HASH_PAGE", page)
-    vectors = store.vectors()
     rid = store.ids["dunlin"]
-    got = vectors.collection.get(ids=[rid], include=["metadatas", "embeddings"])
-    meta = {**got["metadatas"][0], "content_sha": content_sha("another text")}
-    vectors.collection.upsert(ids=[rid], embeddings=got["embeddings"], metadatas=[meta])
+    with store.vectors() as vectors:
+        got = vectors.collection.get(ids=[rid], include=["metadatas", "embeddings"])
+        meta = {**got["metadatas"][0], "content_sha": content_sha("another text")}
+        vectors.collection.upsert(ids=[rid], embeddings=got["embeddings"], metadatas=[meta])
     store.open()
     assert store.check().findings == [f"1 vectors belong to another text than their record: {rid}"]
     result = store.repair()
@@ -201,12 +222,16 @@ def test_an_unreadable_vector_index_degrades_search_and_is_rebuilt(
     assert store.ids["godwit"] in session.ok("search", query="godwit", mode="semantic", limit=8)
 
 
-def test_truncated_segment_files_are_rebuilt_by_chroma_itself(
+def test_truncated_segment_files_are_found_after_a_restart_and_rebuilt(
     tmp_path: Path, embedder: Embedder
 ) -> None:
-    """Chroma's persisted HNSW files (written once 1,000+ vectors are in) truncated to zero:
-    Chroma rebuilds the segment from its own log; --check finds every record in agreement
-    and semantic search answers. (What repair would do otherwise is the test above.)"""
+    """Chroma's persisted HNSW files (written once 1,000+ vectors are in) truncated to zero
+    while the store is closed: Chroma cannot rebuild them (its log is purged once they are
+    written) and every read of the collection fails. A new process's `status --check`
+    exits 1 naming the unreadable index; the store reopened here reads the damaged files
+    too, as closing released Chroma's copy of the segment (a client never closed kept it,
+    and the damage went unseen until a restart); repair rebuilds the vectors from SQLite,
+    no record is lost, and semantic search answers again."""
     s = Store(tmp_path, embedder)
     s.open()
     assert s.runtime is not None
@@ -225,11 +250,29 @@ def test_truncated_segment_files_are_rebuilt_by_chroma_itself(
     assert segments and sum(p.stat().st_size for p in segments) > 1_000_000
     for path in segments:
         os.truncate(path, 0)
+    restarted = s.cli("status", "--check")
+    assert restarted.returncode == 1, restarted.stderr[-2000:]
+    assert "  check: vector index unreadable: " in restarted.stdout
+    assert "Error loading hnsw index" in restarted.stdout
     session = s.open()
     try:
         row = s.check()
-        assert row.findings == [] and row.vectors == 1200
-        assert "results" in session.ok("search", query="flock of auks", mode="semantic")
+        assert not row.consistent and row.records == 1200
+        assert row.findings is not None and len(row.findings) == 1
+        assert row.findings[0].startswith("vector index unreadable: ")
+        assert "Error loading hnsw index" in row.findings[0]
+        meanwhile = session.ok("search", query="flock of auks")
+        assert meanwhile.startswith("warning: the vector index failed")
+        assert 'search "flock of auks" (hybrid): 10 results' in meanwhile
+        result = s.repair()
+        assert result.done == [
+            "rebuilt the vector index from the lexical one: 1200 records re-embedded"
+        ]
+        assert result.left == []
+        row = s.check()
+        assert row.consistent and row.records == 1200 and row.vectors == 1200
+        answer = session.ok("search", query="flock of auks", mode="semantic")
+        assert answer.startswith('search "flock of auks" (semantic): 10 results')
     finally:
         s.close()
 
@@ -237,31 +280,19 @@ def test_truncated_segment_files_are_rebuilt_by_chroma_itself(
 def test_cli_status_check_and_repair(store: Store) -> None:
     """`imprint status --check` exits 1 naming the damage; `imprint repair` says what it
     found and did; then `status --check` exits 0."""
-    store.vectors().delete([store.ids["hobby"]])
-    env = {**os.environ, "IMPRINT_DATA_DIR": str(store.data)}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "imprint.cli", *args],
-            env=env,
-            cwd=store.root,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-
-    damaged = cli("status", "--check")
+    with store.vectors() as vectors:
+        vectors.delete([store.ids["hobby"]])
+    damaged = store.cli("status", "--check")
     assert damaged.returncode == 1
     assert f"  check: 1 records have no vector: {store.ids['hobby']}" in damaged.stdout
-    repaired = cli("repair")
+    repaired = store.cli("repair")
     assert repaired.returncode == 0, repaired.stderr
     assert repaired.stdout.splitlines() == [
         f"found: 1 records have no vector: {store.ids['hobby']}",
         "done: re-embedded 1 records into the vector index "
         "(1 missing, 0 stale, 0 without a content hash)",
     ]
-    healthy = cli("status", "--check")
+    healthy = store.cli("status", "--check")
     assert healthy.returncode == 0, healthy.stdout
     assert "check: every record agrees in both indexes (ids, content hashes)" in healthy.stdout
 
@@ -269,15 +300,8 @@ def test_cli_status_check_and_repair(store: Store) -> None:
 def test_cli_status_exits_1_when_the_indexes_disagree(store: Store) -> None:
     """`imprint status` (no --check) on disagreeing indexes prints INCONSISTENT and exits 1
     (before the fix: click's return code was dropped and it exited 0)."""
-    store.vectors().delete([store.ids["auk"]])
-    plain = subprocess.run(
-        [sys.executable, "-m", "imprint.cli", "status"],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(store.data)},
-        cwd=store.root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    with store.vectors() as vectors:
+        vectors.delete([store.ids["auk"]])
+    plain = store.cli("status")
     assert "indexes: INCONSISTENT" in plain.stdout
     assert plain.returncode == 1
