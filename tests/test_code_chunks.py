@@ -194,6 +194,11 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         before = sqlite.source_records("proj", "long.py")
         actor = [(r.id, r.head) for r in sqlite.source_records("proj", "pykka/_actor.py")]
         assert len(before) > 2 and all(r.head == "" for r in before)
+        # A later piece's own tags stay with it (not the first chunk's).
+        with sqlite.conn:
+            sqlite.conn.execute(
+                "UPDATE records SET topics = ? WHERE id = ?", ('["kept-topic"]', before[2].id)
+            )
         vectors = {r.id: store.vectors.embedding_of(r.id) for r in before}
         embedded: list[str] = []
 
@@ -218,6 +223,7 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         assert after[0].head == "" and all(
             r.head == "def long_one(values, *, scale):\n    ..." for r in after[1:]
         )
+        assert after[2].topics == ("kept-topic",) and after[1].topics != ("kept-topic",)
         assert [(r.id, r.head) for r in sqlite.source_records("proj", "pykka/_actor.py")] == actor
         assert sqlite.journal_pending() == []
     finally:

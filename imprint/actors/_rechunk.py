@@ -5,7 +5,8 @@ Every source gets the context line this version indexes. A code file in a langua
 by its structure (format 3; format 4: a later piece of a split definition carries its
 signature) is chunked again from the file itself when the file is still what was ingested
 (its sha256 is the registry's) and this version chunks it differently: new chunks with
-symbols, lines and signatures replace the old ones, keeping the old ones' tags. A file that
+symbols, lines and signatures replace the old ones, each keeping its own tags where it was
+there already, else those of the old chunk at its place. A file that
 is gone or changed keeps its old chunks, with the new context line, until ingest sees it
 again.
 """
@@ -57,13 +58,18 @@ def _rechunked(
     contexts = chunk_contexts(
         first.source, [c.text for c in chunks], first.lang, [c.symbol for c in chunks]
     )
+    by_id = {r.id: r for r in records}
     out = []
     for index, (chunk, context) in enumerate(zip(chunks, contexts, strict=True)):
         sha = content_sha(chunk.text)
+        rid = make_id(first.source_type, first.project, first.source, index, sha)
+        # A chunk that was there keeps its own tags and date; a new one takes those of the
+        # old chunk at its place.
+        was = by_id.get(rid) or records[min(index, len(records) - 1)]
         out.append(
-            first.model_copy(
+            was.model_copy(
                 update={
-                    "id": make_id(first.source_type, first.project, first.source, index, sha),
+                    "id": rid,
                     "content": chunk.text,
                     "chunk_index": index,
                     "chunk_count": len(chunks),
