@@ -177,6 +177,41 @@ def test_export_import_round_trip_gives_the_same_answers(
     assert checked.returncode == 0, checked.stdout
 
 
+def test_an_import_leaves_what_the_store_holds_otherwise_unless_asked(
+    filled: dict[str, str], data_dir: Path, tmp_path: Path
+) -> None:
+    """A file whose memory is dated and tagged otherwise than the store's (same text, so the
+    same id) and whose source was ingested at another version: imported into that store,
+    nothing is written and the line counts both as left as they are; `--replace` writes the
+    file's, and the store then exports as the file."""
+    mine = tmp_path / "mine.jsonl"
+    assert cli(data_dir, "export", str(mine)).returncode == 0
+    lines = [json.loads(line) for line in mine.read_text().splitlines()]
+    memory = next(m for m in lines if m["line"] == "memory" and m["id"] == filled["ruff"])
+    memory["created_at"] -= 86400.0
+    memory["tags"]["topics"] = ["elsewhere"]
+    source = next(m for m in lines if m["line"] == "source")
+    source["sha256"] = "0" * 64
+    theirs = tmp_path / "theirs.jsonl"
+    theirs.write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in lines))
+
+    kept = cli(data_dir, "import", str(theirs))
+    assert kept.returncode == 0, kept.stderr
+    assert " 0 written," in kept.stdout, kept.stdout
+    assert "1 memories and 1 sources the store holds otherwise" in kept.stdout, kept.stdout
+    now = tmp_path / "now.jsonl"
+    assert cli(data_dir, "export", str(now)).returncode == 0
+    assert now.read_bytes() == mine.read_bytes()
+
+    replaced = cli(data_dir, "import", "--replace", str(theirs))
+    assert replaced.returncode == 0, replaced.stderr
+    assert "otherwise" not in replaced.stdout, replaced.stdout
+    assert cli(data_dir, "export", str(now)).returncode == 0
+    got = [json.loads(line) for line in now.read_text().splitlines()]
+    assert next(m for m in got if m.get("id") == filled["ruff"]) == memory
+    assert any(m["line"] == "source" and m["sha256"] == "0" * 64 for m in got)
+
+
 def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
     filled: dict[str, str], data_dir: Path, tmp_path: Path
 ) -> None:
@@ -252,7 +287,7 @@ def test_import_beside_a_daemon_is_written_by_the_daemon_with_progress(
     """With a daemon owning the target data dir, the import is sent to it (it keeps
     serving, nothing is refused): its progress counts up to every record of the file, what
     it wrote is searchable through it at once, the target exports back to the same bytes,
-    and `imprint import` a second time, beside it, writes nothing."""
+    `imprint import` a second time, beside it, writes nothing, and `replace` reaches it."""
     file = tmp_path / "full.jsonl"
     assert cli(data_dir, "export", str(file)).returncode == 0
     other = tmp_path / "other"
@@ -272,6 +307,16 @@ def test_import_beside_a_daemon_is_written_by_the_daemon_with_progress(
         twice = cli(other, "import", str(file))
         assert twice.returncode == 0, twice.stderr
         assert " 0 written," in twice.stdout and daemon_alive(other), twice.stdout
+        # A memory dated otherwise: left as it is, unless the caller asks for the file's.
+        rows = [json.loads(line) for line in file.read_text().splitlines()]
+        moved = next(m for m in rows if m["line"] == "memory")
+        moved["created_at"] -= 60.0
+        variant = tmp_path / "variant.jsonl"
+        variant.write_text("".join(json.dumps(m) + "\n" for m in rows))
+        left = ask_import(other, variant, "", totals.append, steps.append)
+        assert "1 memories and 0 sources the store holds otherwise" in left, left
+        taken = ask_import(other, variant, "", totals.append, steps.append, replace=True)
+        assert " 1 written," in taken and "otherwise" not in taken, taken
     finally:
         stop_daemon(other)
 

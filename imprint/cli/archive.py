@@ -62,9 +62,18 @@ def _progress_bar() -> Progress:
 def import_(
     file: Annotated[Path, typer.Argument(help="an export file (imprint export)")],
     workspace: WorkspaceOpt = "",
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="write the file's version of a memory or source the store holds otherwise "
+            "(default: leave the store's as it is, and count it)",
+        ),
+    ] = False,
 ) -> None:
     """Import an export: checked whole first, embedded again, ids, dates and supersede links
-    kept; importing it twice changes nothing. Beside a running daemon, the daemon imports it
+    kept; importing it twice changes nothing, and what the store holds otherwise than the
+    file is left as it is unless --replace. Beside a running daemon, the daemon imports it
     (it keeps serving); otherwise this process does."""
     from imprint.actors.lifecycle import running
     from imprint.daemon import ask_import, daemon_alive
@@ -87,12 +96,15 @@ def import_(
                 workspace,
                 lambda n: bar.update(task, total=n),
                 lambda n: bar.advance(task, n),
+                replace,
             )
         typer.echo(text)
         return
     with running(root, config, reindex=False) as runtime, _progress_bar() as bar:
         task = bar.add_task("", total=parsed.records)
-        report = import_file(Writes(runtime), parsed, workspace, lambda n: bar.advance(task, n))
+        report = import_file(
+            Writes(runtime), parsed, workspace, lambda n: bar.advance(task, n), replace
+        )
     typer.echo(report.line())
 
 

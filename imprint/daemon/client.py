@@ -380,12 +380,14 @@ def ask_import(
     workspace: str,
     on_total: Callable[[int], None],
     on_progress: Callable[[int], None],
+    replace: bool = False,
 ) -> str:
     """Have the data dir's owner import the export file at `path` (`imprint import` beside
     a daemon), reporting its progress; the line saying what it wrote."""
     sock = connect(data_dir)
     try:
-        request = {"import": {"path": str(path), "workspace": workspace}, "pid": os.getpid()}
+        asked = {"path": str(path), "workspace": workspace, "replace": replace}
+        request = {"import": asked, "pid": os.getpid()}
         sock.sendall((json.dumps(request) + "\n").encode())
         for line in sock.makefile("r", encoding="utf-8"):
             try:

@@ -202,8 +202,11 @@ def answer_import(
 
     def answer() -> dict[str, Any]:
         path, workspace = request.get("path"), request.get("workspace", "")
+        replace = request.get("replace", False)
         if not isinstance(path, str) or not isinstance(workspace, str):
             raise StoreError("import: path must be a file path and workspace a string")
+        if not isinstance(replace, bool):
+            raise StoreError("import: replace must be true or false")
         runtime = wait_runtime(120)  # first: see answer_backup
         from imprint.writes import Writes
         from imprint.writes.imports import import_file, read_export
@@ -219,7 +222,7 @@ def answer_import(
                 send(json.dumps({"progress": unsent}) + "\n")
                 unsent, last = 0, time.monotonic()
 
-        report = import_file(Writes(runtime), parsed, workspace, progress)
+        report = import_file(Writes(runtime), parsed, workspace, progress, replace)
         if unsent:
             send(json.dumps({"progress": unsent}) + "\n")
         return {"done": report.line()}

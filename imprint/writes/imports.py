@@ -8,7 +8,10 @@ batches: this process embeds a batch again with the local model while the writer
 one before, a source's chunks and its registry entry go in one write, and what is already
 there as the file has it is left alone, so a second import changes nothing and an import cut
 short (a crash, a kill) is finished by running it again. Ids, dates and supersede links are
-kept. Beside a running daemon the same function runs in the daemon (`imprint import` asks it,
+kept. What the store holds otherwise than the file (a memory of the same text retagged or
+dated differently, a source ingested again since) is left as it is and counted, unless the
+caller asks for the file's (`replace`): an import never rewrites a memory unasked. Beside a
+running daemon the same function runs in the daemon (`imprint import` asks it,
 `imprint.daemon.hosting.answer_import`), so its writer stays the store's only one.
 """
 
@@ -38,6 +41,7 @@ from imprint.reads.export import (
     Link,
     MemoryLine,
     SourceLine,
+    Tags,
 )
 from imprint.reads.memory import check_id
 from imprint.store.context import chunk_contexts
@@ -344,14 +348,24 @@ class ImportReport:
     parts: list[str] = field(default_factory=list)
     written: int = 0
     kept: int = 0
+    # Memories and sources the store holds otherwise than the file, left as they are.
+    differ_memories: int = 0
+    differ_sources: int = 0
     embed_seconds: float = 0.0
     seconds: float = 0.0
 
     def line(self) -> str:
-        return (
+        text = (
             f"imported {'; '.join(self.parts) or 'nothing'}: {self.written} written, "
             f"{self.kept} already there (embedded again with the local model)"
         )
+        if self.differ_memories or self.differ_sources:
+            text += (
+                f"; {self.differ_memories} memories and {self.differ_sources} sources the "
+                "store holds otherwise than the file were left as they are (--replace "
+                "takes the file's)"
+            )
+        return text
 
 
 class _Batches:
@@ -401,10 +415,29 @@ class _Batches:
         _faults.delay("import.acked")  # a test holds an import here, a batch written
 
 
+def _same_memory(held: Record, rec: Record) -> bool:
+    """Whether a held memory is the file's as an export writes it (its other fields, the
+    context line or the source's mtime, are not in a file)."""
+    return (
+        held.content == rec.content
+        and held.project == rec.project
+        and held.type == rec.type
+        and Tags.of(held) == Tags.of(rec)
+        and held.created_at == rec.created_at
+        and held.tagged_by == rec.tagged_by
+    )
+
+
 def _import_workspace(
-    writes: Writes, ws: WorkspaceName, lines: _Workspace, report: ImportReport, progress: Progress
+    writes: Writes,
+    ws: WorkspaceName,
+    lines: _Workspace,
+    report: ImportReport,
+    progress: Progress,
+    replace: bool = False,
 ) -> None:
-    """Write what the store does not hold as the lines have it."""
+    """Write what the store does not hold; what it holds otherwise than the lines is left
+    as it is (counted in `report`) unless `replace`."""
     memories = [memory_record(m) for m in lines.memories]
     sources = [source_records(s) for s in lines.sources]
     ids = [r.id for r in memories] + [r.id for _, recs in sources for r in recs]
@@ -425,12 +458,21 @@ def _import_workspace(
     batches = _Batches(writes, ws, report, progress)
     kept = 0
     for rec in memories:
-        if held.get(rec.id) == rec:
+        had = held.get(rec.id)
+        if had is not None and (had == rec or _same_memory(had, rec)):
+            kept += 1
+        elif had is not None and not replace:
+            report.differ_memories += 1
             kept += 1
         else:
             batches.add([rec])
     for (entry, records), was in zip(sources, held_entries, strict=True):
         if was == entry and all(held.get(r.id) == r for r in records):
+            kept += len(records)
+        elif was is not None and not replace:
+            # Ingested here since (or from another copy): the store's is the newer truth,
+            # and the next ingest or sync of the file brings it up to date either way.
+            report.differ_sources += 1
             kept += len(records)
         else:
             batches.add(records, entry)
@@ -449,9 +491,16 @@ def _import_workspace(
 
 
 def import_file(
-    writes: Writes, parsed: ExportFile, workspace: str = "", progress: Progress | None = None
+    writes: Writes,
+    parsed: ExportFile,
+    workspace: str = "",
+    progress: Progress | None = None,
+    replace: bool = False,
 ) -> ImportReport:
     """Write a checked export into this data dir; `.line()` says what was written.
+
+    A memory or source the store holds otherwise than the file is left as it is (and
+    counted) unless `replace`, which writes the file's.
 
     An export of one workspace goes into `workspace` (empty: the active one); an export of
     several goes into workspaces of their own names, and naming one is refused."""
@@ -468,7 +517,9 @@ def import_file(
     report = ImportReport()
     for name in names:
         lines = parsed.workspaces[name]
-        _import_workspace(writes, targets[name], lines, report, progress or (lambda _: None))
+        _import_workspace(
+            writes, targets[name], lines, report, progress or (lambda _: None), replace
+        )
         c = lines.counts()
         report.parts.append(
             f"{targets[name]}: {c.memories} memories ({len(lines.links())} supersede links), "
