@@ -34,7 +34,7 @@ from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import Embedder, QueryEmbedder
-from imprint.store.vectors import open_client
+from imprint.store.vectors import close_http_client, open_client
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from imprint.workspaces import create_workspace, resolve_workspace
@@ -298,6 +298,9 @@ class Runtime:
             attempt(f"{family.value} readers", pool.stop)
         for ws, opened in reversed(workspaces):
             attempt(f"store {ws}", opened.store.close)
+        client, self._http_client = self._http_client, None
+        if client is not None:
+            attempt("vector server client", functools.partial(close_http_client, client))
         batcher, self._query_embedder = self._query_embedder, None
         if batcher is not None:
             attempt("query embedder", batcher.close)

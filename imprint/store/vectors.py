@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
@@ -32,7 +33,14 @@ from imprint.types import MemoryId, WorkspaceName
 
 FALLBACK_MAX_BATCH = 1000
 
-__all__ = ["ImprintEmbeddingFunction", "StoreLock", "VectorIndex", "collection_name", "open_client"]
+__all__ = [
+    "ImprintEmbeddingFunction",
+    "StoreLock",
+    "VectorIndex",
+    "close_http_client",
+    "collection_name",
+    "open_client",
+]
 
 
 def _settings() -> Settings:
@@ -125,6 +133,18 @@ def open_client(chroma_dir: Path, chroma_url: str) -> Any:
             if not path.is_symlink() and path.stat().st_mode & 0o077:
                 os.chmod(path, 0o700 if path.is_dir() else 0o600)
     return client
+
+
+def close_http_client(client: Any) -> None:
+    """Close a server's client (`open_client` with a URL): Chroma's `close` releases its
+    shared system but not the HTTP sessions of the client and of its admin client (chromadb
+    1.5.9), whose pooled sockets stayed open: a runtime started and stopped against a server
+    kept two descriptors each time (8 cycles: 8 -> 22), none with both closed."""
+    client.close()
+    for owner in (client, getattr(client, "_admin_client", None)):
+        session = getattr(getattr(owner, "_server", None), "_session", None)
+        if isinstance(session, httpx.Client):
+            session.close()
 
 
 # Filtered queries first look at this many times `limit` nearest records, unfiltered; when
