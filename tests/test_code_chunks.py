@@ -4,7 +4,9 @@ chunker re-chunked when opened (text format 3)."""
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -15,11 +17,15 @@ from imprint.actors._rechunk import Rechunk
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import Writer
 from imprint.chunking import TREE_LANGUAGES
+from imprint.hooks.cold import store_file
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, format_search, search
 from imprint.store.context import TEXT_FORMAT, symbol_words
 from imprint.store.embedder import Embedder
+from imprint.store.schema import prepare
+from imprint.store.sqlite_read import SqliteReader
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from tests.conftest import write_tree
@@ -228,3 +234,35 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         assert sqlite.journal_pending() == []
     finally:
         store.close()
+
+
+def test_a_store_no_writer_has_migrated_yet_is_read_with_the_newer_columns_empty(
+    ingested: Runtime,
+) -> None:
+    """A store an older version wrote lacks the columns added since (format 3 had no
+    `head`, format 2 no `symbol` or lines): before any writer has opened it, a read-only
+    reader (an export, a session-start briefing) reads its records with those columns at
+    their defaults (it failed with "no such column: r.head"), and reads them in full once a
+    writer has added them back, without being opened again."""
+    data = ingested.data_dir
+    ingested.stop()
+    path = store_file(data)
+    with sqlite3.connect(path) as conn:
+        count = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+        for column in ("head", "line_end", "line_start", "symbol"):
+            conn.execute(f"ALTER TABLE records DROP COLUMN {column}")
+    reader = SqliteReader(path)
+    try:
+        records = reader.fetch(reader.ids())
+        assert len(records) == count > 0
+        assert all((r.symbol, r.line_start, r.head) == ("", 0, "") for r in records.values())
+        lines = [json.loads(line) for line in export_lines(data, [WorkspaceName("default")])]
+        chunks = [c for line in lines if line["line"] == "source" for c in line["chunks"]]
+        assert len(chunks) == count and all(c["head"] == "" for c in chunks)
+        with sqlite3.connect(path) as conn:  # a writer migrates it while the reader reads
+            prepare(conn)
+            conn.execute("UPDATE records SET symbol = 'ActorRef.tell', head = 'def tell():'")
+        again = reader.fetch(reader.ids())
+        assert {(r.symbol, r.head) for r in again.values()} == {("ActorRef.tell", "def tell():")}
+    finally:
+        reader.close()

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from imprint.store.records import Fact, Record, SourceEntry, SupersedeLink
-from imprint.store.schema import SELECT, row_to_record
+from imprint.store.schema import row_to_record, select_for
 from imprint.types import MemoryId
 
 __all__ = ["Dump", "dump"]
@@ -29,6 +29,8 @@ class Dump:
 
     def __init__(self, conn: sqlite3.Connection | None) -> None:
         self._conn = conn  # None: the workspace has no SQLite file yet (nothing stored)
+        # The records' SELECT (a store no writer has migrated yet lacks newer columns).
+        self._records = "" if conn is None else select_for(conn)
 
     def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
         return [] if self._conn is None else self._conn.execute(sql, params).fetchall()
@@ -46,7 +48,7 @@ class Dump:
         }
 
     def memories(self) -> Iterator[Record]:
-        for row in self._rows(f"{SELECT} WHERE r.source_type = 'memory' ORDER BY r.id"):
+        for row in self._rows(f"{self._records} WHERE r.source_type = 'memory' ORDER BY r.id"):
             yield row_to_record(row)
 
     def source_keys(self) -> list[tuple[str, str]]:
@@ -71,8 +73,8 @@ class Dump:
                 else None
             )
             records = self._rows(
-                f"{SELECT} WHERE r.project = ? AND r.source = ? AND r.source_type != 'memory' "
-                "ORDER BY r.chunk_index, r.id",
+                f"{self._records} WHERE r.project = ? AND r.source = ? "
+                "AND r.source_type != 'memory' ORDER BY r.chunk_index, r.id",
                 (project, source),
             )
             yield project, source, entry, [row_to_record(row) for row in records]

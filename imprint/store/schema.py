@@ -146,6 +146,21 @@ COLUMNS = [
     "head",
 ]
 SELECT = "SELECT " + ", ".join(f"r.{c}" for c in COLUMNS) + " FROM records r"
+# The columns an older version's store lacks until a writer migrates it (`_migrate`), as
+# they read there: a read-only reader (an export, a session-start briefing) reads such a
+# store before any writer has opened it.
+_ADDED = {"context": "''", "symbol": "''", "line_start": "0", "line_end": "0", "head": "''"}
+
+
+def select_for(conn: sqlite3.Connection) -> str:
+    """`SELECT` for this connection's store: a column an older version's store does not have
+    yet reads as its default (format 3 had no `head`: an export or a briefing of a store no
+    writer had opened since the upgrade failed with "no such column: r.head")."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    if not have or have.issuperset(COLUMNS):
+        return SELECT
+    parts = [f"r.{c}" if c in have else f"{_ADDED[c]} AS {c}" for c in COLUMNS]
+    return "SELECT " + ", ".join(parts) + " FROM records r"
 
 
 def row_to_record(row: Sequence[Any]) -> Record:

@@ -15,7 +15,7 @@ from typing import Any
 
 from imprint.store import lexical
 from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow, SupersedeLink
-from imprint.store.schema import SELECT, filter_clause, row_to_record
+from imprint.store.schema import SELECT, filter_clause, row_to_record, select_for
 from imprint.types import MemoryId
 
 __all__ = ["SqliteReader"]
@@ -27,6 +27,15 @@ class SqliteReader:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.conn = self._connect(path)
+        self._select = ""
+
+    @property
+    def select(self) -> str:
+        """The records' `SELECT` for this store: asked again until it has every column (a
+        writer migrates an older store while this reader reads it)."""
+        if self._select != SELECT:
+            self._select = select_for(self.conn)
+        return self._select
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         uri = f"file:{path}?mode=ro"
@@ -87,7 +96,7 @@ class SqliteReader:
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             marks = ",".join("?" * len(part))
-            for row in self.conn.execute(f"{SELECT} WHERE r.id IN ({marks})", part):
+            for row in self.conn.execute(f"{self.select} WHERE r.id IN ({marks})", part):
                 rec = row_to_record(row)
                 out[rec.id] = rec
         return out
@@ -146,7 +155,7 @@ class SqliteReader:
             f"SELECT COUNT(*) FROM records r WHERE {where}", params
         ).fetchone()[0]
         rows = self.conn.execute(
-            f"{SELECT} WHERE {where} AND r.chunk_index BETWEEN ? AND ? "
+            f"{self.select} WHERE {where} AND r.chunk_index BETWEEN ? AND ? "
             "ORDER BY r.project, r.chunk_index",
             [*params, start, end],
         )
@@ -214,7 +223,7 @@ class SqliteReader:
                 clauses.append(f"r.{column} IN ({','.join('?' * len(values))})")
                 params.extend(values)
         rows = self.conn.execute(
-            f"{SELECT} WHERE {' AND '.join(clauses)} ORDER BY r.created_at DESC, r.id LIMIT ?",
+            f"{self.select} WHERE {' AND '.join(clauses)} ORDER BY r.created_at DESC, r.id LIMIT ?",
             [*params, limit],
         )
         return [row_to_record(row) for row in rows]
@@ -238,7 +247,7 @@ class SqliteReader:
 
     def with_topic(self, topic: str, limit: int) -> list[Record]:
         rows = self.conn.execute(
-            f"{SELECT} WHERE EXISTS (SELECT 1 FROM json_each(r.topics) WHERE value = ?) "
+            f"{self.select} WHERE EXISTS (SELECT 1 FROM json_each(r.topics) WHERE value = ?) "
             "ORDER BY r.project, r.source, r.chunk_index LIMIT ?",
             (topic, limit),
         )
@@ -295,7 +304,7 @@ class SqliteReader:
 
     def source_records(self, project: str, source: str) -> list[Record]:
         rows = self.conn.execute(
-            f"{SELECT} WHERE r.project = ? AND r.source = ? ORDER BY r.chunk_index",
+            f"{self.select} WHERE r.project = ? AND r.source = ? ORDER BY r.chunk_index",
             (project, source),
         )
         return [row_to_record(row) for row in rows]
