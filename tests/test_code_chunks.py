@@ -17,6 +17,7 @@ from imprint.actors._rechunk import Rechunk
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import Writer
 from imprint.chunking import TREE_LANGUAGES
+from imprint.chunking._tree import _LOCAL
 from imprint.hooks.cold import store_file
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.export import export_lines
@@ -266,3 +267,39 @@ def test_a_store_no_writer_has_migrated_yet_is_read_with_the_newer_columns_empty
         assert {(r.symbol, r.head) for r in again.values()} == {("ActorRef.tell", "def tell():")}
     finally:
         reader.close()
+
+
+def test_a_rechunk_never_replaces_symbol_chunks_with_line_chunks(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A store re-indexed while no grammar loads (the chunker falls back to lines) keeps
+    the chunks its parse gave, symbols, lines and vectors, and records this format."""
+    tree = write_tree(tmp_path / "proj", {"pykka/_actor.py": ACTOR})
+    data = tmp_path / "data"
+    rt = Runtime(data, _small_chunks(), embedder=embedder).start()
+    ingest_path(rt, tree, project="proj")
+    rt.stop()
+    store = WorkspaceStore(data, WorkspaceName("default"), embedder)
+    saved = dict(TREE_LANGUAGES)
+
+    def broken() -> object:
+        raise ImportError("the grammar's wheel is damaged")
+
+    TREE_LANGUAGES["python"] = broken  # listed, but fails to load: the line chunker
+    _LOCAL.__dict__.pop("parsers", None)
+    try:
+        store.sqlite.set_meta("text_format", "3")
+        before = store.sqlite.source_records("proj", "pykka/_actor.py")
+        assert any(r.symbol for r in before)
+        writer = Writer(store, embedder, rechunk=Rechunk(target=300, overlap=0))
+        while writer.reindex_step(limit=10):
+            pass
+        after = store.sqlite.source_records("proj", "pykka/_actor.py")
+        assert [(r.id, r.symbol, r.line_start) for r in after] == [
+            (r.id, r.symbol, r.line_start) for r in before
+        ]
+        assert store.sqlite.text_format() == TEXT_FORMAT
+    finally:
+        TREE_LANGUAGES.update(saved)
+        _LOCAL.__dict__.pop("parsers", None)
+        store.close()

@@ -99,6 +99,11 @@ def reindexed(sqlite: SqliteReader, project: str, source: str, sizes: Rechunk) -
     first = records[0]
     if first.source_type == "file" and structured(first.lang):
         found = _rechunked(sqlite, records, sizes)
+        # Chunks with symbols are never replaced by chunks without (a grammar that failed
+        # to load falls back to the line chunker, and its chunks would undo the parse).
+        lost = found is not None and not any(r.symbol for r in found[0])
+        if lost and any(r.symbol for r in records):
+            found = None
         if found is not None and _chunks(found[0]) != _chunks(records):
             fresh, entry = found
             return WriteBatch(upserts=tuple(fresh), set_sources=(entry,))
