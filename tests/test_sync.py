@@ -279,13 +279,16 @@ def test_a_session_summary_rewritten_in_place_travels_as_its_newer_version(
     assert "then fixed CI" in export(a)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "bad json", "short count", "unknown kind"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "bad json", "short count", "unknown kind", "newer version"]
+)
 def test_a_damaged_file_is_refused_naming_file_and_line_and_nothing_is_applied(
     pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder, damage: str
 ) -> None:
     """A file cut short, a line that is not JSON, a header counting more lines than the
-    file holds, or a line of an unknown kind: the sync is refused with one line naming the
-    file and the line, and nothing the good files bring is applied."""
+    file holds, a line of an unknown kind, or a format version this one does not read: the
+    sync is refused with one line naming the file and the line, and nothing the good files
+    bring is applied."""
     a, b, folder, ids = pair
     on(a, embedder, lambda w: remember(w, "A memory that must not arrive half"))
     sync(a, folder, embedder)
@@ -293,7 +296,7 @@ def test_a_damaged_file_is_refused_naming_file_and_line_and_nothing_is_applied(
     good = _line_by_id(text, ids["pg"]) | {"id": "00000000000000bb", "content": "Another one"}
     path = _planted(folder, [good, good | {"id": "00000000000000cc"}])
     raw = path.read_bytes()
-    where = {"truncated": 3, "bad json": 2, "short count": 4, "unknown kind": 3}[damage]
+    where = {"truncated": 3, "bad json": 2, "short count": 4, "unknown kind": 3}.get(damage, 1)
     if damage == "truncated":
         path.write_bytes(raw[:-20])
     elif damage == "bad json":
@@ -301,14 +304,19 @@ def test_a_damaged_file_is_refused_naming_file_and_line_and_nothing_is_applied(
         path.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[2:]))
     elif damage == "short count":
         _planted(folder, [good, good | {"id": "00000000000000cc"}], count=3)
-    else:
+    elif damage == "unknown kind":
         _planted(folder, [good, {"line": "comment", "workspace": "default"}])
+    else:
+        lines = raw.splitlines(keepends=True)
+        path.write_bytes(lines[0].replace(b'"version": 1', b'"version": 3') + b"".join(lines[1:]))
     before = export(b)
     with pytest.raises(InputError) as refused:
         sync(b, folder, embedder)
     message = str(refused.value)
     assert "\n" not in message
     assert f"{path}: line {where}:" in message, message
+    if damage == "newer version":
+        assert "format version 3 is not known; this imprint reads versions 1, 2" in message
     assert export(b) == before
 
 

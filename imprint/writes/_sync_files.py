@@ -42,7 +42,11 @@ __all__ = [
 ]
 
 SYNC_FORMAT = "imprint-sync"
-SYNC_VERSION = 1
+# 2: a source's chunks carry `head` (a later piece's signature). A version 1 reader refuses a
+# version 2 file by its header, in words, not by an unknown field; version 1 files are read
+# (those an earlier build wrote with `head` too).
+SYNC_VERSION = 2
+SYNC_READS = (1, 2)
 FILE_RE = re.compile(r"^(\d{6,})\.jsonl$")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
@@ -153,10 +157,10 @@ def _check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
 def _header(data: object, machine: str) -> SyncHeader:
     if not isinstance(data, dict) or data.get("format") != SYNC_FORMAT:
         raise InputError(f"not an Imprint sync file (no format {SYNC_FORMAT!r})")
-    if data.get("version") != SYNC_VERSION:
+    if data.get("version") not in SYNC_READS:
         raise InputError(
             f"format version {data.get('version')!r} is not known; this imprint reads "
-            f"version {SYNC_VERSION}"
+            f"versions {', '.join(map(str, SYNC_READS))}"
         )
     header = SyncHeader.model_validate(data)
     if header.machine != machine:
