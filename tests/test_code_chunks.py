@@ -22,13 +22,14 @@ from imprint.hooks.cold import store_file
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
-from imprint.reads.search import SearchArgs, format_search, search
+from imprint.reads.search import SearchArgs, SearchHit, SearchRows, format_search, search
 from imprint.store.context import TEXT_FORMAT, symbol_words
 from imprint.store.embedder import Embedder
+from imprint.store.records import HEAD_SHOWN, Record, shown_head
 from imprint.store.schema import prepare
 from imprint.store.sqlite_read import SqliteReader
 from imprint.store.workspace import WorkspaceStore
-from imprint.types import WorkspaceName
+from imprint.types import MemoryId, WorkspaceName
 from tests.conftest import write_tree
 from tests.test_context import _small_chunks
 
@@ -303,3 +304,36 @@ def test_a_rechunk_never_replaces_symbol_chunks_with_line_chunks(
         TREE_LANGUAGES.update(saved)
         _LOCAL.__dict__.pop("parsers", None)
         store.close()
+
+
+def test_a_long_signature_is_shown_cut_so_the_body_stays_in_view() -> None:
+    """A later piece's head over `HEAD_SHOWN` characters is shown cut at a line's end (one
+    long line at the limit, with `…`), its elision line kept: ten such hits at 4,000
+    characters each show body text (a whole 374-character signature filled each excerpt)."""
+    params = ",\n".join(f"    argument_{i}: int = {i}" for i in range(14))
+    head = f"def handle_request(\n{params},\n) -> Response:\n    ..."
+    assert len(head) > HEAD_SHOWN
+    cut = shown_head(head)
+    assert len(cut) <= HEAD_SHOWN + len("\n    ...") and cut.endswith("\n    ...")
+    assert cut.startswith("def handle_request(\n    argument_0: int = 0,")
+    one_line = "def f(" + ", ".join(f"a{i}" for i in range(80)) + "):\n    ..."
+    assert shown_head(one_line) == one_line[: HEAD_SHOWN - 1] + "…\n    ..."
+    assert shown_head("def f(a):\n    ...") == "def f(a):\n    ..."
+    body = "".join(f"    step_{i} = process(request, {i})\n" for i in range(40))
+    hits = tuple(
+        SearchHit(
+            record=Record(
+                id=MemoryId(f"{i:016x}"),
+                content=body,
+                source=f"svc{i}.py",
+                chunk_index=3,
+                chunk_count=4,
+                symbol="handle_request",
+                head=head,
+            ),
+            score=1.0 - i / 100,
+        )
+        for i in range(10)
+    )
+    shown = format_search(SearchRows(query="process", mode="lexical", hits=hits), 4000)
+    assert shown.count("step_0 = process") == 10, shown

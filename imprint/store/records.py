@@ -109,6 +109,21 @@ def make_id(*parts: object) -> MemoryId:
     return MemoryId(digest[:16])
 
 
+# The most of a head a block shows: the definition's name and the start of its parameters.
+HEAD_SHOWN = 160
+
+
+def shown_head(head: str) -> str:
+    """A head cut to `HEAD_SHOWN` characters at a line's end (within one long line, at the
+    limit, with `…`), its last line, the elision, kept."""
+    if len(head) <= HEAD_SHOWN:
+        return head
+    signature, _, elision = head.rpartition("\n")
+    cut = signature.rfind("\n", 0, HEAD_SHOWN)
+    kept = signature[:cut] if cut > 0 else signature[: HEAD_SHOWN - 1] + "…"
+    return f"{kept}\n{elision}"
+
+
 class Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -149,8 +164,12 @@ class Record(BaseModel):
     @property
     def shown_text(self) -> str:
         """What a search or recall block shows: the signature a later piece of a long
-        definition opens with (`head`), then the content."""
-        return f"{self.head}\n{self.content}" if self.head else self.content
+        definition opens with (`head`, at most `HEAD_SHOWN` characters of it, then its
+        elision line), then the content. A compact block's excerpt can be as short as 300
+        characters: a whole 374-character signature filled one and hid the matching body."""
+        if not self.head:
+            return self.content
+        return f"{shown_head(self.head)}\n{self.content}"
 
     def chroma_metadata(self) -> dict[str, Any]:
         """Flat scalar metadata for Chroma's `where` filters."""
