@@ -115,6 +115,22 @@ def test_a_brace_language_signature_ends_where_its_body_opens() -> None:
     }
 
 
+def test_an_object_literal_is_headed_by_its_own_opening_line() -> None:
+    """JavaScript: the pieces of a long `const handlers = {...}` open with that line, not
+    with the first handler's inside it (they are not in that handler); a long arrow
+    function's pieces with the arrow's line."""
+    keys = "".join(f"  key{i}: function (x) {{ return x + {i}; }}, // pad\n" for i in range(60))
+    text = f"export const handlers = {{\n  foo(req) {{\n    return 1;\n  }},\n{keys}}};\n"
+    chunks = chunk_file(text, "javascript", "a.js", "code", target=600, overlap=0)
+    assert len(chunks) > 2
+    assert {c.head for c in chunks[1:]} == {"export const handlers = {\n  ..."}
+    lines = "".join(f"  const part{i} = values[{i}] * scale;\n" for i in range(40))
+    arrow = f"export const scaled = (values, scale) => {{\n{lines}  return values;\n}};\n"
+    pieces = chunk_file(arrow, "javascript", "a.js", "code", target=400, overlap=0)
+    assert len(pieces) > 2
+    assert {c.head for c in pieces[1:]} == {"export const scaled = (values, scale) => {\n  ..."}
+
+
 def test_a_long_signature_and_a_packed_chunk_carry_none() -> None:
     """A signature over SIGNATURE_CHARS (a long parameter list) is not repeated, and chunks
     of whole small definitions never carry one."""

@@ -208,6 +208,32 @@ def _body(node: Node) -> Node | None:
     return None
 
 
+def _opening(node: Node, body: Node | None) -> Node | None:
+    """Where a definition's body opens, for its signature: `body`, but a variable's own
+    value (an arrow function's block, a class's, an object literal's braces, the block of
+    a callback it is made by), never a body nested deeper (a handler's inside an object
+    literal: the pieces after it are not in that handler)."""
+    if node.type not in _VARIABLES:
+        return body
+    for declarator in node.named_children:
+        value = declarator.child_by_field_name("value")
+        if value is None:
+            continue
+        inner = value.child_by_field_name("body")
+        if inner is not None:
+            return inner
+        if value.type == "object":
+            return value
+        arguments = value.child_by_field_name("arguments")
+        if value.type == "call_expression" and arguments is not None:
+            # `const X = make("X", (inst, def) => {...})`: the callback's block.
+            for argument in reversed(arguments.named_children):
+                inner = argument.child_by_field_name("body")
+                if inner is not None:
+                    return inner
+    return None
+
+
 @dataclass
 class _Seg:
     first: int  # 0-based row, inclusive
@@ -336,7 +362,8 @@ class _Builder:
     def split(self, seg: _Seg, parent: str) -> None:
         body = _body(seg.node) if seg.node is not None else None
         if seg.symbol and seg.node is not None:
-            self.signatures[seg.symbol] = (seg.first, self.signature(seg, body))
+            opening = _opening(seg.node, body)
+            self.signatures[seg.symbol] = (seg.first, self.signature(seg, opening))
         inner = _segments(body.named_children, seg.symbol, seg.first, seg.last) if body else []
         defs = [s for s in inner if s.symbol]
         if defs:
