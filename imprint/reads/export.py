@@ -171,7 +171,7 @@ def line_text(line: ExportLine) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _about(rec: Record) -> dict[str, Any]:
+def exported_fields(rec: Record) -> dict[str, Any]:
     """The fields a memory line and a chunk share."""
     return {
         "id": rec.id,
@@ -191,7 +191,7 @@ def _memory(ws: str, rec: Record, links: list[SupersedeLink]) -> MemoryLine:
         content=rec.content,
         supersedes=older,
         superseded_by=newer,
-        **_about(rec),
+        **exported_fields(rec),
     )
 
 
@@ -216,7 +216,7 @@ def _source(
                 line_start=r.line_start,
                 line_end=r.line_end,
                 head=r.head,
-                **_about(r),
+                **exported_fields(r),
             )
             for r in records
         ),

@@ -41,7 +41,7 @@ from imprint.reads.export import (
     Link,
     MemoryLine,
     SourceLine,
-    Tags,
+    exported_fields,
 )
 from imprint.reads.memory import check_id
 from imprint.store.context import chunk_contexts
@@ -421,10 +421,7 @@ def _same_memory(held: Record, rec: Record) -> bool:
     return (
         held.content == rec.content
         and held.project == rec.project
-        and held.type == rec.type
-        and Tags.of(held) == Tags.of(rec)
-        and held.created_at == rec.created_at
-        and held.tagged_by == rec.tagged_by
+        and exported_fields(held) == exported_fields(rec)
     )
 
 
@@ -459,13 +456,12 @@ def _import_workspace(
     kept = 0
     for rec in memories:
         had = held.get(rec.id)
-        if had is not None and (had == rec or _same_memory(had, rec)):
-            kept += 1
-        elif had is not None and not replace:
-            report.differ_memories += 1
-            kept += 1
-        else:
+        same = had is not None and _same_memory(had, rec)
+        if had is None or (replace and not same):
             batches.add([rec])
+        else:
+            kept += 1
+            report.differ_memories += not same
     for (entry, records), was in zip(sources, held_entries, strict=True):
         if was == entry and all(held.get(r.id) == r for r in records):
             kept += len(records)
