@@ -199,13 +199,14 @@ class Runtime:
                     store, self.embedder(), min_free_mb=self.config.store.min_free_mb, rechunk=sizes
                 )
                 logic.recover()
+                upkeep = logic.reembed_due() or store.sqlite.text_format() < TEXT_FORMAT
                 ref = WriterActor.start(logic)
             except BaseException:
                 store.close()
                 raise
             opened = _Workspace(store, ref)
             self._open[ws] = opened
-            if self._reindex and store.sqlite.text_format() < TEXT_FORMAT:
+            if self._reindex and upkeep:
                 opened.writer.reindex(Reindex())
             if self._reindex:  # a store written by an older version has segments to merge
                 opened.writer.merge_soon()

