@@ -76,12 +76,14 @@ class Reindexing:
 
 @dataclass
 class Reembedding:
-    """Vectors made by another embedder being made again: the ids still to embed, of how
-    many, and the identity (`Embedder.identity`) the store records when they are done."""
+    """Vectors made by another embedder being made again: the records walked in rowid
+    order up to `after`, how many of how many, and the identity (`Embedder.identity`) the
+    store records when they are done."""
 
-    ids: deque[str]
     total: int
     identity: str
+    after: int = 0
+    done: int = 0
     started: float = field(default_factory=time.monotonic)
 
 
@@ -338,22 +340,25 @@ class Writer:
         are as they were). Whether more is left; the last step records the identity. A
         crash before that leaves the old identity recorded: the next open starts over."""
         job = self._reembed
+        sqlite = self.store.sqlite
         if job is None:
             if not self.reembed_due():
                 return False
-            ids = sorted(self.store.sqlite.ids())
-            job = Reembedding(ids=deque(ids), total=len(ids), identity=self.embedder.identity())
+            total = sqlite.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            job = Reembedding(total=total, identity=self.embedder.identity())
             self._reembed = job
             log.warning(
                 "writer.reembed_started",
                 workspace=self.store.name,
                 records=job.total,
-                was=self.store.sqlite.meta("embedder"),
+                was=sqlite.meta("embedder"),
                 now=job.identity,
             )
-        ids = [job.ids.popleft() for _ in range(min(limit, len(job.ids)))]
-        records = list(self.store.sqlite.fetch(ids).values())  # deleted since: skipped
-        if records:
+        page = sqlite.ids_after(job.after, limit)
+        if page:
+            # A record written meanwhile has its new vector already; one rewritten (a new
+            # rowid) is walked again: embedded twice, never skipped.
+            records = list(sqlite.fetch(rid for _, rid in page).values())
             vectors = self.embedder.embed([r.indexed_text for r in records])
             self._checks.forget()
             if self._vectors_stale:
@@ -362,11 +367,12 @@ class Writer:
                 with sigterm_kills():
                     self.store.vectors.upsert(records, vectors)
             except Exception:
-                job.ids.extendleft(reversed(ids))  # the next open takes them up again
                 self._reconnect(strict=False)
                 raise
-        if job.ids:
-            return True
+            job.after = page[-1][0]
+            job.done = min(job.done + len(page), job.total)
+            if len(page) == limit:
+                return True
         self.store.sqlite.set_meta("embedder", job.identity)
         log.warning(
             "writer.reembed_done",
@@ -454,9 +460,7 @@ class Writer:
         return found.model_copy(
             update={
                 "other_embedder": self.store.sqlite.meta("embedder") != self.embedder.identity(),
-                "reembed": {}
-                if job is None
-                else {"done": job.total - len(job.ids), "total": job.total},
+                "reembed": {} if job is None else {"done": job.done, "total": job.total},
             }
         )
 

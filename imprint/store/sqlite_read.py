@@ -265,6 +265,13 @@ class SqliteReader:
     def ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM records")}
 
+    def ids_after(self, rowid: int, limit: int) -> list[tuple[int, str]]:
+        """(rowid, id) of the next `limit` records after `rowid`, in rowid order: a walk over
+        every record that holds a page at a time, not all their ids."""
+        return self.conn.execute(
+            "SELECT rowid, id FROM records WHERE rowid > ? ORDER BY rowid LIMIT ?", (rowid, limit)
+        ).fetchall()
+
     def source_entry(self, project: str, source: str) -> SourceEntry | None:
         row = self.conn.execute(
             "SELECT project, source, source_type, mtime, sha, chunk_count, root, validators "
