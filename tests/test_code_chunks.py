@@ -136,7 +136,7 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
         assert writer.reindex_progress() == {"done": 2, "total": 3}
         while writer.reindex_step(limit=1):
             pass
-        assert sqlite.text_format() == TEXT_FORMAT == 4
+        assert sqlite.text_format() == TEXT_FORMAT == 5
         actor = sqlite.source_records("proj", "pykka/_actor.py")
         assert "ActorRef.tell" in [r.symbol for r in actor]
         assert all(r.line_start > 0 and r.chunk_count == len(actor) for r in actor)
@@ -186,8 +186,9 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Opened at text format 3 (tree-sitter chunks without signatures), the writer re-chunks
-    a long function so its later pieces carry `def long_one(...)`, and writes nothing for a
-    file this version chunks the same."""
+    a long function so its later pieces carry `def long_one(...)`, keeps the ids, text and
+    tags of a file this version chunks the same, and embeds every code chunk again without
+    its symbol words (format 5)."""
     tree = write_tree(tmp_path / "proj", {"long.py": LONG, "pykka/_actor.py": ACTOR})
     data = tmp_path / "data"
     with monkeypatch.context() as patched:
@@ -207,7 +208,13 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
             sqlite.conn.execute(
                 "UPDATE records SET topics = ? WHERE id = ?", ('["kept-topic"]', before[2].id)
             )
-        vectors = {r.id: store.vectors.embedding_of(r.id) for r in before}
+        # As format 4 embedded them: the whole context line, symbol words included.
+        olds = [r for r in before if symbol_words(r.symbol)]
+        worded_texts = [f"{r.context}\n{r.content}" for r in olds]
+        store.vectors.collection.update(  # type: ignore[attr-defined]
+            ids=[r.id for r in olds], embeddings=embedder.embed(worded_texts).tolist()
+        )
+        vectors = {r.id: store.vectors.embedding_of(r.id) for r in olds}
         embedded: list[str] = []
 
         class Counting(Embedder):
@@ -220,12 +227,27 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
         while writer.reindex_step(limit=1000):
             pass
-        assert sqlite.text_format() == TEXT_FORMAT == 4
-        # Their indexed text is what it was: their vectors are kept, nothing is embedded.
-        assert embedded == []
-        for rid, vector in vectors.items():
-            assert vector is not None
-            assert np.allclose(store.vectors.embedding_of(rid), vector, atol=1e-6)
+        assert sqlite.text_format() == TEXT_FORMAT == 5
+        # Before format 5 a code chunk was embedded with its symbol words: each is embedded
+        # again, once, as this version embeds it (the context line without the words).
+        code = [
+            *sqlite.source_records("proj", "long.py"),
+            *sqlite.source_records("proj", "pykka/_actor.py"),
+        ]
+        assert sorted(embedded) == sorted(r.indexed_text for r in code)
+        worded = [r for r in code if symbol_words(r.symbol)]
+        assert worded
+        for r in worded:
+            assert r.context.endswith(" | " + symbol_words(r.symbol))
+            assert r.indexed_text.split("\n", 1)[0] == r.context.rpartition(" | ")[0]
+        for r in code:
+            want = embedder.embed([r.indexed_text])[0]
+            assert np.allclose(store.vectors.embedding_of(r.id), want, atol=1e-5), r.id
+        moved = [r.id for r in worded if r.id in vectors]
+        assert len(moved) == len(vectors) > 0 and all(
+            not np.allclose(store.vectors.embedding_of(rid), vectors[rid], atol=1e-4)
+            for rid in moved
+        )
         after = sqlite.source_records("proj", "long.py")
         assert [(r.id, r.content) for r in after] == [(r.id, r.content) for r in before]
         assert after[0].head == "" and all(

@@ -6,9 +6,9 @@ by its structure (format 3; format 4: a later piece of a split definition carrie
 signature) is chunked again from the file itself when the file is still what was ingested
 (its sha256 is the registry's) and this version chunks it differently: new chunks with
 symbols, lines and signatures replace the old ones, each keeping its own tags where it was
-there already, else those of the old chunk at its place. A file that
-is gone or changed keeps its old chunks, with the new context line, until ingest sees it
-again.
+there already, else those of the old chunk at its place. A file that is gone or changed
+keeps its old chunks, with the new context line, until ingest sees it again. Code chunks
+a store before format 5 embedded with their symbol words are written (embedded) again.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ def _chunks(records: list[Record]) -> list[tuple[str, str, int, int, str]]:
     return [(r.content, r.symbol, r.line_start, r.line_end, r.head) for r in records]
 
 
+# The text format since which a code chunk is embedded without its symbol words: the code
+# chunks of an older store are written (embedded) again.
+EMBEDDED_WITHOUT_WORDS = 5
+
+
 def reindexed(sqlite: SqliteReader, project: str, source: str, sizes: Rechunk) -> WriteBatch:
     """The write that brings one source to this version's index (empty: nothing to do)."""
     records = sqlite.source_records(project, source)
@@ -110,9 +115,10 @@ def reindexed(sqlite: SqliteReader, project: str, source: str, sizes: Rechunk) -
     contexts = chunk_contexts(
         source, [r.content for r in records], first.lang, [r.symbol for r in records]
     )
+    stale = sqlite.text_format() < EMBEDDED_WITHOUT_WORDS
     changed = [
         r.model_copy(update={"context": c})
         for r, c in zip(records, contexts, strict=True)
-        if r.context != c
+        if r.context != c or (stale and r.symbol)
     ]
     return WriteBatch(upserts=tuple(changed))

@@ -45,7 +45,7 @@ from imprint.store.integrity import deep_check, repair
 from imprint.store.records import SourceEntry, WriteBatch
 from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
-from imprint.types import MemoryId, RecallId
+from imprint.types import RecallId
 
 __all__ = ["WriteAck", "Writer", "WriterActor", "WriterProxy", "free_bytes"]
 
@@ -306,23 +306,6 @@ class Writer:
         self._vectors_stale = False
         log.warning("writer.reconnected", workspace=self.store.name)
 
-    def _kept_vectors(self, batch: WriteBatch, before: dict[MemoryId, str]) -> np.ndarray | None:
-        """The vectors of a re-index write: a record whose indexed text is what it was (a
-        chunk that only gained its signature) keeps its stored vector, the rest are
-        embedded; None when none is kept (the write embeds them all)."""
-        kept = [
-            self.store.vectors.embedding_of(r.id) if before.get(r.id) == r.indexed_text else None
-            for r in batch.upserts
-        ]
-        fresh = [i for i, vector in enumerate(kept) if vector is None]
-        if len(fresh) == len(kept):
-            return None
-        if fresh:
-            made = self.embedder.embed([batch.upserts[i].indexed_text for i in fresh])
-            for i, vector in zip(fresh, made, strict=True):
-                kept[i] = vector
-        return np.stack([np.asarray(v, dtype=np.float32) for v in kept])
-
     def reembed_due(self) -> bool:
         """Whether the store's vectors were made by another embedder than this one (the
         identity it recorded differs: `embedding.model_path`, `tokenizer_path` or
@@ -411,11 +394,10 @@ class Writer:
         written = 0
         while job.sources and written < limit:
             project, source = job.sources.popleft()
-            before = {r.id: r.indexed_text for r in sqlite.source_records(project, source)}
             batch = reindexed(sqlite, project, source, self.rechunk)
             if batch.upserts:
                 # One source per write: a re-chunked file's old chunks go in the same write.
-                self.write(batch, self._kept_vectors(batch, before))
+                self.write(batch)
                 written += len(batch.upserts)
             job.done += 1
         job.records += written

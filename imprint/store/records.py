@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from imprint.errors import InputError
+from imprint.store.context import embedded_context
 from imprint.types import MemoryId
 
 __all__ = [
@@ -158,8 +159,10 @@ class Record(BaseModel):
 
     @property
     def indexed_text(self) -> str:
-        """What is embedded: the context line, then the content."""
-        return f"{self.context}\n{self.content}" if self.context else self.content
+        """What is embedded: the context line (a code chunk's without its symbol words:
+        `embedded_context`), then the content."""
+        context = embedded_context(self.context, self.symbol)
+        return f"{context}\n{self.content}" if context else self.content
 
     @property
     def shown_text(self) -> str:
