@@ -41,7 +41,7 @@ from imprint.store.applying import applying
 from imprint.store.check import IndexCheck, RepairReport
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import DIMENSIONS, Embedder
-from imprint.store.integrity import deep_check, repair
+from imprint.store.integrity import deep_check, reembed, repair
 from imprint.store.records import SourceEntry, WriteBatch
 from imprint.store.snapshot import copy_store
 from imprint.store.workspace import WorkspaceStore
@@ -341,14 +341,12 @@ class Writer:
         if page:
             # A record written meanwhile has its new vector already; one rewritten (a new
             # rowid) is walked again: embedded twice, never skipped.
-            records = list(sqlite.fetch(rid for _, rid in page).values())
-            vectors = self.embedder.embed([r.indexed_text for r in records])
             self._checks.forget()
             if self._vectors_stale:
                 self._reconnect(strict=True)
             try:
                 with sigterm_kills():
-                    self.store.vectors.upsert(records, vectors)
+                    reembed(sqlite, self.store.vectors, self.embedder, [rid for _, rid in page])
             except Exception:
                 self._reconnect(strict=False)
                 raise

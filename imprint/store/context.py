@@ -127,7 +127,7 @@ def embedded_context(context: str, symbol: str) -> str:
     validation error into a nested object" (code search, tree arm: behaviour top-1 8 -> 9
     of 12, task 10 -> 11 of 13, identifier 12 of 12 either way; held out, task R@5 3 -> 2
     and visible 1 -> 2 of 4). A prose chunk has no symbol: its whole line is embedded."""
-    words = symbol_words(symbol) if symbol else ""
+    words = symbol_words(symbol)
     if not words:
         return context
     head, sep, last = context.rpartition(" | ")

@@ -23,7 +23,7 @@ from imprint.store.sqlite_read import SqliteReader
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex
 
-__all__ = ["IndexReport", "deep_check", "repair"]
+__all__ = ["IndexReport", "deep_check", "reembed", "repair"]
 
 EMBED_BATCH = 256
 SHOWN = 5  # ids named in a report line
@@ -160,7 +160,9 @@ def deep_check(sqlite: SqliteWriter, vectors: VectorIndex, dim: int) -> IndexRep
     )
 
 
-def _reembed(sqlite: SqliteReader, vectors: VectorIndex, embedder: Embedder, ids: list[str]) -> int:
+def reembed(sqlite: SqliteReader, vectors: VectorIndex, embedder: Embedder, ids: list[str]) -> int:
+    """Embed these records' text again into the vector index (ids no longer in SQLite are
+    skipped); how many were."""
     done = 0
     for start in range(0, len(ids), EMBED_BATCH):
         records = list(sqlite.fetch(ids[start : start + EMBED_BATCH]).values())
@@ -179,12 +181,12 @@ def repair(
         name = vectors.collection.name
         vectors.client.delete_collection(name)
         vectors = vectors.reopened()
-        count = _reembed(sqlite, vectors, embedder, sorted(sqlite.ids()))
+        count = reembed(sqlite, vectors, embedder, sorted(sqlite.ids()))
         done.append(f"rebuilt the vector index from the lexical one: {count} records re-embedded")
     else:
         stale = sorted({*report.only_in_lexical, *report.hash_mismatch, *report.unhashed})
         if stale:
-            count = _reembed(sqlite, vectors, embedder, stale)
+            count = reembed(sqlite, vectors, embedder, stale)
             done.append(
                 f"re-embedded {count} records into the vector index "
                 f"({len(report.only_in_lexical)} missing, {len(report.hash_mismatch)} stale, "
