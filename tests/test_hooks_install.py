@@ -85,9 +85,12 @@ def test_prompt_submit_is_installed_only_when_turned_on(tmp_path: Path) -> None:
     assert len(_ours(hooks["UserPromptSubmit"])) == 1
 
 
-def test_codex_install_enables_hooks_in_config_toml_keeping_its_text(tmp_path: Path) -> None:
-    """Codex: hooks.json, `[features] codex_hooks = true` set inside the existing features
-    table and an `[mcp_servers.imprint]` table added, the comments and other tables kept."""
+def test_codex_install_enables_hooks_in_config_toml_keeping_its_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex: hooks.json, `[features] hooks = true` set inside the existing features table
+    (in the place of the `codex_hooks` line Codex deprecated; no `codex` on PATH to ask) and
+    an `[mcp_servers.imprint]` table added, the comments and other tables kept."""
     home = tmp_path / "home"
     config = home / ".codex" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -96,11 +99,12 @@ def test_codex_install_enables_hooks_in_config_toml_keeping_its_text(tmp_path: P
         '[mcp_servers.other]\ncommand = "x"\n'
     )
     config.write_text(original)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no codex
     _install("codex", home, tmp_path)
     text = config.read_text()
     assert text.startswith("# my settings\n")
     data = tomllib.loads(text)
-    assert data["features"] == {"other": True, "codex_hooks": True}
+    assert data["features"] == {"other": True, "hooks": True}
     assert data["model"] == "o4" and data["mcp_servers"]["other"] == {"command": "x"}
     assert data["mcp_servers"]["imprint"]["args"] == ["serve"]
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())["hooks"]

@@ -43,15 +43,32 @@ def hook(
     raise typer.Exit(run_hook(event, client))
 
 
-def hooks_install(client: ClientOpt, scope: ScopeOpt = "user") -> None:
+def hooks_install(
+    client: ClientOpt,
+    scope: ScopeOpt = "user",
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust",
+            help="codex only: trust Imprint's own hooks in Codex, which skips a hook until "
+            "it is trusted (the record its /hooks review writes; no other hook is touched)",
+        ),
+    ] = False,
+) -> None:
     """Install the client's hooks (and its MCP server entry if it has none): a briefing at
     session start, and capture of each session. Idempotent; other settings stay."""
+    from imprint.errors import InputError
     from imprint.hooks.install import install_hooks
     from imprint.hooks.settings import hook_settings
 
     name, where = _checked(client, scope)
+    if trust and name != "codex":
+        raise InputError(
+            "--trust: only with --client codex (the other clients run hooks unreviewed)"
+        )
     settings = hook_settings(cfg.data_dir())
-    for line in install_hooks(name, where, settings, home=Path.home(), project=Path.cwd()):
+    lines = install_hooks(name, where, settings, home=Path.home(), project=Path.cwd(), trust=trust)
+    for line in lines:
         typer.echo(line)
 
 

@@ -10,8 +10,10 @@ Where each client keeps its configuration (user scope under the home folder, pro
 under the project's folder):
 - Claude Code: hooks in `.claude/settings.json`; its MCP servers in `~/.claude.json` (user)
   or `.mcp.json` (project).
-- Codex: hooks in `.codex/hooks.json`, enabled by `[features] codex_hooks = true` in
-  `.codex/config.toml`, which also holds `[mcp_servers.imprint]` (`$CODEX_HOME` for user).
+- Codex: hooks in `.codex/hooks.json`, enabled by `[features] hooks = true` (`codex_hooks`
+  before Codex renamed it) in `.codex/config.toml`, which also holds
+  `[mcp_servers.imprint]` (`$CODEX_HOME` for user). Codex runs a hook only once it is
+  trusted: install says whether it is, and `--trust` trusts Imprint's own.
 - Gemini CLI: hooks and `mcpServers` in `.gemini/settings.json`.
 - Cursor: hooks in `.cursor/hooks.json` (`"version": 1`); MCP servers in `.cursor/mcp.json`.
 """
@@ -33,7 +35,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from imprint.errors import InputError
-from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, EVENTS, NATIVE_EVENTS
+from imprint.hooks.codex import (
+    CodexError,
+    CodexHook,
+    codex_executable,
+    hooks_feature,
+    listed_hooks,
+    trust_hooks,
+)
+from imprint.hooks.events import (
+    CAPTURE_EVENTS,
+    CLIENTS,
+    EVENTS,
+    NATIVE_EVENTS,
+    canonical_event,
+)
 from imprint.hooks.report import when
 from imprint.hooks.settings import HookSettings
 from imprint.hooks.state import read_state
@@ -234,8 +250,9 @@ def _table_line(lines: list[str], name: str) -> int | None:
     return None
 
 
-def _edit_codex_toml(text: str, path: Path) -> str:
-    """Codex's config.toml with `[features] codex_hooks = true` and an
+def _edit_codex_toml(text: str, path: Path, feature: str = "hooks") -> str:
+    """Codex's config.toml with `[features] <feature> = true` (`hooks`, or `codex_hooks` for
+    a Codex from before the rename, whose old key is then renamed) and an
     `[mcp_servers.imprint]` table, edited as text so comments and layout stay."""
     try:
         data = tomllib.loads(text)
@@ -243,27 +260,35 @@ def _edit_codex_toml(text: str, path: Path) -> str:
         raise InputError(f"{path}: not valid TOML ({exc}); fix it, then run again") from exc
     lines = text.splitlines()
     features = data.get("features", {})
-    if not (isinstance(features, dict) and features.get("codex_hooks") is True):
+    old = "codex_hooks" if feature == "hooks" else None
+    done = isinstance(features, dict) and features.get(feature) is True
+    if not done or (old is not None and old in features):
         header = _table_line(lines, "features")
         if header is None:
             if "features" in data:
                 raise InputError(
-                    f"{path}: set codex_hooks = true in its features yourself "
+                    f"{path}: set {feature} = true in its features yourself "
                     "(they are not a [features] table), then run again"
                 )
-            lines += ["", "[features]", "codex_hooks = true"]
+            lines += ["", "[features]", f"{feature} = true"]
         else:
             end = next(
                 (i for i in range(header + 1, len(lines)) if _TABLE.match(lines[i])), len(lines)
             )
-            key = next(
-                (i for i in range(header + 1, end) if re.match(r"\s*codex_hooks\s*=", lines[i])),
-                None,
-            )
-            if key is None:
-                lines.insert(header + 1, "codex_hooks = true")
+
+            def key_line(name: str) -> int | None:
+                pattern = re.compile(rf"\s*{name}\s*=")
+                return next((i for i in range(header + 1, end) if pattern.match(lines[i])), None)
+
+            at, stale = key_line(feature), key_line(old) if old else None
+            if at is None and stale is not None:
+                at, stale = stale, None  # the old name's line becomes the new one
+            if at is None:
+                lines.insert(header + 1, f"{feature} = true")
             else:
-                lines[key] = "codex_hooks = true"
+                lines[at] = f"{feature} = true"
+            if stale is not None:
+                del lines[stale]
     if not _has_imprint_server(data.get("mcp_servers")):
         lines += [
             "",
@@ -273,8 +298,8 @@ def _edit_codex_toml(text: str, path: Path) -> str:
         ]
     edited = "\n".join(lines).lstrip("\n") + "\n"
     check = tomllib.loads(edited)
-    if check.get("features", {}).get("codex_hooks") is not True:
-        raise InputError(f"{path}: could not set [features] codex_hooks = true; set it yourself")
+    if check.get("features", {}).get(feature) is not True:
+        raise InputError(f"{path}: could not set [features] {feature} = true; set it yourself")
     return edited
 
 
@@ -314,22 +339,104 @@ def _json_file(path: Path, edit: Callable[[Data], Data], report: list[str]) -> N
     _write(path, before, json.dumps(after, indent=2) + "\n", report)
 
 
+def _codex_feature(codex: str | None, report: list[str]) -> str:
+    """The `[features]` key this Codex turns hooks on with (`hooks` when it cannot say)."""
+    if codex is None:
+        return "hooks"
+    try:
+        return hooks_feature(codex)
+    except CodexError as exc:
+        report.append(f"codex: {exc}; [features] hooks = true is written")
+        return "hooks"
+
+
+def _ours_in(hooks_file: Path) -> Callable[[CodexHook], bool]:
+    """Whether a hook Codex lists is one of Imprint's from `hooks_file`."""
+    wanted = hooks_file.resolve()
+
+    def test(hook: CodexHook) -> bool:
+        source = hook.key.rsplit(":", 3)[0]
+        return _is_ours(hook.command) and Path(source).resolve() == wanted
+
+    return test
+
+
+_REVIEW = (
+    "Codex skips a hook until it is trusted (`codex exec` cannot ask): review them in codex "
+    "(/hooks, or the prompt at start), or run `imprint hooks install --client codex --trust`"
+)
+
+
+def _trust_words(hooks: list[CodexHook]) -> dict[str, str]:
+    """Per Imprint event, how Codex holds its hook: trusted, not trusted, changed since it
+    was trusted, or disabled."""
+    out: dict[str, str] = {}
+    for hook in hooks:
+        event = canonical_event(hook.event) or hook.event
+        if not hook.enabled:
+            out[event] = "disabled in Codex"
+        elif hook.trust == "trusted":
+            out[event] = "trusted by Codex"
+        elif hook.trust == "modified":
+            out[event] = "changed since Codex trusted it: Codex skips it"
+        else:
+            out[event] = "not trusted by Codex yet: Codex skips it"
+    return out
+
+
+def _codex_report(codex: str | None, hooks_file: Path, cwd: Path, trust: bool) -> list[str]:
+    """What Codex says of the hooks just installed, after trusting them when asked."""
+    if codex is None:
+        return ["codex is not on PATH, so whether Codex trusts these hooks is unknown. " + _REVIEW]
+    ours = _ours_in(hooks_file)
+    try:
+        listed = trust_hooks(codex, cwd, ours) if trust else listed_hooks(codex, cwd)
+    except CodexError as exc:
+        return [f"codex: {exc}. " + _REVIEW]
+    words = _trust_words([h for h in listed if ours(h)])
+    if not words:
+        return [
+            f"Codex does not load {hooks_file} in {cwd} (a project's .codex/ loads only in "
+            "a project Codex trusts): trust the project in codex, then run this again"
+        ]
+    lines = [f"codex, the {event} hook: {said}" for event, said in sorted(words.items())]
+    if any(said != "trusted by Codex" for said in words.values()):
+        lines.append(_REVIEW)
+    elif trust:
+        lines.append(
+            "Imprint's hooks are trusted in Codex as they are now (their hashes under "
+            "[hooks.state] in Codex's config, as its /hooks review records them)"
+        )
+    return lines
+
+
 def install_hooks(
-    client: str, scope: Scope, settings: HookSettings, *, home: Path, project: Path
+    client: str,
+    scope: Scope,
+    settings: HookSettings,
+    *,
+    home: Path,
+    project: Path,
+    trust: bool = False,
 ) -> list[str]:
     """Install `client`'s hooks (and its MCP server entry if it has none); what was done,
-    one line each, ending with what capture means."""
+    one line each, ending with what capture means. Codex: whether it trusts them (it skips
+    a hook until then), and with `trust` Imprint's own hooks trusted (`imprint.hooks.codex`)."""
     files = _files(client, scope, home, project)
     events = _events(client, settings)
     report: list[str] = []
     _json_file(files.hooks, lambda d: _edit_hooks(d, client, events, settings), report)
     if client == "codex":
+        codex = codex_executable()
         before = _text(files.mcp)
-        _write(files.mcp, before, _edit_codex_toml(before or "", files.mcp), report)
+        edited = _edit_codex_toml(before or "", files.mcp, _codex_feature(codex, report))
+        _write(files.mcp, before, edited, report)
     else:
         _json_file(files.mcp, lambda d: _edit_mcp_json(d, client), report)
     captured = [e for e in events if e in CAPTURE_EVENTS]
     report.append(f"hooks: {', '.join(events)}")
+    if client == "codex":
+        report += _codex_report(codex, files.hooks, project, trust)
     if "prompt-submit" not in events and "prompt-submit" in NATIVE_EVENTS[client]:
         report.append(
             "prompt submit: off (hooks.prompt_submit); turn it on and install again to add it"
@@ -355,14 +462,15 @@ def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> 
     return report
 
 
-def installed_events(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
-    """The Imprint hooks `client`'s configuration of `scope` runs, by Imprint's names."""
+def _our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> dict[str, list[str]]:
+    """Per Imprint event, the commands of Imprint's hooks in `client`'s configuration of
+    `scope`."""
     path = _files(client, scope, home, project).hooks
     try:
         hooks = _read_json(path).get("hooks", {})
     except InputError:
-        return []
-    found = []
+        return {}
+    found: dict[str, list[str]] = {}
     for event, native in NATIVE_EVENTS[client].items():
         entries = hooks.get(native, []) if isinstance(hooks, dict) else []
         commands = [
@@ -372,33 +480,97 @@ def installed_events(client: str, scope: Scope, *, home: Path, project: Path) ->
             for h in (entry.get("hooks", []) if client != "cursor" else [entry])
             if isinstance(h, dict)
         ]
-        if any(_is_ours(c) for c in commands):
-            found.append(event)
+        ours = [c for c in commands if isinstance(c, str) and _is_ours(c)]
+        if ours:
+            found[event] = ours
     return found
+
+
+def installed_events(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
+    """The Imprint hooks `client`'s configuration of `scope` runs, by Imprint's names."""
+    return list(_our_commands(client, scope, home=home, project=project))
+
+
+def _missing_files(command: str) -> list[str]:
+    """The files a hook command runs (its program, the launcher) that are not there: a
+    moved or removed installation, whose hooks the client can no longer start."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    named = [w for w in words[:4] if Path(w).is_absolute()]
+    return [w for w in named if not Path(w).exists()]
+
+
+def _codex_trust(hooks_files: list[Path], project: Path) -> dict[str, str]:
+    """Per Imprint event, how the Codex on PATH holds Imprint's hook from `hooks_files`, or
+    why it cannot be asked (under the key "")."""
+    codex = codex_executable()
+    if codex is None:
+        return {"": "codex is not on PATH, so whether it trusts these hooks is unknown"}
+    try:
+        listed = listed_hooks(codex, project)
+    except CodexError as exc:
+        return {"": f"codex: {exc}"}
+    tests = [_ours_in(path) for path in hooks_files]
+    return _trust_words([h for h in listed if any(test(h) for test in tests)])
 
 
 def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
-    failure with its reason."""
+    failure with its reason; an installed hook that never ran, one whose command names a
+    file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
     state = read_state(data_dir)
     lines: list[str] = []
     for client in CLIENTS:
-        scopes = {
-            scope: installed_events(client, scope, home=home, project=project)
-            for scope in ("user", "project")
+        scopes: tuple[Scope, ...] = ("user", "project")
+        commands = {
+            scope: _our_commands(client, scope, home=home, project=project) for scope in scopes
         }
-        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in scopes.items() if e)
+        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
         lines.append(f"{client}: {where or 'not installed'}")
-        for event, row in sorted(state.get(client, {}).items()):
-            line = (
-                f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
-                f"last run {when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
-            )
-            if row.get("failures"):
-                line += (
-                    f"; last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
+        rows = state.get(client, {})
+        installed = {event for found in commands.values() for event in found}
+        trust: dict[str, str] = {}
+        if client == "codex" and installed:
+            files = [_files(client, s, home, project).hooks for s, f in commands.items() if f]
+            trust = _codex_trust(files, project)
+        order = {event: i for i, event in enumerate(EVENTS)}
+        for event in sorted(set(rows) | installed, key=lambda e: (order.get(e, len(order)), e)):
+            row = rows.get(event)
+            if row is None:
+                line = f"  {event}: installed, never ran"
+            else:
+                line = (
+                    f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
+                    f"last run {when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
                 )
+                if row.get("failures"):
+                    line += (
+                        f"; last failure {when(row.get('last_failure'))}: "
+                        f"{row.get('last_error', '')}"
+                    )
+            if event in trust:
+                line += f"; {trust[event]}"
             lines.append(line)
+        if "" in trust:
+            lines.append(f"  {trust['']}")
+        if any(said != "trusted by Codex" for e, said in trust.items() if e):
+            lines.append(f"  {_REVIEW}")
+        gone = sorted(
+            {
+                path
+                for found in commands.values()
+                for listed in found.values()
+                for command in listed
+                for path in _missing_files(command)
+            }
+        )
+        for path in gone:
+            lines.append(
+                f"  its hooks run {path}, which is not there: the client cannot start them; "
+                f"run `imprint hooks install --client {client}` again"
+            )
     lines += _daemon_lines(data_dir)
     for client in sorted(set(state) - set(CLIENTS)):
         for event, row in sorted(state[client].items()):

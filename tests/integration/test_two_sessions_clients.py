@@ -119,11 +119,11 @@ def _configure(name: str, home: Path, project: Path, url: str) -> dict[str, str]
 
 def _session(name: str, exe: str, prompt: str, cwd: Path, env: dict[str, str]) -> None:
     """One headless session. Codex: no sandbox or approvals (the loopback model's commands
-    run in a scratch folder) and hooks run without its interactive trust review, which a
-    headless run cannot give; Gemini CLI: tools approved (`--yolo`)."""
+    run in a scratch folder); its hooks run because `hooks install --trust` trusted them
+    (a headless run cannot review one, and skips it); Gemini CLI: tools approved (`--yolo`)."""
     if name == "codex":
         args = [exe, "exec", "--dangerously-bypass-approvals-and-sandbox",
-                "--dangerously-bypass-hook-trust", "--skip-git-repo-check", prompt]  # fmt: skip
+                "--skip-git-repo-check", prompt]  # fmt: skip
     else:
         args = [exe, "-p", prompt, "--output-format", "json", "--yolo"]
     _ok(args, cwd, env)
@@ -206,8 +206,12 @@ def sessions(
                 # machine must not turn a slow first briefing into a missing one.
                 IMPRINT_HOOKS_TIMEOUT_MS_SESSION_START="20000",
             )
-            installed = _imprint(["hooks", "install", "--client", name], project, env)
+            trust = ["--trust"] if name == "codex" else []
+            installed = _imprint(["hooks", "install", "--client", name, *trust], project, env)
             assert f"capture is enabled for {name}" in installed, installed
+            if name == "codex":  # the real Codex, asked after the trust was written
+                assert "the session-start hook: trusted by Codex" in installed, installed
+                assert "the stop hook: trusted by Codex" in installed, installed
             model.turns = spec.first
             prompt = f"Set up the sightings store. My key is OPENAI_API_KEY={secret} if needed."
             _session(name, exe, prompt, project, env)
