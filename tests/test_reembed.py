@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+import html
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
+from starlette.testclient import TestClient
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import Writer
 from imprint.config import Config
+from imprint.dashboard import Guard, build_app
+from imprint.dashboard import _rows as dashboard_rows
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
-from imprint.reads.status import format_status
+from imprint.reads.status import StatusRow, format_status, upkeep
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.workspace import WorkspaceStore
@@ -23,6 +28,7 @@ from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from imprint.writes.repair import status_row
 from tests.conftest import write_tree
+from tests.dashboard_support import owner
 
 # Well over 128 tokens a paragraph: an embedder that keeps 128 of them makes other vectors.
 LONG = " ".join(
@@ -173,3 +179,47 @@ def test_a_store_that_recorded_no_embedder_records_this_one(
         assert all(np.array_equal(v, before[k]) for k, v in _vectors(store).items())
     finally:
         store.close()
+
+
+def test_the_dashboard_overview_shows_the_re_embedding_and_its_progress(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overview says what `imprint status` says of a store whose vectors another model
+    made: mid-way (a writer two records in), with a progress bar of records done; left to a
+    server (a runtime that does no upkeep), without one."""
+    files = {f"docs/page{i}.md": f"# Page {i}\n\n{LONG}\n" for i in range(2)}
+    tree = write_tree(tmp_path / "proj", files)
+    data = tmp_path / "data"
+    rt = Runtime(data, Config(), embedder=embedder).start()
+    try:
+        ingest_path(rt, tree, project="proj")
+    finally:
+        rt.stop()
+    short = Embedder(threads=2, max_tokens=128)
+    store = WorkspaceStore(data, WorkspaceName("default"), short)
+    try:
+        writer = Writer(store, short)
+        assert writer.reindex_step(limit=2) is True
+        midway = StatusRow.of("default", "embedded", writer.check())
+    finally:
+        store.close()
+    total = midway.reembed["total"]
+    assert upkeep(midway) == [
+        (format_status(midway).splitlines()[-1].strip(), 2, total)
+    ]  # the status's own line
+
+    rt = Runtime(data, _short(), embedder=short, reindex=False).start()
+    try:
+        guard = Guard(8767)
+        with TestClient(build_app(rt, guard, owner()), base_url="http://127.0.0.1:8767") as web:
+            assert web.get(f"/?token={guard.issue_token()}").status_code == 200
+            page = html.unescape(web.get("/").text)
+            assert "vectors: made by another embedding model" in page
+            assert "embedded again in the background while a server" in page
+            assert "<progress" not in page.split("<h2>backups</h2>")[0]
+            monkeypatch.setattr(dashboard_rows, "status_row", lambda runtime, ws: midway)
+            page = html.unescape(web.get("/").text)
+            assert f"embedding them again in the background: 2/{total} records" in page
+            assert f'<progress max="{total}" value="2"></progress> 2/{total}' in page
+    finally:
+        rt.stop()

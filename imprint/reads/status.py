@@ -3,11 +3,13 @@ agree; and its text, the same for the tool and the CLI."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from imprint.reads.layout import clip, escape_field
 from imprint.store.check import IndexCheck
 from imprint.store.context import TEXT_FORMAT
 
-__all__ = ["StatusRow", "format_status"]
+__all__ = ["StatusRow", "Upkeep", "format_status", "upkeep"]
 
 
 class StatusRow(IndexCheck):
@@ -74,32 +76,52 @@ def format_status(row: StatusRow) -> str:
             lines.append(escape_field(f"  check: {clip(finding, 300)}"))
         if len(row.findings) > MAX_FINDINGS:
             lines.append(f"  check: {len(row.findings) - MAX_FINDINGS} more findings not listed")
-    if row.text_format < TEXT_FORMAT:
-        doing = (
-            f"re-indexing in the background: {row.reindex['done']}/{row.reindex['total']} sources"
-            if row.reindex
-            else "re-indexed in the background while a server (`imprint serve`) owns the store"
-        )
-        lines.append(
-            f"  index: built with text format {row.text_format}, this version indexes "
-            f"{TEXT_FORMAT} (path and headings or symbol with each chunk, code chunked by its "
-            f"structure); {doing}; search works meanwhile"
-        )
-    if row.other_embedder:
-        doing = (
-            f"embedding them again in the background: {row.reembed['done']}/"
-            f"{row.reembed['total']} records"
-            if row.reembed
-            else "embedded again in the background while a server (`imprint serve`) owns the store"
-        )
-        lines.append(
-            "  vectors: made by another embedding model than this configuration's "
-            f"(embedding.model_path, tokenizer_path or max_tokens changed); {doing}; "
-            "meaning search is off the mark until then, word search is not"
-        )
+    lines += [f"  {job.text}" for job in upkeep(row)]
     if row.journal_quarantined:
         lines.append(
             f"  journal: {row.journal_quarantined} failed writes set aside (quarantined; "
             "see writer.quarantined in the log); their records may be missing"
         )
     return "\n".join(lines)
+
+
+class Upkeep(NamedTuple):
+    """Background work a workspace's store needs: its line in the status, and how far it
+    is (`done` of `total`, both 0 while no server is doing it)."""
+
+    text: str
+    done: int
+    total: int
+
+
+def upkeep(row: StatusRow) -> list[Upkeep]:
+    """The re-index (an older text format) and the re-embedding (another embedding model)
+    a workspace needs, as `format_status` and the dashboard's overview say them."""
+    jobs = []
+    if row.text_format < TEXT_FORMAT:
+        done, total = row.reindex.get("done", 0), row.reindex.get("total", 0)
+        doing = (
+            f"re-indexing in the background: {done}/{total} sources"
+            if row.reindex
+            else "re-indexed in the background while a server (`imprint serve`) owns the store"
+        )
+        text = (
+            f"index: built with text format {row.text_format}, this version indexes "
+            f"{TEXT_FORMAT} (path and headings or symbol with each chunk, code chunked by its "
+            f"structure); {doing}; search works meanwhile"
+        )
+        jobs.append(Upkeep(text, done, total))
+    if row.other_embedder:
+        done, total = row.reembed.get("done", 0), row.reembed.get("total", 0)
+        doing = (
+            f"embedding them again in the background: {done}/{total} records"
+            if row.reembed
+            else "embedded again in the background while a server (`imprint serve`) owns the store"
+        )
+        text = (
+            "vectors: made by another embedding model than this configuration's "
+            f"(embedding.model_path, tokenizer_path or max_tokens changed); {doing}; "
+            "meaning search is off the mark until then, word search is not"
+        )
+        jobs.append(Upkeep(text, done, total))
+    return jobs

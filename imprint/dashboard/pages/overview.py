@@ -1,5 +1,6 @@
-"""Overview: the owner, the inference device, each workspace's counts, the last backup,
-running ingests, and per client its last capture and hook failures."""
+"""Overview: the owner, the inference device, each workspace's counts and the background
+work its store needs (re-index, re-embedding) with its progress, the last backup, running
+ingests, and per client its last capture and hook failures."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from imprint.dashboard._site import Site
 from imprint.dashboard._templates import duration
 from imprint.errors import ImprintError
 from imprint.hooks.report import client_hooks
+from imprint.reads.status import upkeep
 from imprint.workspaces import active_workspace, list_workspaces
 from imprint.writes.backup import last_backup
 
@@ -48,7 +50,7 @@ def routes(site: Site) -> list[Route]:
             except ImprintError as exc:
                 workspaces.append({"name": ws, "error": exc})
                 continue
-            workspaces.append({"name": ws, "error": None, "status": st})
+            workspaces.append({"name": ws, "error": None, "status": st, "upkeep": upkeep(st)})
         return site.page(
             request,
             "overview.html",
