@@ -20,6 +20,7 @@ from imprint.chunking import TREE_LANGUAGES
 from imprint.chunking._tree import _LOCAL
 from imprint.hooks.cold import store_file
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, SearchHit, SearchRows, format_search, search
@@ -29,6 +30,7 @@ from imprint.store.records import HEAD_SHOWN, Record, shown_head
 from imprint.store.schema import prepare
 from imprint.store.sqlite_read import SqliteReader
 from imprint.store.workspace import WorkspaceStore
+from imprint.tools.file_chunks import format_chunks
 from imprint.types import MemoryId, WorkspaceName
 from tests.conftest import write_tree
 from tests.test_context import _small_chunks
@@ -136,7 +138,7 @@ def test_an_old_chunker_store_is_rechunked_from_unchanged_files(
         assert writer.reindex_progress() == {"done": 2, "total": 3}
         while writer.reindex_step(limit=1):
             pass
-        assert sqlite.text_format() == TEXT_FORMAT == 5
+        assert sqlite.text_format() == TEXT_FORMAT == 6
         actor = sqlite.source_records("proj", "pykka/_actor.py")
         assert "ActorRef.tell" in [r.symbol for r in actor]
         assert all(r.line_start > 0 and r.chunk_count == len(actor) for r in actor)
@@ -178,8 +180,78 @@ def test_a_hit_on_a_later_piece_shows_its_signature_unindexed(
         assert "def long_one(values, *, scale): ... " in shown.replace("\n", " ")
         scale = search(reads, SearchArgs(query="scale", mode="lexical"))
         assert [h.record.chunk_index for h in scale.hits] == [0]
+        # Reading around the hit with file_chunks: the range's first chunk (a later piece)
+        # opens with the signature; the next ones follow it, without it again.
+        at = last.chunk_index - 1
+        args = FileChunksArgs(source="long.py", start=at, end=last.chunk_index)
+        read = format_chunks(chunk_rows(reads, WorkspaceName("default"), args))
+        blocks = read.split("\n\n--- #")
+        assert blocks[1].startswith(f"{at} ") and "\ndef long_one(values, *, scale):\n" in blocks[1]
+        assert "def long_one" not in blocks[2]
+        whole = format_chunks(
+            chunk_rows(reads, WorkspaceName("default"), FileChunksArgs(source="long.py"))
+        )
+        assert whole.count("def long_one") == 1  # chunk 0's own line
     finally:
         rt.stop()
+
+
+DECORATED = (
+    "@app.get('/items')\n"
+    "def list_items(values, *, scale):\n"
+    "    # the body opens with a comment\n"
+    + "".join(f"    total_{i} = sum(values[{i}:]) * {i}\n" for i in range(40))
+    + "    return total_0\n"
+)
+
+
+def test_a_format_5_store_gets_decorated_signatures_and_rewrites_nothing_else(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Opened at text format 5 (a head without the decorators, with the comment that opens
+    the body), the writer re-chunks that file: its later pieces get
+    `@app.get('/items')` / `def list_items(...)`, ids and text as they were; a file whose
+    chunks are the same is not written (its records are embedded no more)."""
+    tree = write_tree(tmp_path / "proj", {"items.py": DECORATED, "pykka/_actor.py": ACTOR})
+    data = tmp_path / "data"
+    rt = Runtime(data, _small_chunks(), embedder=embedder).start()
+    ingest_path(rt, tree, project="proj")
+    rt.stop()
+    new_head = "@app.get('/items')\ndef list_items(values, *, scale):\n    ..."
+    old_head = "def list_items(values, *, scale):\n    # the body opens with a comment\n    ..."
+    store = WorkspaceStore(data, WorkspaceName("default"), embedder)
+    try:
+        sqlite = store.sqlite
+        before = sqlite.source_records("proj", "items.py")
+        assert len(before) > 2 and {r.head for r in before[1:]} == {new_head}
+        with sqlite.conn:  # as format 5 chunked it
+            sqlite.conn.execute("UPDATE records SET head = ? WHERE head != ''", (old_head,))
+        sqlite.set_meta("text_format", "5")
+        actor = [
+            (r.id, r.head, r.content) for r in sqlite.source_records("proj", "pykka/_actor.py")
+        ]
+        embedded: list[str] = []
+
+        class Counting(Embedder):
+            def embed(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+                embedded.extend(texts)
+                return embedder.embed(texts, **kwargs)
+
+        counting = Counting.__new__(Counting)
+        counting.__dict__.update(embedder.__dict__)
+        writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
+        while writer.reindex_step(limit=1000):
+            pass
+        assert sqlite.text_format() == TEXT_FORMAT
+        after = sqlite.source_records("proj", "items.py")
+        assert [(r.id, r.content) for r in after] == [(r.id, r.content) for r in before]
+        assert after[0].head == "" and {r.head for r in after[1:]} == {new_head}
+        assert sorted(embedded) == sorted(r.indexed_text for r in after)  # items.py alone
+        assert [
+            (r.id, r.head, r.content) for r in sqlite.source_records("proj", "pykka/_actor.py")
+        ] == actor
+    finally:
+        store.close()
 
 
 def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
@@ -227,7 +299,7 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
         while writer.reindex_step(limit=1000):
             pass
-        assert sqlite.text_format() == TEXT_FORMAT == 5
+        assert sqlite.text_format() == TEXT_FORMAT == 6
         # Before format 5 a code chunk was embedded with its symbol words: each is embedded
         # again, once, as this version embeds it (the context line without the words).
         code = [

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from imprint.chunking import TREE_LANGUAGES, Chunk, chunk_file
-from imprint.chunking._tree import _parser
+from imprint.chunking._tree import SIGNATURE_CHARS, _parser
 
 ACTOR = textwrap.dedent(
     '''\
@@ -98,6 +98,47 @@ def test_a_later_piece_of_a_long_definition_carries_its_signature() -> None:
     assert {c.head for c in chunks[1:]} == {"def long_one(\n    values,\n    scale=2,\n):\n    ..."}
     for c in chunks:
         assert c.text == _lines_of(text, c).rstrip()
+
+
+def test_a_decorated_signature_keeps_its_decorators_and_not_the_body_s_opening_comment() -> None:
+    """Python: a decorated method's head holds its decorators (a route, `@mcp.tool()`, which
+    say what the function is for) above the `def`, and not a comment or blank line that opens
+    the body; the comment above the decorators stays out of the head too."""
+    body = "".join(f"        value_{i} = compute({i}, 'some argument text')\n" for i in range(40))
+    text = (
+        "class Api:\n"
+        "    # the listing route\n"
+        '    @app.get("/items/{item_id}")\n'
+        '    @requires("read")\n'
+        "    def read_item(self, item_id: int) -> Item:\n"
+        "\n"
+        "        # look it up first\n"
+        f"{body}        return value_0\n"
+    )
+    chunks = chunk_file(text, "python", "api.py", "code", target=400, overlap=0)
+    later = [c for c in chunks if c.head]
+    assert len(later) >= 2 and all(c.symbol == "Api.read_item" for c in later)
+    assert {c.head for c in later} == {
+        '    @app.get("/items/{item_id}")\n    @requires("read")\n'
+        "    def read_item(self, item_id: int) -> Item:\n        ..."
+    }
+    # A signature that fits SIGNATURE_CHARS only without its decorators keeps them out.
+    params = "".join(f"        argument_{i}: int = {i},\n" for i in range(12))
+    signature = f"    def read_item(\n        self,\n{params}    ) -> Item:\n"
+    assert len(signature) <= SIGNATURE_CHARS < len(signature) + 60
+    long_text = text.replace("    def read_item(self, item_id: int) -> Item:\n", signature)
+    later = [c for c in chunk_file(long_text, "python", "api.py", "code", 400, 0) if c.head]
+    assert len(later) >= 2 and {c.head for c in later} == {signature + "        ..."}
+
+
+def test_a_long_go_struct_is_headed_by_its_type_line() -> None:
+    """Go: the later pieces of a long `type X struct {...}` carry `type X struct {` (it had
+    no head: its fields are not a `body`)."""
+    fields = "".join(f'\tField{i} string `json:"field_{i}"`\n' for i in range(50))
+    text = f"package routes\n\n// Router routes.\ntype Router struct {{\n{fields}}}\n"
+    chunks = chunk_file(text, "go", "router.go", "code", target=400, overlap=0)
+    later = [c for c in chunks if c.symbol == "Router"][1:]
+    assert len(later) >= 2 and {c.head for c in later} == {"type Router struct {\n\t..."}
 
 
 def test_a_brace_language_signature_ends_where_its_body_opens() -> None:

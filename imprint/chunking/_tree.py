@@ -26,6 +26,8 @@ __all__ = ["SIGNATURE_CHARS", "TREE_LANGUAGES", "Chunk", "tree_chunks"]
 
 # A signature longer than this (a long parameter list) is not repeated on a later piece.
 SIGNATURE_CHARS = 400
+# A signature's last lines that start so are a comment opening the body, not signature.
+_OPENERS = ("#", "//")
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,15 @@ def _body(node: Node) -> Node | None:
     body = node.child_by_field_name("body")
     if body is not None:
         return body
+    if node.type == "type_declaration":  # go: a struct's fields, an interface's methods
+        spec = next((c for c in node.named_children if c.type == "type_spec"), None)
+        kind = spec.child_by_field_name("type") if spec is not None else None
+        if kind is not None and kind.type == "struct_type":
+            return next(
+                (c for c in kind.named_children if c.type == "field_declaration_list"), None
+            )
+        if kind is not None and kind.type == "interface_type":
+            return kind
     if node.type in _VARIABLES:  # `const X = class {...}` / an arrow function's block
         for child in _walk(node):
             if child is not node and child.child_by_field_name("body") is not None:
@@ -240,6 +251,7 @@ class _Seg:
     last: int
     symbol: str  # "" for material between definitions
     node: Node | None = None  # the defining node, for splitting
+    opens: int = -1  # the definition's first row: its decorators', not the comment above
 
 
 def _segments(children: Iterable[Node], path: str, first: int, last: int) -> list[_Seg]:
@@ -265,7 +277,7 @@ def _segments(children: Iterable[Node], path: str, first: int, last: int) -> lis
         if begin > row:
             segs.append(_Seg(row, begin - 1, ""))
         name = found[0] if not path else f"{path}.{found[0]}"
-        segs.append(_Seg(begin, end, name, found[1]))
+        segs.append(_Seg(begin, end, name, found[1], max(start, row)))
         row = end + 1
     if row <= last:
         segs.append(_Seg(row, last, ""))
@@ -293,7 +305,7 @@ class _Builder:
             if size > self.target:
                 if pack and not any(s.symbol for s in pack) and packed < self.target // 4:
                     # A short lead-in (a class line, a comment) opens the split definition.
-                    seg = _Seg(pack[0].first, seg.last, seg.symbol, seg.node)
+                    seg = _Seg(pack[0].first, seg.last, seg.symbol, seg.node, seg.opens)
                     pack, packed = [], 0
                 self.flush(pack, parent)
                 pack, packed = [], 0
@@ -335,12 +347,20 @@ class _Builder:
         the body's indent; "" where that is over SIGNATURE_CHARS or unknown."""
         if seg.node is None or body is None:
             return ""
-        first, opens = seg.node.start_point[0], body.start_point[0]
+        opens = body.start_point[0]
         line = self.lines[opens]
         if body.start_point[1] > len(line) - len(line.lstrip()):
             opens += 1  # the body opens on the signature's last line (`... {`)
-        lines = [text.rstrip() for text in self.lines[first:opens]]
-        if not lines or sum(len(text) + 1 for text in lines) > SIGNATURE_CHARS:
+        # From the decorators (`@app.get(...)`, a C++ `template <...>`), which say what the
+        # definition is for, when they fit, to where its body opens.
+        own = seg.node.start_point[0]
+        for first in dict.fromkeys((seg.opens if 0 <= seg.opens < own else own, own)):
+            lines = [text.rstrip() for text in self.lines[first:opens]]
+            while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(_OPENERS)):
+                lines.pop()  # a blank line or a comment that opens the body is not signature
+            if lines and sum(len(text) + 1 for text in lines) <= SIGNATURE_CHARS:
+                break
+        else:
             return ""
         inner = self.lines[min(opens, seg.last)]
         indent = inner[: len(inner) - len(inner.lstrip())].strip("\r\n") or "    "

@@ -35,8 +35,10 @@ __all__ = [
 # structure (tree-sitter), each chunk's symbol path in its context line; 4: a later piece of
 # a split definition carries the definition's signature (`Record.head`, shown, not indexed);
 # 5: a code chunk's symbol words are in the lexical index only, not embedded
-# (`embedded_context`).
-TEXT_FORMAT = 5
+# (`embedded_context`); 6: a signature holds the definition's decorators and not a comment
+# or blank line opening its body, and a Go type is headed by its `type X struct {` line (a
+# store at 5 re-chunks the code files whose heads differ; their text and ids stay).
+TEXT_FORMAT = 6
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

@@ -15,15 +15,21 @@ __all__ = ["format_chunks", "register"]
 
 
 def format_chunks(rows: ChunkRows, max_chars: int = 8000) -> str:
-    """Whole chunks in order while they fit the character budget; the rest named by index."""
+    """Whole chunks in order while they fit the character budget; the rest named by index.
+    A chunk whose chunk before it is not shown here (the range's first, or after a gap) and
+    that is a later piece of a long definition opens with that definition's signature
+    (`Record.shown_text`), as a search hit on it does."""
     max_chars = clamp(max_chars, 1200, 12000)
     span = f"chunks {rows.start}-{rows.end} of {rows.total}"
     head = escape_field(f"{rows.source}: {span} (indexes 0-{rows.total - 1})")
     parts, used = [head], len(head)
     shown = 0
+    before = -2
     for record in rows.records:
         line = escape_field(f"--- #{record.chunk_index} {record.id} ({record.project or '-'})")
-        block = f"{line}\n{record.content}"
+        follows = record.chunk_index == before + 1
+        block = f"{line}\n{record.content if follows else record.shown_text}"
+        before = record.chunk_index
         if used + 2 + len(block) + 140 > max_chars:
             break
         parts.append(block)
