@@ -3,12 +3,13 @@ version's (`imprint.store.context.TEXT_FORMAT`).
 
 Every source gets the context line this version indexes. A code file in a language chunked
 by its structure (format 3; format 4: a later piece of a split definition carries its
-signature; format 6: that signature with its decorators) is chunked again from the file itself when the file is still what was ingested
-(its sha256 is the registry's) and this version chunks it differently: new chunks with
-symbols, lines and signatures replace the old ones, each keeping its own tags where it was
-there already, else those of the old chunk at its place. A file that is gone or changed
-keeps its old chunks, with the new context line, until ingest sees it again. Code chunks
-a store before format 5 embedded with their symbol words are written (embedded) again.
+signature; format 6: that signature with its decorators) is chunked again from the file
+itself when the file is still what was ingested (its sha256 is the registry's) and this
+version chunks it differently: new chunks with symbols, lines and signatures replace the
+old ones, each keeping its own tags where it was there already, else those of the old chunk
+at its place. A file that is gone or changed keeps its old chunks, with the new context
+line, until ingest sees it again. Code chunks a store before format 5 embedded with their
+symbol words are written (embedded) again.
 """
 
 from __future__ import annotations

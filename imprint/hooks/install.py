@@ -20,6 +20,7 @@ under the project's folder):
 
 from __future__ import annotations
 
+import calendar
 import json
 import math
 import os
@@ -516,6 +517,34 @@ def _codex_trust(hooks_files: list[Path], project: Path) -> dict[str, str]:
     return _trust_words([h for h in listed if any(test(h) for test in tests)])
 
 
+PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
+
+
+def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log), while
+    no Claude Code hook has run since: how often, when last, and the fix."""
+    try:
+        missed = (data_dir / PLUGIN_MISSING).read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    stamps = []
+    for line in missed:
+        try:
+            at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            continue
+        stamps.append(at)
+    ran = max((float(r.get("last_run") or 0) for r in rows.values()), default=0.0)
+    if not stamps or max(stamps) <= ran:
+        return []
+    return [
+        f"  plugin: its hooks found no `imprint` to run {len(stamps)} times, the last at "
+        f"{when(max(stamps))}, so nothing was briefed or captured: set "
+        f"IMPRINT_BIN={imprint_executable()} in Claude Code's environment (`env` in "
+        "~/.claude/settings.json), or put that folder on its PATH"
+    ]
+
+
 def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
     failure with its reason; an installed hook that never ran, one whose command names a
@@ -571,6 +600,8 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
                 f"  its hooks run {path}, which is not there: the client cannot start them; "
                 f"run `imprint hooks install --client {client}` again"
             )
+        if client == "claude-code":
+            lines += _plugin_missing(data_dir, rows)
     lines += _daemon_lines(data_dir)
     for client in sorted(set(state) - set(CLIENTS)):
         for event, row in sorted(state[client].items()):
