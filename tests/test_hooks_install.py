@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from imprint.errors import InputError
-from imprint.hooks.install import install_hooks, status_lines, uninstall_hooks
+from imprint.hooks.install import install_hooks, uninstall_hooks
 from imprint.hooks.settings import HookSettings
 from imprint.hooks.state import record_run
+from imprint.hooks.status import status_lines
 
 FOREIGN = {"type": "command", "command": "echo someone-else"}
 

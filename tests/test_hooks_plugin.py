@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from imprint.hooks.events import NATIVE_EVENTS, canonical_event
-from imprint.hooks.install import status_lines
 from imprint.hooks.settings import HookSettings
 from imprint.hooks.state import record_run
+from imprint.hooks.status import status_lines
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin"
 RUNNER = PLUGIN / "bin" / "imprint"

@@ -84,7 +84,7 @@ def hooks_uninstall(client: ClientOpt, scope: ScopeOpt = "user") -> None:
 def hooks_status() -> None:
     """Per client: the hooks installed (user and this project), and per hook its runs,
     when it last ran and when and why it last failed."""
-    from imprint.hooks.install import status_lines
+    from imprint.hooks.status import status_lines
 
     for line in status_lines(cfg.data_dir(), home=Path.home(), project=Path.cwd()):
         typer.echo(line)

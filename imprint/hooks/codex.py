@@ -30,14 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from imprint.hooks.events import canonical_event
+
 __all__ = [
     "CODEX_WAIT",
+    "REVIEW",
     "CodexError",
     "CodexHook",
     "codex_executable",
     "hooks_feature",
     "listed_hooks",
     "trust_hooks",
+    "trust_words",
 ]
 
 CODEX_WAIT = 20.0  # seconds for one Codex process to answer everything asked of it
@@ -219,3 +223,26 @@ def trust_hooks(codex: str, cwd: Path, which: Callable[[CodexHook], bool]) -> li
                 },
             )
         return _hooks(app, cwd)
+
+
+REVIEW = (
+    "Codex skips a hook until it is trusted (`codex exec` cannot ask): review them in codex "
+    "(/hooks, or the prompt at start), or run `imprint hooks install --client codex --trust`"
+)
+
+
+def trust_words(hooks: list[CodexHook]) -> dict[str, str]:
+    """Per Imprint event, how Codex holds its hook: trusted, not trusted, changed since it
+    was trusted, or disabled."""
+    out: dict[str, str] = {}
+    for hook in hooks:
+        event = canonical_event(hook.event) or hook.event
+        if not hook.enabled:
+            out[event] = "disabled in Codex"
+        elif hook.trust == "trusted":
+            out[event] = "trusted by Codex"
+        elif hook.trust == "modified":
+            out[event] = "changed since Codex trusted it: Codex skips it"
+        else:
+            out[event] = "not trusted by Codex yet: Codex skips it"
+    return out

@@ -1,5 +1,5 @@
-"""`imprint hooks install|uninstall|status`: each client's hook configuration, and its MCP
-server entry when it has none.
+"""`imprint hooks install|uninstall`: each client's hook configuration, and its MCP server
+entry when it has none (`imprint hooks status` is `imprint.hooks.status`).
 
 Installing is idempotent: Imprint's own hooks (commands `<imprint> hook ...`) are taken out
 of the file and put back, every other setting stays as it was, and a file is written only
@@ -20,7 +20,6 @@ under the project's folder):
 
 from __future__ import annotations
 
-import calendar
 import json
 import math
 import os
@@ -37,32 +36,32 @@ from typing import Any, Literal
 
 from imprint.errors import InputError
 from imprint.hooks.codex import (
+    REVIEW,
     CodexError,
     CodexHook,
     codex_executable,
     hooks_feature,
     listed_hooks,
     trust_hooks,
+    trust_words,
 )
 from imprint.hooks.events import (
     CAPTURE_EVENTS,
     CLIENTS,
     EVENTS,
     NATIVE_EVENTS,
-    canonical_event,
 )
-from imprint.hooks.report import when
 from imprint.hooks.settings import HookSettings
-from imprint.hooks.state import read_state
 
 __all__ = [
     "Scope",
+    "client_files",
     "hook_command",
     "hook_launcher",
     "imprint_executable",
     "install_hooks",
-    "installed_events",
-    "status_lines",
+    "our_commands",
+    "ours_in",
     "uninstall_hooks",
 ]
 
@@ -111,7 +110,7 @@ class _Files:
     mcp: Path  # JSON with `mcpServers`, or Codex's config.toml
 
 
-def _files(client: str, scope: Scope, home: Path, project: Path) -> _Files:
+def client_files(client: str, scope: Scope, home: Path, project: Path) -> _Files:
     base = home if scope == "user" else project
     if client == "claude-code":
         mcp = home / ".claude.json" if scope == "user" else project / ".mcp.json"
@@ -351,7 +350,7 @@ def _codex_feature(codex: str | None, report: list[str]) -> str:
         return "hooks"
 
 
-def _ours_in(hooks_file: Path) -> Callable[[CodexHook], bool]:
+def ours_in(hooks_file: Path) -> Callable[[CodexHook], bool]:
     """Whether a hook Codex lists is one of Imprint's from `hooks_file`."""
     wanted = hooks_file.resolve()
 
@@ -362,39 +361,16 @@ def _ours_in(hooks_file: Path) -> Callable[[CodexHook], bool]:
     return test
 
 
-_REVIEW = (
-    "Codex skips a hook until it is trusted (`codex exec` cannot ask): review them in codex "
-    "(/hooks, or the prompt at start), or run `imprint hooks install --client codex --trust`"
-)
-
-
-def _trust_words(hooks: list[CodexHook]) -> dict[str, str]:
-    """Per Imprint event, how Codex holds its hook: trusted, not trusted, changed since it
-    was trusted, or disabled."""
-    out: dict[str, str] = {}
-    for hook in hooks:
-        event = canonical_event(hook.event) or hook.event
-        if not hook.enabled:
-            out[event] = "disabled in Codex"
-        elif hook.trust == "trusted":
-            out[event] = "trusted by Codex"
-        elif hook.trust == "modified":
-            out[event] = "changed since Codex trusted it: Codex skips it"
-        else:
-            out[event] = "not trusted by Codex yet: Codex skips it"
-    return out
-
-
 def _codex_report(codex: str | None, hooks_file: Path, cwd: Path, trust: bool) -> list[str]:
     """What Codex says of the hooks just installed, after trusting them when asked."""
     if codex is None:
-        return ["codex is not on PATH, so whether Codex trusts these hooks is unknown. " + _REVIEW]
-    ours = _ours_in(hooks_file)
+        return ["codex is not on PATH, so whether Codex trusts these hooks is unknown. " + REVIEW]
+    ours = ours_in(hooks_file)
     try:
         listed = trust_hooks(codex, cwd, ours) if trust else listed_hooks(codex, cwd)
     except CodexError as exc:
-        return [f"codex: {exc}. " + _REVIEW]
-    words = _trust_words([h for h in listed if ours(h)])
+        return [f"codex: {exc}. " + REVIEW]
+    words = trust_words([h for h in listed if ours(h)])
     if not words:
         return [
             f"Codex does not load {hooks_file} in {cwd} (a project's .codex/ loads only in "
@@ -402,7 +378,7 @@ def _codex_report(codex: str | None, hooks_file: Path, cwd: Path, trust: bool) -
         ]
     lines = [f"codex, the {event} hook: {said}" for event, said in sorted(words.items())]
     if any(said != "trusted by Codex" for said in words.values()):
-        lines.append(_REVIEW)
+        lines.append(REVIEW)
     elif trust:
         lines.append(
             "Imprint's hooks are trusted in Codex as they are now (their hashes under "
@@ -423,7 +399,7 @@ def install_hooks(
     """Install `client`'s hooks (and its MCP server entry if it has none); what was done,
     one line each, ending with what capture means. Codex: whether it trusts them (it skips
     a hook until then), and with `trust` Imprint's own hooks trusted (`imprint.hooks.codex`)."""
-    files = _files(client, scope, home, project)
+    files = client_files(client, scope, home, project)
     events = _events(client, settings)
     report: list[str] = []
     _json_file(files.hooks, lambda d: _edit_hooks(d, client, events, settings), report)
@@ -453,7 +429,7 @@ def install_hooks(
 
 def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
     """Take Imprint's hooks out of `client`'s configuration; its MCP server entry stays."""
-    files = _files(client, scope, home, project)
+    files = client_files(client, scope, home, project)
     report: list[str] = []
     if files.hooks.exists():
         _json_file(files.hooks, lambda d: _edit_hooks(d, client, [], HookSettings()), report)
@@ -463,10 +439,10 @@ def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> 
     return report
 
 
-def _our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> dict[str, list[str]]:
+def our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> dict[str, list[str]]:
     """Per Imprint event, the commands of Imprint's hooks in `client`'s configuration of
     `scope`."""
-    path = _files(client, scope, home, project).hooks
+    path = client_files(client, scope, home, project).hooks
     try:
         hooks = _read_json(path).get("hooks", {})
     except InputError:
@@ -485,151 +461,3 @@ def _our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> di
         if ours:
             found[event] = ours
     return found
-
-
-def installed_events(client: str, scope: Scope, *, home: Path, project: Path) -> list[str]:
-    """The Imprint hooks `client`'s configuration of `scope` runs, by Imprint's names."""
-    return list(_our_commands(client, scope, home=home, project=project))
-
-
-def _missing_files(command: str) -> list[str]:
-    """The files a hook command runs (its program, the launcher) that are not there: a
-    moved or removed installation, whose hooks the client can no longer start."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return []
-    named = [w for w in words[:4] if Path(w).is_absolute()]
-    return [w for w in named if not Path(w).exists()]
-
-
-def _codex_trust(hooks_files: list[Path], project: Path) -> dict[str, str]:
-    """Per Imprint event, how the Codex on PATH holds Imprint's hook from `hooks_files`, or
-    why it cannot be asked (under the key "")."""
-    codex = codex_executable()
-    if codex is None:
-        return {"": "codex is not on PATH, so whether it trusts these hooks is unknown"}
-    try:
-        listed = listed_hooks(codex, project)
-    except CodexError as exc:
-        return {"": f"codex: {exc}"}
-    tests = [_ours_in(path) for path in hooks_files]
-    return _trust_words([h for h in listed if any(test(h) for test in tests)])
-
-
-PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
-
-
-def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
-    """The plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log), while
-    no Claude Code hook has run since: how often, when last, and the fix."""
-    try:
-        missed = (data_dir / PLUGIN_MISSING).read_text("utf-8", "replace").splitlines()
-    except OSError:
-        return []
-    stamps = []
-    for line in missed:
-        try:
-            at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
-        except ValueError:
-            continue
-        stamps.append(at)
-    ran = max((float(r.get("last_run") or 0) for r in rows.values()), default=0.0)
-    if not stamps or max(stamps) <= ran:
-        return []
-    return [
-        f"  plugin: its hooks found no `imprint` to run {len(stamps)} times, the last at "
-        f"{when(max(stamps))}, so nothing was briefed or captured: set "
-        f"IMPRINT_BIN={imprint_executable()} in Claude Code's environment (`env` in "
-        "~/.claude/settings.json), or put that folder on its PATH"
-    ]
-
-
-def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
-    """Per client: what is installed where, and per event its runs, last run and last
-    failure with its reason; an installed hook that never ran, one whose command names a
-    file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
-    state = read_state(data_dir)
-    lines: list[str] = []
-    for client in CLIENTS:
-        scopes: tuple[Scope, ...] = ("user", "project")
-        commands = {
-            scope: _our_commands(client, scope, home=home, project=project) for scope in scopes
-        }
-        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
-        lines.append(f"{client}: {where or 'not installed'}")
-        rows = state.get(client, {})
-        installed = {event for found in commands.values() for event in found}
-        trust: dict[str, str] = {}
-        if client == "codex" and installed:
-            files = [_files(client, s, home, project).hooks for s, f in commands.items() if f]
-            trust = _codex_trust(files, project)
-        order = {event: i for i, event in enumerate(EVENTS)}
-        for event in sorted(set(rows) | installed, key=lambda e: (order.get(e, len(order)), e)):
-            row = rows.get(event)
-            if row is None:
-                line = f"  {event}: installed, never ran"
-            else:
-                line = (
-                    f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
-                    f"last run {when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
-                )
-                if row.get("failures"):
-                    line += (
-                        f"; last failure {when(row.get('last_failure'))}: "
-                        f"{row.get('last_error', '')}"
-                    )
-            if event in trust:
-                line += f"; {trust[event]}"
-            lines.append(line)
-        if "" in trust:
-            lines.append(f"  {trust['']}")
-        if any(said != "trusted by Codex" for e, said in trust.items() if e):
-            lines.append(f"  {_REVIEW}")
-        gone = sorted(
-            {
-                path
-                for found in commands.values()
-                for listed in found.values()
-                for command in listed
-                for path in _missing_files(command)
-            }
-        )
-        for path in gone:
-            lines.append(
-                f"  its hooks run {path}, which is not there: the client cannot start them; "
-                f"run `imprint hooks install --client {client}` again"
-            )
-        if client == "claude-code":
-            lines += _plugin_missing(data_dir, rows)
-    lines += _daemon_lines(data_dir)
-    for client in sorted(set(state) - set(CLIENTS)):
-        for event, row in sorted(state[client].items()):
-            lines.append(
-                f"{client} {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
-                f"last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
-            )
-    return lines
-
-
-def _daemon_lines(data_dir: Path) -> list[str]:
-    """Whether a daemon runs to capture what hooks queue, what waits for it, and, when none
-    runs, the end of its log (a daemon that cannot start says why there)."""
-    from imprint.capture.queue import waiting
-    from imprint.daemon import running_daemon
-
-    info = running_daemon(data_dir)
-    count, oldest = waiting(data_dir)
-    lines = [f"daemon: running (pid {info['pid']})" if info else "daemon: not running"]
-    if count:
-        lines.append(f"  capture queue: {count} events waiting, the oldest since {when(oldest)}")
-    log_file = data_dir / "run" / "daemon.stderr.log"  # read only: nothing is created
-    if info is None and log_file.is_file():
-        with log_file.open("rb") as handle:
-            handle.seek(max(0, log_file.stat().st_size - 4096))
-            tail = handle.read().decode("utf-8", "replace").splitlines()
-        last = next((line.strip() for line in reversed(tail) if line.strip()), "")
-        if last:
-            at = when(log_file.stat().st_mtime)
-            lines.append(f"  its log's last line ({at}): {' '.join(last.split())[:300]}")
-    return lines

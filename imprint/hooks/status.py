@@ -1,0 +1,164 @@
+"""`imprint hooks status`: per client, the hooks installed (user scope and this project's)
+and per event its runs, last run and last failure with its reason; an installed hook that
+never ran, one whose command names a file that is gone, whether Codex trusts each of its
+hooks (it skips one until then), the plugin's hooks that found no `imprint`, and whether a
+daemon runs to capture what the hooks queue."""
+
+from __future__ import annotations
+
+import calendar
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from imprint.hooks.codex import REVIEW, CodexError, codex_executable, listed_hooks, trust_words
+from imprint.hooks.events import CLIENTS, EVENTS
+from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
+from imprint.hooks.report import when
+from imprint.hooks.state import read_state
+
+__all__ = ["PLUGIN_MISSING", "status_lines"]
+
+
+def _missing_files(command: str) -> list[str]:
+    """The files a hook command runs (its program, the launcher) that are not there: a
+    moved or removed installation, whose hooks the client can no longer start."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    named = [w for w in words[:4] if Path(w).is_absolute()]
+    return [w for w in named if not Path(w).exists()]
+
+
+def _codex_trust(hooks_files: list[Path], project: Path) -> dict[str, str]:
+    """Per Imprint event, how the Codex on PATH holds Imprint's hook from `hooks_files`, or
+    why it cannot be asked (under the key "")."""
+    codex = codex_executable()
+    if codex is None:
+        return {"": "codex is not on PATH, so whether it trusts these hooks is unknown"}
+    try:
+        listed = listed_hooks(codex, project)
+    except CodexError as exc:
+        return {"": f"codex: {exc}"}
+    tests = [ours_in(path) for path in hooks_files]
+    return trust_words([h for h in listed if any(test(h) for test in tests)])
+
+
+PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
+
+
+def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
+    """The plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log), while
+    no Claude Code hook has run since: how often, when last, and the fix."""
+    try:
+        missed = (data_dir / PLUGIN_MISSING).read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    stamps = []
+    for line in missed:
+        try:
+            at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            continue
+        stamps.append(at)
+    ran = max((float(r.get("last_run") or 0) for r in rows.values()), default=0.0)
+    if not stamps or max(stamps) <= ran:
+        return []
+    return [
+        f"  plugin: its hooks found no `imprint` to run {len(stamps)} times, the last at "
+        f"{when(max(stamps))}, so nothing was briefed or captured: set "
+        f"IMPRINT_BIN={imprint_executable()} in Claude Code's environment (`env` in "
+        "~/.claude/settings.json), or put that folder on its PATH"
+    ]
+
+
+def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
+    """Per client: what is installed where, and per event its runs, last run and last
+    failure with its reason; an installed hook that never ran, one whose command names a
+    file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
+    state = read_state(data_dir)
+    lines: list[str] = []
+    for client in CLIENTS:
+        scopes: tuple[Scope, ...] = ("user", "project")
+        commands = {
+            scope: our_commands(client, scope, home=home, project=project) for scope in scopes
+        }
+        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
+        lines.append(f"{client}: {where or 'not installed'}")
+        rows = state.get(client, {})
+        installed = {event for found in commands.values() for event in found}
+        trust: dict[str, str] = {}
+        if client == "codex" and installed:
+            files = [client_files(client, s, home, project).hooks for s, f in commands.items() if f]
+            trust = _codex_trust(files, project)
+        order = {event: i for i, event in enumerate(EVENTS)}
+        for event in sorted(set(rows) | installed, key=lambda e: (order.get(e, len(order)), e)):
+            row = rows.get(event)
+            if row is None:
+                line = f"  {event}: installed, never ran"
+            else:
+                line = (
+                    f"  {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
+                    f"last run {when(row.get('last_run'))} ({row.get('last_ms', 0)} ms)"
+                )
+                if row.get("failures"):
+                    line += (
+                        f"; last failure {when(row.get('last_failure'))}: "
+                        f"{row.get('last_error', '')}"
+                    )
+            if event in trust:
+                line += f"; {trust[event]}"
+            lines.append(line)
+        if "" in trust:
+            lines.append(f"  {trust['']}")
+        if any(said != "trusted by Codex" for e, said in trust.items() if e):
+            lines.append(f"  {REVIEW}")
+        gone = sorted(
+            {
+                path
+                for found in commands.values()
+                for listed in found.values()
+                for command in listed
+                for path in _missing_files(command)
+            }
+        )
+        for path in gone:
+            lines.append(
+                f"  its hooks run {path}, which is not there: the client cannot start them; "
+                f"run `imprint hooks install --client {client}` again"
+            )
+        if client == "claude-code":
+            lines += _plugin_missing(data_dir, rows)
+    lines += _daemon_lines(data_dir)
+    for client in sorted(set(state) - set(CLIENTS)):
+        for event, row in sorted(state[client].items()):
+            lines.append(
+                f"{client} {event}: {row.get('runs', 0)} runs, {row.get('failures', 0)} failed; "
+                f"last failure {when(row.get('last_failure'))}: {row.get('last_error', '')}"
+            )
+    return lines
+
+
+def _daemon_lines(data_dir: Path) -> list[str]:
+    """Whether a daemon runs to capture what hooks queue, what waits for it, and, when none
+    runs, the end of its log (a daemon that cannot start says why there)."""
+    from imprint.capture.queue import waiting
+    from imprint.daemon import running_daemon
+
+    info = running_daemon(data_dir)
+    count, oldest = waiting(data_dir)
+    lines = [f"daemon: running (pid {info['pid']})" if info else "daemon: not running"]
+    if count:
+        lines.append(f"  capture queue: {count} events waiting, the oldest since {when(oldest)}")
+    log_file = data_dir / "run" / "daemon.stderr.log"  # read only: nothing is created
+    if info is None and log_file.is_file():
+        with log_file.open("rb") as handle:
+            handle.seek(max(0, log_file.stat().st_size - 4096))
+            tail = handle.read().decode("utf-8", "replace").splitlines()
+        last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+        if last:
+            at = when(log_file.stat().st_mtime)
+            lines.append(f"  its log's last line ({at}): {' '.join(last.split())[:300]}")
+    return lines
