@@ -170,6 +170,26 @@ def test_install_says_codex_skips_the_untrusted_hooks_and_trust_trusts_only_ours
     assert any("--trust" in line for line in lines[at:])
 
 
+def test_status_names_a_codex_hooks_key_left_by_an_earlier_install(
+    tmp_path: Path, codex_home: Path
+) -> None:
+    """A config.toml with `codex_hooks = true` (what earlier installs wrote) under a Codex
+    that names the feature `hooks`: status says to install again, which renames it."""
+    _fake_codex(tmp_path)
+    _install(tmp_path)
+    config = codex_home / "config.toml"
+    config.write_text(config.read_text().replace("hooks = true", "codex_hooks = true"))
+    lines = status_lines(tmp_path / "data", home=tmp_path / "home", project=tmp_path)
+    assert (
+        f"  {config}: [features] codex_hooks is Codex's old name for hooks (it warns of it "
+        "on every run): `imprint hooks install --client codex` renames it" in lines
+    )
+    _install(tmp_path)
+    assert tomllib.loads(config.read_text())["features"] == {"hooks": True}
+    lines = status_lines(tmp_path / "data", home=tmp_path / "home", project=tmp_path)
+    assert not any("old name" in line for line in lines)
+
+
 def test_a_codex_that_never_answers_is_reported_and_the_install_stands(
     tmp_path: Path, codex_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,10 +9,18 @@ from __future__ import annotations
 import calendar
 import shlex
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from imprint.hooks.codex import REVIEW, CodexError, codex_executable, listed_hooks, trust_words
+from imprint.hooks.codex import (
+    REVIEW,
+    CodexError,
+    codex_executable,
+    hooks_feature,
+    listed_hooks,
+    trust_words,
+)
 from imprint.hooks.events import CLIENTS, EVENTS
 from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
 from imprint.hooks.report import when
@@ -44,6 +52,35 @@ def _codex_trust(hooks_files: list[Path], project: Path) -> dict[str, str]:
         return {"": f"codex: {exc}"}
     tests = [ours_in(path) for path in hooks_files]
     return trust_words([h for h in listed if any(test(h) for test in tests)])
+
+
+def _codex_notes(
+    trust: dict[str, str], scopes: list[Scope], home: Path, project: Path
+) -> list[str]:
+    """Below Codex's hooks: why Codex could not be asked, how to trust what it skips, and a
+    `codex_hooks` key Codex now reports as deprecated on every run."""
+    notes = [f"  {trust['']}"] if "" in trust else []
+    if any(said != "trusted by Codex" for event, said in trust.items() if event):
+        notes.append(f"  {REVIEW}")
+    codex = codex_executable()
+    for scope in scopes:
+        config = client_files("codex", scope, home, project).mcp
+        try:
+            features = tomllib.loads(config.read_text("utf-8")).get("features", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        if not (isinstance(features, dict) and "codex_hooks" in features) or codex is None:
+            continue
+        try:
+            current = hooks_feature(codex)
+        except CodexError:
+            continue
+        if current == "hooks":
+            notes.append(
+                f"  {config}: [features] codex_hooks is Codex's old name for hooks (it warns "
+                "of it on every run): `imprint hooks install --client codex` renames it"
+            )
+    return notes
 
 
 PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
@@ -111,10 +148,8 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             if event in trust:
                 line += f"; {trust[event]}"
             lines.append(line)
-        if "" in trust:
-            lines.append(f"  {trust['']}")
-        if any(said != "trusted by Codex" for e, said in trust.items() if e):
-            lines.append(f"  {REVIEW}")
+        if client == "codex" and installed:
+            lines += _codex_notes(trust, [s for s, f in commands.items() if f], home, project)
         gone = sorted(
             {
                 path
