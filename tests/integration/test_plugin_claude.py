@@ -15,6 +15,7 @@ import pytest
 from tests.integration.model_server import scripted_model, text
 from tests.integration.node_clients import client, client_env, run_client
 from tests.integration.test_two_sessions import stop_daemon
+from tests.integration.test_two_sessions_clients import DUMMY_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -29,7 +30,7 @@ def _env(home: Path, data: Path, url: str, **extra: str) -> dict[str, str]:
         IMPRINT_SERVER_IDLE_EXIT_SEC="60",
         IMPRINT_HOOKS_TIMEOUT_MS_SESSION_START="20000",
         ANTHROPIC_BASE_URL=url,
-        ANTHROPIC_API_KEY="sk-ant-dummy-key-for-a-loopback-model",
+        **{"ANTHROPIC_API_KEY": DUMMY_KEY},  # the loopback model reads none
         **extra,
     )
     # The locked Node's clients, then the system: no folder that holds an `imprint`.
