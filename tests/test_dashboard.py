@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +74,21 @@ def test_overview_shows_counts_agreement_owner_and_inference(dash: Dash) -> None
     assert "test (pid " in html and "connected clients" in html
     assert "inference provider" in html and "model loaded" in html
     assert "running ingests" in html
+
+
+def test_overview_says_when_the_plugins_hooks_found_no_imprint(dash: Dash) -> None:
+    """A miss plugin/bin/imprint logged (no Claude Code hook ran since) is in the hooks
+    table, pointing at `imprint hooks status`."""
+    log = dash.runtime.data_dir / "hooks" / "plugin-missing.log"
+    log.parent.mkdir(exist_ok=True)
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 120))
+    log.write_text(f"{at} hook session-start --client claude-code\n")
+    dash.sign_in()
+    html = dash.client.get("/").text
+    assert re.search(
+        r"the plugin's hooks found no imprint to run 1 times, the last [\d.]+ min ago", html
+    )
+    assert "see imprint hooks status" in html
 
 
 def test_search_shows_the_tools_blocks_and_why_each_hit_ranked(dash: Dash) -> None:

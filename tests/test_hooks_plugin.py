@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from imprint.hooks.events import NATIVE_EVENTS, canonical_event
+from imprint.hooks.report import client_hooks, hooks_lines
 from imprint.hooks.settings import HookSettings
 from imprint.hooks.state import record_run
 from imprint.hooks.status import status_lines
@@ -88,6 +89,12 @@ def test_the_runner_runs_the_imprint_it_finds_and_fails_open_when_none(tmp_path:
     serve = _run(["serve"], home)
     assert serve.returncode == 127 and "set IMPRINT_BIN" in serve.stderr
 
+    shown = hooks_lines(client_hooks(data))  # `imprint status`, and the dashboard's rows
+    assert shown[:2] == [
+        "hooks:",
+        "  claude-code: last capture never (0 captures, 0 turns); 0 hook runs, 0 failed",
+    ]
+    assert shown[2].startswith("    the plugin's hooks found no `imprint` to run 2 times, ")
     lines = status_lines(data, home=home, project=tmp_path)
     (said,) = [line for line in lines if line.startswith("  plugin: ")]
     assert said.startswith("  plugin: its hooks found no `imprint` to run 2 times, the last at ")
@@ -97,3 +104,4 @@ def test_the_runner_runs_the_imprint_it_finds_and_fails_open_when_none(tmp_path:
     record_run(data, "claude-code", "session-start", elapsed_ms=20)
     lines = status_lines(data, home=home, project=tmp_path)
     assert not any(line.startswith("  plugin: ") for line in lines)
+    assert not any("plugin" in line for line in hooks_lines(client_hooks(data)))

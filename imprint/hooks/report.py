@@ -1,9 +1,11 @@
 """What `imprint status` and the dashboard's overview show of the hooks, per client: its
-last capture (the capture worker's counts, `imprint.capture.worker.client_stats`) and its
-hook failures (each hook run's record, `imprint.hooks.state`)."""
+last capture (the capture worker's counts, `imprint.capture.worker.client_stats`), its
+hook failures (each hook run's record, `imprint.hooks.state`) and, for Claude Code, the
+plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log)."""
 
 from __future__ import annotations
 
+import calendar
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +13,16 @@ from pathlib import Path
 from imprint.hooks.events import CLIENTS
 from imprint.hooks.state import read_state
 
-__all__ = ["ClientHooks", "client_hooks", "hooks_lines", "when"]
+__all__ = [
+    "PLUGIN_MISSING",
+    "ClientHooks",
+    "client_hooks",
+    "hooks_lines",
+    "plugin_misses",
+    "when",
+]
+
+PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
 
 
 def when(at: object) -> str:
@@ -33,11 +44,33 @@ class ClientHooks:
     last_capture: float | None
     capture_failures: int
     last_capture_error: str
+    missed: int = 0  # the plugin's hooks that found no `imprint`, since a hook last ran
+    last_missed: float | None = None
 
 
 def _number(row: dict[str, object], key: str) -> float | None:
     value = row.get(key)
     return float(value) if isinstance(value, int | float) else None
+
+
+def plugin_misses(data_dir: Path, events: dict[str, dict[str, object]]) -> tuple[int, float]:
+    """How many of the Claude Code plugin's hooks found no `imprint` to run since one of
+    Claude Code's hooks (`events`, its rows in the hook state) last ran, and when the last
+    did (0 when none)."""
+    try:
+        missed = (data_dir / PLUGIN_MISSING).read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return 0, 0.0
+    ran = max((_number(r, "last_run") or 0.0 for r in events.values()), default=0.0)
+    stamps = []
+    for line in missed:
+        try:
+            at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            continue
+        if at > ran:
+            stamps.append(float(at))
+    return len(stamps), max(stamps, default=0.0)
 
 
 def client_hooks(data_dir: Path) -> list[ClientHooks]:
@@ -46,7 +79,8 @@ def client_hooks(data_dir: Path) -> list[ClientHooks]:
     from imprint.capture.worker import client_stats  # the daemon's side: only when shown
 
     state, stats = read_state(data_dir), client_stats(data_dir)
-    seen = set(state) | set(stats)
+    missed, last_missed = plugin_misses(data_dir, state.get("claude-code", {}))
+    seen = set(state) | set(stats) | ({"claude-code"} if missed else set())
     rows = []
     for client in [*(c for c in CLIENTS if c in seen), *sorted(seen - set(CLIENTS))]:
         events = state.get(client, {})
@@ -65,6 +99,8 @@ def client_hooks(data_dir: Path) -> list[ClientHooks]:
                 last_capture=_number(captured, "last_capture_at"),
                 capture_failures=int(captured.get("failures", 0)),
                 last_capture_error=str(captured.get("last_error", "")),
+                missed=missed if client == "claude-code" else 0,
+                last_missed=last_missed if client == "claude-code" and missed else None,
             )
         )
     return rows
@@ -85,5 +121,10 @@ def hooks_lines(rows: list[ClientHooks]) -> list[str]:
         if row.capture_failures:
             lines.append(
                 f"    {row.capture_failures} captures failed, the last: {row.last_capture_error}"
+            )
+        if row.missed:
+            lines.append(
+                f"    the plugin's hooks found no `imprint` to run {row.missed} times, the "
+                f"last at {when(row.last_missed)}: `imprint hooks status` says what to set"
             )
     return lines

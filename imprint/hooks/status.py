@@ -6,9 +6,7 @@ daemon runs to capture what the hooks queue."""
 
 from __future__ import annotations
 
-import calendar
 import shlex
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,10 @@ from imprint.hooks.codex import (
 )
 from imprint.hooks.events import CLIENTS, EVENTS
 from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
-from imprint.hooks.report import when
+from imprint.hooks.report import plugin_misses, when
 from imprint.hooks.state import read_state
 
-__all__ = ["PLUGIN_MISSING", "status_lines"]
+__all__ = ["status_lines"]
 
 
 def _missing_files(command: str) -> list[str]:
@@ -83,29 +81,15 @@ def _codex_notes(
     return notes
 
 
-PLUGIN_MISSING = Path("hooks") / "plugin-missing.log"  # plugin/bin/imprint writes it
-
-
 def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
-    """The plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log), while
-    no Claude Code hook has run since: how often, when last, and the fix."""
-    try:
-        missed = (data_dir / PLUGIN_MISSING).read_text("utf-8", "replace").splitlines()
-    except OSError:
-        return []
-    stamps = []
-    for line in missed:
-        try:
-            at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
-        except ValueError:
-            continue
-        stamps.append(at)
-    ran = max((float(r.get("last_run") or 0) for r in rows.values()), default=0.0)
-    if not stamps or max(stamps) <= ran:
+    """The plugin's hooks that found no `imprint` to run since a Claude Code hook last ran:
+    how often, when last, and the fix."""
+    missed, last = plugin_misses(data_dir, rows)
+    if not missed:
         return []
     return [
-        f"  plugin: its hooks found no `imprint` to run {len(stamps)} times, the last at "
-        f"{when(max(stamps))}, so nothing was briefed or captured: set "
+        f"  plugin: its hooks found no `imprint` to run {missed} times, the last at "
+        f"{when(last)}, so nothing was briefed or captured: set "
         f"IMPRINT_BIN={imprint_executable()} in Claude Code's environment (`env` in "
         "~/.claude/settings.json), or put that folder on its PATH"
     ]
