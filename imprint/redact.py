@@ -70,6 +70,7 @@ _FLAG = re.compile(
     rf"(?i)(?<![\w-])--?(?:{_SECRET_WORDS})(?:=|[ \t]+)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)"
 )
 _TOKEN = re.compile(r"[A-Za-z0-9+/_-]{32,}={0,2}")
+_STAMP = re.compile(r"(?<![0-9])\d{8}T\d{6}Z?(?![0-9])")
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:none|null|nil|true|false|undefined|\*+|x+|\.\.\.|changeme|redacted.*|"
     r"<[^>]*>|\$\{?[\w.:-]+\}?|%\(?\w+\)?s?|\{\{.*\}\}|\[redacted:[\w-]+\])$"
@@ -185,10 +186,15 @@ def _entropy_spans(text: str) -> Iterator[Span]:
         if len(token) < 32 or token.count("/") > 1:
             continue  # short, or a path
         start = m.start() + m.group().index(token)
-        has_upper = any(c.isupper() for c in token)
-        has_lower = any(c.islower() for c in token)
-        has_digit = sum(c.isdigit() for c in token) >= 2
-        if has_upper and has_lower and has_digit and _entropy(token) >= 4.5:
+        # A compact UTC timestamp (`20261203T135914Z`, in a run folder's name) is no key;
+        # what is left around it is judged alone.
+        judged = _STAMP.sub("", token)
+        has_upper = any(c.isupper() for c in judged)
+        has_lower = any(c.islower() for c in judged)
+        has_digit = sum(c.isdigit() for c in judged) >= 2
+        if len(judged) < 32 and judged != token:
+            continue
+        if has_upper and has_lower and has_digit and _entropy(judged) >= 4.5:
             yield start, start + len(token), "high-entropy"
 
 

@@ -50,6 +50,8 @@ def test_the_corpus_covers_the_providers_named_in_the_issue() -> None:
         'MAX_TOKENS = 500\nTOKENIZER_NAME = \'bert\'\n"tokenizers": "0.23.3"',
         "export PATH=$HOME/.local/bin:$PATH\nAPI_KEY=${API_KEY}\nSECRET=<your secret here>",
         "getAttributeNodeNSWithQualifiedName and camelCaseIdentifiersAreFine",
+        "[code-search-20261203T135914Z](code-search-20261203T135914Z/README.md)",
+        "see benchmark/published/near-duplicate-20261202T041655Z/README.md for the run",
     ],
 )
 def test_ordinary_code_and_prose_are_left_alone(text: str) -> None:
