@@ -189,11 +189,11 @@ def _entropy_spans(text: str) -> Iterator[Span]:
         # A compact UTC timestamp (`20261203T135914Z`, in a run folder's name) is no key;
         # what is left around it is judged alone.
         judged = _STAMP.sub("", token)
+        if len(judged) < 32:
+            continue
         has_upper = any(c.isupper() for c in judged)
         has_lower = any(c.islower() for c in judged)
         has_digit = sum(c.isdigit() for c in judged) >= 2
-        if len(judged) < 32 and judged != token:
-            continue
         if has_upper and has_lower and has_digit and _entropy(judged) >= 4.5:
             yield start, start + len(token), "high-entropy"
 

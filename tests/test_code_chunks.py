@@ -196,6 +196,19 @@ def test_a_hit_on_a_later_piece_shows_its_signature_unindexed(
         rt.stop()
 
 
+def _counting(embedder: Embedder, embedded: list[str]) -> Embedder:
+    """`embedder`, noting into `embedded` every text it is asked to embed."""
+
+    class Counting(Embedder):
+        def embed(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+            embedded.extend(texts)
+            return embedder.embed(texts, **kwargs)
+
+    counting = Counting.__new__(Counting)
+    counting.__dict__.update(embedder.__dict__)
+    return counting
+
+
 DECORATED = (
     "@app.get('/items')\n"
     "def list_items(values, *, scale):\n"
@@ -231,14 +244,7 @@ def test_a_format_5_store_gets_decorated_signatures_and_rewrites_nothing_else(
             (r.id, r.head, r.content) for r in sqlite.source_records("proj", "pykka/_actor.py")
         ]
         embedded: list[str] = []
-
-        class Counting(Embedder):
-            def embed(self, texts, **kwargs):  # type: ignore[no-untyped-def]
-                embedded.extend(texts)
-                return embedder.embed(texts, **kwargs)
-
-        counting = Counting.__new__(Counting)
-        counting.__dict__.update(embedder.__dict__)
+        counting = _counting(embedder, embedded)
         writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
         while writer.reindex_step(limit=1000):
             pass
@@ -288,14 +294,7 @@ def test_a_format_3_store_gets_signatures_and_keeps_what_is_unchanged(
         )
         vectors = {r.id: store.vectors.embedding_of(r.id) for r in olds}
         embedded: list[str] = []
-
-        class Counting(Embedder):
-            def embed(self, texts, **kwargs):  # type: ignore[no-untyped-def]
-                embedded.extend(texts)
-                return embedder.embed(texts, **kwargs)
-
-        counting = Counting.__new__(Counting)
-        counting.__dict__.update(embedder.__dict__)
+        counting = _counting(embedder, embedded)
         writer = Writer(store, counting, rechunk=Rechunk(target=300, overlap=0))
         while writer.reindex_step(limit=1000):
             pass

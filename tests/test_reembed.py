@@ -64,6 +64,19 @@ def _texts(store: WorkspaceStore) -> dict[str, str]:
     return {rid: r.indexed_text for rid, r in store.sqlite.fetch(store.sqlite.ids()).items()}
 
 
+def _ingested_pages(tmp_path: Path, embedder: Embedder, pages: int) -> tuple[Path, int]:
+    """A data dir with `pages` long pages ingested by `embedder`, and its record count."""
+    files = {f"docs/page{i}.md": f"# Page {i}\n\n{LONG}\n" for i in range(pages)}
+    tree = write_tree(tmp_path / "proj", files)
+    data = tmp_path / "data"
+    rt = Runtime(data, Config(), embedder=embedder).start()
+    try:
+        ingest_path(rt, tree, project="proj")
+        return data, len(rt.workspace().sqlite.ids())
+    finally:
+        rt.stop()
+
+
 def test_a_changed_embedding_model_re_embeds_every_record_in_the_background(
     tmp_path: Path, embedder: Embedder
 ) -> None:
@@ -122,15 +135,7 @@ def test_a_changed_embedding_model_re_embeds_every_record_in_the_background(
 def test_re_embedding_goes_in_steps_and_starts_over_after_a_crash(
     tmp_path: Path, embedder: Embedder
 ) -> None:
-    files = {f"docs/page{i}.md": f"# Page {i}\n\n{LONG}\n" for i in range(3)}
-    tree = write_tree(tmp_path / "proj", files)
-    data = tmp_path / "data"
-    rt = Runtime(data, Config(), embedder=embedder).start()
-    try:
-        ingest_path(rt, tree, project="proj")
-        total = len(rt.workspace().sqlite.ids())
-    finally:
-        rt.stop()
+    data, total = _ingested_pages(tmp_path, embedder, 3)
     short = Embedder(threads=2, max_tokens=128)
 
     store = WorkspaceStore(data, WorkspaceName("default"), short)
@@ -187,14 +192,7 @@ def test_the_dashboard_overview_shows_the_re_embedding_and_its_progress(
     """The overview says what `imprint status` says of a store whose vectors another model
     made: mid-way (a writer two records in), with a progress bar of records done; left to a
     server (a runtime that does no upkeep), without one."""
-    files = {f"docs/page{i}.md": f"# Page {i}\n\n{LONG}\n" for i in range(2)}
-    tree = write_tree(tmp_path / "proj", files)
-    data = tmp_path / "data"
-    rt = Runtime(data, Config(), embedder=embedder).start()
-    try:
-        ingest_path(rt, tree, project="proj")
-    finally:
-        rt.stop()
+    data, _ = _ingested_pages(tmp_path, embedder, 2)
     short = Embedder(threads=2, max_tokens=128)
     store = WorkspaceStore(data, WorkspaceName("default"), short)
     try:

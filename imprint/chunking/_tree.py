@@ -354,7 +354,7 @@ class _Builder:
         # From the decorators (`@app.get(...)`, a C++ `template <...>`), which say what the
         # definition is for, when they fit, to where its body opens.
         own = seg.node.start_point[0]
-        for first in dict.fromkeys((seg.opens if 0 <= seg.opens < own else own, own)):
+        for first in [seg.opens, own] if 0 <= seg.opens < own else [own]:
             lines = [text.rstrip() for text in self.lines[first:opens]]
             while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(_OPENERS)):
                 lines.pop()  # a blank line or a comment that opens the body is not signature

@@ -60,24 +60,25 @@ def _codex_notes(
     notes = [f"  {trust['']}"] if "" in trust else []
     if any(said != "trusted by Codex" for event, said in trust.items() if event):
         notes.append(f"  {REVIEW}")
-    codex = codex_executable()
+    stale = []
     for scope in scopes:
         config = client_files("codex", scope, home, project).mcp
         try:
             features = tomllib.loads(config.read_text("utf-8")).get("features", {})
         except (OSError, tomllib.TOMLDecodeError):
             continue
-        if not (isinstance(features, dict) and "codex_hooks" in features) or codex is None:
-            continue
-        try:
-            current = hooks_feature(codex)
-        except CodexError:
-            continue
-        if current == "hooks":
-            notes.append(
-                f"  {config}: [features] codex_hooks is Codex's old name for hooks (it warns "
-                "of it on every run): `imprint hooks install --client codex` renames it"
-            )
+        if isinstance(features, dict) and "codex_hooks" in features:
+            stale.append(config)
+    codex = codex_executable() if stale else None
+    try:
+        renamed = codex is not None and hooks_feature(codex) == "hooks"
+    except CodexError:
+        renamed = False
+    for config in stale if renamed else []:
+        notes.append(
+            f"  {config}: [features] codex_hooks is Codex's old name for hooks (it warns "
+            "of it on every run): `imprint hooks install --client codex` renames it"
+        )
     return notes
 
 
@@ -100,6 +101,7 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     failure with its reason; an installed hook that never ran, one whose command names a
     file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
     state = read_state(data_dir)
+    order = {event: i for i, event in enumerate(EVENTS)}
     lines: list[str] = []
     for client in CLIENTS:
         scopes: tuple[Scope, ...] = ("user", "project")
@@ -110,11 +112,11 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
         lines.append(f"{client}: {where or 'not installed'}")
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
+        with_hooks = [scope for scope, found in commands.items() if found]
         trust: dict[str, str] = {}
         if client == "codex" and installed:
-            files = [client_files(client, s, home, project).hooks for s, f in commands.items() if f]
+            files = [client_files(client, scope, home, project).hooks for scope in with_hooks]
             trust = _codex_trust(files, project)
-        order = {event: i for i, event in enumerate(EVENTS)}
         for event in sorted(set(rows) | installed, key=lambda e: (order.get(e, len(order)), e)):
             row = rows.get(event)
             if row is None:
@@ -133,7 +135,7 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
                 line += f"; {trust[event]}"
             lines.append(line)
         if client == "codex" and installed:
-            lines += _codex_notes(trust, [s for s, f in commands.items() if f], home, project)
+            lines += _codex_notes(trust, with_hooks, home, project)
         gone = sorted(
             {
                 path
