@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from imprint.errors import InputError
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -62,10 +63,11 @@ def _codex_notes(
         notes.append(f"  {REVIEW}")
     stale = []
     for scope in scopes:
-        config = client_files("codex", scope, home, project).mcp
+        files = client_files("codex", scope, home, project)
+        config = files.mcp
         try:
-            features = tomllib.loads(config.read_text("utf-8")).get("features", {})
-        except (OSError, tomllib.TOMLDecodeError):
+            features = tomllib.loads(files.open(config).text or "").get("features", {})
+        except (InputError, tomllib.TOMLDecodeError):
             continue
         if isinstance(features, dict) and "codex_hooks" in features:
             stale.append(config)
