@@ -219,6 +219,44 @@ def test_links_inside_the_project_that_are_yours_are_written_through(tmp_path: P
     assert "imprint" in json.loads((repo / "config" / "mcp.json").read_text())["mcpServers"]
 
 
+def test_uninstall_and_status_do_not_follow_a_planted_link_either(tmp_path: Path) -> None:
+    """The user's own hooks installed in ~/.claude/settings.json, and a repository whose
+    `.claude/settings.json` links there: `hooks uninstall --scope project` refuses with one
+    line and leaves both as they were (no copy of the user's settings in the repository),
+    and `hooks status` in the repository reports no project hooks, the user's only."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    _fake_home(home)
+    assert _cli("--client", "claude-code", home=home, cwd=tmp_path).returncode == 0
+    (repo / ".claude").mkdir(parents=True)
+    (repo / ".claude" / "settings.json").symlink_to(home / ".claude" / "settings.json")
+    before_home, before_repo = _snapshot(home), _snapshot(repo)
+    environ = {**os.environ, "HOME": str(home), "IMPRINT_DATA_DIR": str(tmp_path / "data")}
+    environ["PATH"] = str(tmp_path / "empty-bin")
+    uninstall = subprocess.run(
+        [str(IMPRINT), "hooks", "uninstall", "--client", "claude-code", "--scope", "project"],
+        cwd=repo,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    line = _error_line(uninstall)
+    assert str(repo / ".claude" / "settings.json") in line and "symbolic link" in line
+    assert _snapshot(home) == before_home and _snapshot(repo) == before_repo
+    status = subprocess.run(
+        [str(IMPRINT), "hooks", "status"],
+        cwd=repo,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "claude-code: user: session-start, stop, pre-compact, session-end\n" in status.stdout
+
+
 # --- the user's own links in the user scope --------------------------------------------------
 
 
