@@ -257,6 +257,35 @@ def test_uninstall_and_status_do_not_follow_a_planted_link_either(tmp_path: Path
     assert "claude-code: user: session-start, stop, pre-compact, session-end\n" in status.stdout
 
 
+def test_a_folder_swapped_for_a_link_after_the_checks_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the repository's `.claude/` is a plain folder when the install checks and
+    reads it, and a link to ~/.claude by the time it writes. The write opens each folder
+    without following a link, so it fails with one line naming the file and writes
+    nothing: ~/.claude keeps its files, bytes and modes."""
+    import imprint.hooks.install as install
+
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    _fake_home(home)
+    (repo / ".claude").mkdir(parents=True)
+    (repo / ".claude" / "settings.json").write_text("{}")
+    real_write_all = install.write_all
+
+    def swapped_then_written(pending: list[object]) -> None:
+        (repo / ".claude").rename(repo / "moved")
+        (repo / ".claude").symlink_to(home / ".claude")
+        real_write_all(pending)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(install, "write_all", swapped_then_written)
+    before_home = _snapshot(home)
+    with pytest.raises(InputError, match="became a symbolic link") as raised:
+        install_hooks("claude-code", "project", HookSettings(), home=home, project=repo)
+    assert str(repo / ".claude" / "settings.json") in str(raised.value)
+    assert _snapshot(home) == before_home
+    assert not (repo / ".mcp.json").exists()
+
+
 # --- the user's own links in the user scope --------------------------------------------------
 
 
