@@ -279,7 +279,7 @@ def test_a_folder_swapped_for_a_link_after_the_checks_is_not_followed(
 
     monkeypatch.setattr(install, "write_all", swapped_then_written)
     before_home = _snapshot(home)
-    with pytest.raises(InputError, match="became a symbolic link") as raised:
+    with pytest.raises(InputError, match="not a plain folder") as raised:
         install_hooks("claude-code", "project", HookSettings(), home=home, project=repo)
     assert str(repo / ".claude" / "settings.json") in str(raised.value)
     assert _snapshot(home) == before_home

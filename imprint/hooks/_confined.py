@@ -156,8 +156,8 @@ def _folder(file: ConfigFile, made: list[Path] | None = None) -> Iterator[int]:
 
 
 def _changed(file: ConfigFile, exc: OSError) -> InputError:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        why = "a folder on its way became a symbolic link or a file while installing"
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # what O_NOFOLLOW | O_DIRECTORY meet
+        why = "a folder on its way is not a plain folder (a symbolic link since it was checked?)"
     else:
         why = exc.strerror or str(exc)
     return InputError(f"{file.shown}: {why}; {_UNCHANGED}")
