@@ -254,7 +254,9 @@ def test_uninstall_and_status_do_not_follow_a_planted_link_either(tmp_path: Path
         check=False,
     )
     assert status.returncode == 0, status.stderr
-    assert "claude-code: user: session-start, stop, pre-compact, session-end\n" in status.stdout
+    shown = status.stdout.splitlines()
+    at = shown.index("claude-code: user: session-start, stop, pre-compact, session-end")
+    assert shown[at + 1].startswith(f"  not read: {repo / '.claude' / 'settings.json'}: a symbolic")
 
 
 def test_a_folder_swapped_for_a_link_after_the_checks_is_not_followed(

@@ -480,13 +480,18 @@ def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> 
     return report
 
 
-def our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> dict[str, list[str]]:
+def our_commands(
+    client: str, scope: Scope, *, home: Path, project: Path, unread: list[str] | None = None
+) -> dict[str, list[str]]:
     """Per Imprint event, the commands of Imprint's hooks in `client`'s configuration of
-    `scope`."""
+    `scope`; a file that cannot be read (not JSON, or a link out of the scope, which is not
+    followed) has none, and the reason goes to `unread`."""
     files = client_files(client, scope, home, project)
     try:
         hooks = _read_json(files.open(files.hooks)).get("hooks", {})
-    except InputError:
+    except InputError as exc:
+        if unread is not None:
+            unread.append(str(exc))
         return {}
     found: dict[str, list[str]] = {}
     for event, native in NATIVE_EVENTS[client].items():

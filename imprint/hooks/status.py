@@ -107,11 +107,14 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     lines: list[str] = []
     for client in CLIENTS:
         scopes: tuple[Scope, ...] = ("user", "project")
+        unread: list[str] = []
         commands = {
-            scope: our_commands(client, scope, home=home, project=project) for scope in scopes
+            scope: our_commands(client, scope, home=home, project=project, unread=unread)
+            for scope in scopes
         }
         where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
         lines.append(f"{client}: {where or 'not installed'}")
+        lines += [f"  not read: {reason}" for reason in unread]
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
         with_hooks = [scope for scope, found in commands.items() if found]
