@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from imprint.errors import InputError
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -62,10 +63,11 @@ def _codex_notes(
         notes.append(f"  {REVIEW}")
     stale = []
     for scope in scopes:
-        config = client_files("codex", scope, home, project).mcp
+        files = client_files("codex", scope, home, project)
+        config = files.mcp
         try:
-            features = tomllib.loads(config.read_text("utf-8")).get("features", {})
-        except (OSError, tomllib.TOMLDecodeError):
+            features = tomllib.loads(files.open(config).text or "").get("features", {})
+        except (InputError, tomllib.TOMLDecodeError):
             continue
         if isinstance(features, dict) and "codex_hooks" in features:
             stale.append(config)
@@ -105,11 +107,14 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     lines: list[str] = []
     for client in CLIENTS:
         scopes: tuple[Scope, ...] = ("user", "project")
+        unread: list[str] = []
         commands = {
-            scope: our_commands(client, scope, home=home, project=project) for scope in scopes
+            scope: our_commands(client, scope, home=home, project=project, unread=unread)
+            for scope in scopes
         }
         where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
         lines.append(f"{client}: {where or 'not installed'}")
+        lines += [f"  not read: {reason}" for reason in unread]
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
         with_hooks = [scope for scope, found in commands.items() if found]
