@@ -19,12 +19,15 @@ from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
+from imprint.actors.read_messages import ProjectRoots
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
 from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
+from imprint.hooks.compose import pick_project, record_root, session_roots
 from imprint.hooks.settings import excluded_folder, hook_settings
+from imprint.reads.deadline import Deadline
 from imprint.redact import redact
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
@@ -40,6 +43,7 @@ __all__ = ["Captured", "SessionState", "capture", "capture_event", "load_state",
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 PIECE_CHARS = 4_000  # a turn longer than this is stored in pieces
+READ_TIMEOUT_SEC = 30.0
 
 
 class SessionState(BaseModel):
@@ -70,8 +74,24 @@ def load_state(data_dir: Path, session_id: str) -> SessionState | None:
 
 
 def session_project(cwd: str) -> str:
-    """The project a session's folder maps to: its name, as a folder's ingest names it."""
+    """The name a session's folder gives a project, as a folder's ingest names it (which
+    project it maps to is `mapped_project`'s, by its resolved root)."""
     return project_from_folder(Path(cwd).name) if cwd else ""
+
+
+def mapped_project(writes: Writes, data_dir: Path, cwd: str) -> tuple[str, str]:
+    """The project of a session in `cwd`, by its resolved root as the briefing maps it
+    (`imprint.hooks.compose.pick_project`), and the root to record it for ("" when an
+    ingested folder or an earlier record names it)."""
+    if not cwd:
+        return "", ""
+    try:
+        here = Path(cwd).expanduser().resolve()
+    except (OSError, RuntimeError):
+        here = Path(cwd)
+    ws = writes.open("", create=True)
+    roots = Deadline(READ_TIMEOUT_SEC).wait(writes.reads.ask(ProjectRoots(workspace=ws)), "capture")
+    return pick_project(here, roots, session_roots(data_dir), project_from_folder)
 
 
 def excluded_session(data_dir: Path, cwd: str) -> bool:
@@ -155,7 +175,8 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     text of the conversation."""
     if event.get("client") == "cursor":
         return Captured(0)
-    if excluded_session(data_dir, event.get("cwd", "")):
+    cwd = event.get("cwd", "")
+    if excluded_session(data_dir, cwd):
         return Captured(0, excluded=True)
     sid = event.get("session_id", "")
     if not _SESSION_ID.match(sid):
@@ -163,12 +184,18 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     path = Path(event.get("transcript_path", "")).expanduser()
     if not path.is_absolute() or not path.is_file():
         raise InputError(f"capture: session {sid}: no transcript at {str(path)!r}")
-    state = load_state(data_dir, sid) or SessionState(
-        session_id=sid,
-        client=event.get("client", "claude-code"),
-        transcript=str(path),
-        project=session_project(event.get("cwd", "")),
-    )
+    state = load_state(data_dir, sid)
+    root = ""
+    if state is None:
+        project, root = mapped_project(writes, data_dir, cwd)
+        if project in hook_settings(data_dir).exclude:
+            return Captured(0, excluded=True)
+        state = SessionState(
+            session_id=sid,
+            client=event.get("client", "claude-code"),
+            transcript=str(path),
+            project=project,
+        )
     batch = read_new(path, state.offset, state.client)
     skipped = tuple(batch.skipped)
     if batch.end in (state.offset, state.read_to) and batch.resume == state.offset and not skipped:
@@ -215,6 +242,8 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     ws = writes.open("", create=True)
     writes.write(ws, WriteBatch(upserts=tuple(records)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
+    if root:
+        record_root(data_dir, root, state.project)  # the briefing maps this root so too
     state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()
     atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())
