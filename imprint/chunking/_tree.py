@@ -393,8 +393,11 @@ class _Builder:
         if seg.symbol and seg.node is not None:
             opening = _opening(seg.node, body)
             self.signatures[seg.symbol] = (seg.first, self.signature(seg, opening))
-        deeper = body is not None and self.nesting < MAX_NESTING
-        inner = _segments(body.named_children, seg.symbol, seg.first, seg.last) if deeper else []
+        inner = (
+            _segments(body.named_children, seg.symbol, seg.first, seg.last)
+            if body is not None and self.nesting < MAX_NESTING
+            else []
+        )
         defs = [s for s in inner if s.symbol]
         if defs:
             # The header (signature, docstring, fields) packs with what follows if small.
