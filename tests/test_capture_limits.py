@@ -207,3 +207,21 @@ def test_a_stop_hook_in_a_link_to_an_excluded_folder_queues_nothing(
     assert load_state(rt.data_dir, "s-link") is None
     _drain(rt, {"client": "claude-code", **event, "cwd": str(secret.parent / "open")})
     assert load_state(rt.data_dir, "s-link") is not None  # the same event, an open folder
+
+
+def test_an_excluded_project_is_not_captured_from_a_folder_inside_it(
+    rt: Runtime, tmp_path: Path
+) -> None:
+    """`hooks.exclude` naming a project: a session in a subfolder of the folder ingested as
+    that project is that project's (as its briefing maps it), so it is not captured."""
+    from imprint.ingest.pipeline import ingest_path
+
+    site = tmp_path / "site"
+    (site / "sub").mkdir(parents=True)
+    (site / "a.md").write_text("# A\n\nsome text\n")
+    ingest_path(rt, site, project="docs-site")
+    (rt.data_dir / "config.toml").write_text('[hooks]\nexclude = ["docs-site"]\n')
+    t = Transcript(tmp_path / "claude" / "s-sub.jsonl", "s-sub", site / "sub")
+    t.turn("a prompt in the excluded project", "an answer")
+    _drain(rt, t.event())
+    assert load_state(rt.data_dir, "s-sub") is None

@@ -188,14 +188,14 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     root = ""
     if state is None:
         project, root = mapped_project(writes, data_dir, cwd)
-        if project in hook_settings(data_dir).exclude:
-            return Captured(0, excluded=True)
         state = SessionState(
             session_id=sid,
             client=event.get("client", "claude-code"),
             transcript=str(path),
             project=project,
         )
+    if state.project in hook_settings(data_dir).exclude:  # the project, as it was mapped
+        return Captured(0, excluded=True)
     batch = read_new(path, state.offset, state.client)
     skipped = tuple(batch.skipped)
     if batch.end in (state.offset, state.read_to) and batch.resume == state.offset and not skipped:
