@@ -30,6 +30,7 @@ from imprint.hooks.report import client_hooks, hooks_lines
 from imprint.hooks.status import status_lines
 from imprint.writes import Writes
 from tests.capture_support import Transcript, session_records
+from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
@@ -74,6 +75,20 @@ def test_a_claude_code_line_over_the_read_limit_is_passed_over_and_counted(
     assert "capture skipped 1 lines or turns too long to read" in shown, shown
     status = "\n".join(status_lines(rt.data_dir, home=tmp_path, project=tmp_path))
     assert "capture skipped 1 lines or turns too long to read" in status, status
+
+
+def test_the_dashboards_overview_shows_a_skipped_line(
+    tmp_path: Path,
+    dash: Dash,  # noqa: F811
+) -> None:
+    """The overview's hooks table says what capture passed over, as status does."""
+    t = Transcript(tmp_path / "claude" / "s-dash.jsonl", "s-dash", tmp_path)
+    t.append({"type": "user", "message": {"role": "user", "content": "z" * (MAX_READ_BYTES + 1)}})
+    t.turn("a later question", "an answer")
+    _drain(dash.runtime, t.event())
+    dash.sign_in()
+    html = dash.client.get("/").text
+    assert "1 skipped as too long to read: session s-dash: a line of" in html, html
 
 
 def _gemini(path: Path, *records: dict[str, object]) -> None:
