@@ -22,7 +22,7 @@ from imprint.hooks.codex import (
 )
 from imprint.hooks.events import CLIENTS, EVENTS
 from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
-from imprint.hooks.report import plugin_misses, when
+from imprint.hooks.report import plugin_misses, skip_line, when
 from imprint.hooks.state import read_state
 
 __all__ = ["status_lines"]
@@ -102,7 +102,9 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
     failure with its reason; an installed hook that never ran, one whose command names a
     file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
-    state = read_state(data_dir)
+    from imprint.capture.worker import client_stats  # the daemon's counts: only when shown
+
+    state, captured = read_state(data_dir), client_stats(data_dir)
     order = {event: i for i, event in enumerate(EVENTS)}
     lines: list[str] = []
     for client in CLIENTS:
@@ -139,6 +141,9 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             if event in trust:
                 line += f"; {trust[event]}"
             lines.append(line)
+        skips = captured.get(client, {})
+        if skips.get("skipped"):
+            lines.append(f"  {skip_line(int(skips['skipped']), str(skips.get('last_skip', '')))}")
         if client == "codex" and installed:
             lines += _codex_notes(trust, with_hooks, home, project)
         gone = sorted(
