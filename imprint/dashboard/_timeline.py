@@ -15,9 +15,9 @@ __all__ = ["Timeline", "timeline"]
 
 WIDTH = 960
 LEFT = 150  # the lane names
-RIGHT = 20
+RIGHT = 60  # room for the last date
 TOP = 30
-LANE_H = 26
+LANE_H = 30
 AXIS_H = 30
 TICKS = 6
 # One colour per lane, in turn (presentation attributes: the picture needs no CSS).
@@ -61,6 +61,12 @@ def _day(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
 
 
+def _tick(epoch: float, span: float) -> str:
+    """A tick's date, as fine as the span needs."""
+    fmt = "%Y-%m-%d" if span > 3 * 86400 else ("%m-%d %H:%M" if span > 3600 else "%H:%M:%S")
+    return time.strftime(fmt, time.gmtime(epoch))
+
+
 def timeline(page: ProjectMemory) -> Timeline | None:
     """The picture of one page of memories; None when the page has none."""
     items = [it for it in page.items if it.record.kind != SESSION_SUMMARY_KIND]
@@ -69,7 +75,7 @@ def timeline(page: ProjectMemory) -> Timeline | None:
         return None
     stamps = [it.record.created_at for it in page.items]
     start, end = min(stamps), max(stamps)
-    span = max(end - start, 60.0)
+    span = max(end - start, 1.0)
     start -= span * 0.02
     span *= 1.04
     chart = WIDTH - LEFT - RIGHT
@@ -90,12 +96,14 @@ def timeline(page: ProjectMemory) -> Timeline | None:
         if section.key == "Session summaries":
             continue
         y, colour = lane_of[section.heading]
-        for it in section.items:
+        for place, it in enumerate(section.items):
             r = it.record
+            # Marks of one lane alternate over three heights, so marks close in time overlap less.
+            y_mark = y + (place % 3 - 1) * 6
             label = f"{section.heading}: {r.content[:120]} ({r.id}, {_day(r.created_at)})"
             if it.superseded:
                 label += f"; superseded by {it.superseded_by[-1].new}"
-            dot = Dot(r.id, x(r.created_at), y, colour, label, it.superseded)
+            dot = Dot(r.id, x(r.created_at), y_mark, colour, label, it.superseded)
             dots.append(dot)
             where[r.id] = dot
     session_y = lanes[0][1]
@@ -117,7 +125,7 @@ def timeline(page: ProjectMemory) -> Timeline | None:
         if k.old in where and k.new in where
     )
     ticks = tuple(
-        (round(LEFT + chart * i / (TICKS - 1), 1), _day(start + span * i / (TICKS - 1)))
+        (round(LEFT + chart * i / (TICKS - 1), 1), _tick(start + span * i / (TICKS - 1), span))
         for i in range(TICKS)
     )
     shown = len(items) + len(summaries)
