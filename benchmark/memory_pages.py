@@ -37,9 +37,31 @@ from benchmark._common import OUT_DIR, latency, note
 
 TYPES = ("decision", "bug", "preference", "finding", "pattern", "architecture", "milestone", "note")
 WORDS = (
-    "actor mailbox writer journal chroma sqlite fts5 briefing capture session hook daemon "
-    "socket budget recall plan deadline reader pool embedder vector lexical fusion token"
-).split()
+    "actor",
+    "mailbox",
+    "writer",
+    "journal",
+    "chroma",
+    "sqlite",
+    "fts5",
+    "briefing",
+    "capture",
+    "session",
+    "hook",
+    "daemon",
+    "socket",
+    "budget",
+    "recall",
+    "plan",
+    "deadline",
+    "reader",
+    "pool",
+    "embedder",
+    "vector",
+    "lexical",
+    "fusion",
+    "token",
+)
 LIMIT_SEC = 1.0
 
 
@@ -184,7 +206,9 @@ def run(args: argparse.Namespace, work: Path) -> int:
     for name, (p50, p95) in results.items():
         lines.append(f"{name:<26} {p50:>8.1f} {p95:>8.1f}")
     slow = [name for name, (_, p95) in results.items() if p95 >= LIMIT_SEC * 1000]
-    lines.append(f"every page under {LIMIT_SEC:g} s (p95): {'no: ' + ', '.join(slow) if slow else 'yes'}")
+    lines.append(
+        f"every page under {LIMIT_SEC:g} s (p95): {'no: ' + ', '.join(slow) if slow else 'yes'}"
+    )
     print("\n".join(lines))
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUT_DIR / f"memory-pages-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"

@@ -181,7 +181,7 @@ def briefing_preview(
     left = [
         LeftOut(heading=h, id=i, text=c, why="superseded" if gone else "over the budget")
         for h, i, c, gone in entries
-        if gone or f"id {i}," not in text and f"id {i})" not in text
+        if gone or (f"id {i}," not in text and f"id {i})" not in text)
     ]
     return BriefingPreview(project=project, text=text, budget=max_chars, left_out=tuple(left))
 

@@ -23,8 +23,8 @@ from imprint.types import Outcome
 __all__ = [
     "CAPTURE_EVENTS",
     "MODEL_PHASES",
-    "capture_runs",
     "Event",
+    "capture_runs",
     "model_outcome",
     "read_events",
     "read_outcome",

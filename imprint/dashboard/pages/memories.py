@@ -79,7 +79,9 @@ def routes(site: Site) -> list[Route]:
                 row = rows.memory_row(site.reads, site.reads.open(ws), rows.GetMemoryArgs(id=rid))
             except ImprintError as exc:
                 return site.error(request, "Delete", str(exc), "/sources", 404)
-            what = f"{row.record.type} memory {rid}: {shown(clip(one_line(row.record.content), 200))}"
+            what = (
+                f"{row.record.type} memory {rid}: {shown(clip(one_line(row.record.content), 200))}"
+            )
             also += [
                 f"memory {k.old}, which it superseded, holds again (search and the briefing "
                 "show it)"
