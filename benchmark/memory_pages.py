@@ -10,7 +10,8 @@ Method: a temporary data dir (removed at the end) gets one project, `bench`, of
 types in turn (decision, bug, preference, finding, pattern, architecture, milestone, note),
 dated one every 3 hours back from now, one in ten superseding the memory of its type before
 it, and `--sessions` captured sessions (four turns each and a session summary, as capture
-writes them; one in four memories names a session as its source), and 20 facts about the
+writes them, each dated as the last memory it produced: one in four memories names the
+session of its time as its source), and 20 facts about the
 project, one in four ended. The dashboard is served by `DashboardServer` over the started
 Runtime, as the daemon serves it; each page is fetched with httpx over 127.0.0.1 (signed in
 with a one-time token first), 2 untimed warm-up fetches and `--runs` timed ones per page,
@@ -93,7 +94,8 @@ def fill(runtime: object, memories: int, sessions: int) -> tuple[str, str]:
     last_of_type: dict[str, str] = {}
     sids = [f"bench-{s:03d}" for s in range(sessions)]
     for s, sid in enumerate(sids):
-        at = now - (sessions - s) * 3 * 3600 * max(1, memories // max(sessions, 1))
+        # A session ends with the last memory it produced (see the memories' sources below).
+        at = now - (memories - min(memories, (s + 1) * memories // sessions)) * 3 * 3600
         for turn in range(4):
             body = f"user: turn {turn} of {sid}: {_text(s * 4 + turn)}\nassistant: done."
             records.append(
@@ -130,7 +132,7 @@ def fill(runtime: object, memories: int, sessions: int) -> tuple[str, str]:
         text = _text(i)
         rid = make_id("memory", "bench", content_sha(text))
         at = now - (memories - i) * 3 * 3600
-        source = f"session:{sids[i % len(sids)]}" if sids and i % 4 == 0 else ""
+        source = f"session:{sids[i * sessions // memories]}" if i % 4 == 0 else ""
         records.append(
             Record(
                 id=rid,

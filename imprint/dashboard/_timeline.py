@@ -21,7 +21,18 @@ LANE_H = 30
 AXIS_H = 30
 TICKS = 6
 # One colour per lane, in turn (presentation attributes: the picture needs no CSS).
-COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#8250df", "#bf8700", "#0a7ea4", "#cf222e", "#57606a")
+COLOURS = (
+    "#1f6feb",
+    "#d1242f",
+    "#1a7f37",
+    "#8250df",
+    "#bf8700",
+    "#0a7ea4",
+    "#bf3989",
+    "#57606a",
+    "#953800",
+    "#0550ae",
+)
 
 
 @dataclass(frozen=True)
