@@ -83,6 +83,7 @@ def fill(runtime: object, memories: int, sessions: int) -> tuple[str, str]:
         content_sha,
         make_id,
     )
+    from imprint.types import MemoryId
     from imprint.writes.gateway import Writes
 
     assert isinstance(runtime, Runtime)
@@ -91,7 +92,7 @@ def fill(runtime: object, memories: int, sessions: int) -> tuple[str, str]:
     now = time.time()
     records: list[Record] = []
     links: list[SupersedeLink] = []
-    last_of_type: dict[str, str] = {}
+    last_of_type: dict[str, MemoryId] = {}
     sids = [f"bench-{s:03d}" for s in range(sessions)]
     for s, sid in enumerate(sids):
         # A session ends with the last memory it produced (see the memories' sources below).

@@ -173,7 +173,9 @@ def briefing_preview(
     links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
     superseded = {link.old for link in links} if ids else set()
     read.append((SESSIONS_HEADING, deadline.wait(sessions, "briefing")))
-    entries = [(h, r.id, r.content, r.id in superseded) for h, records in read for r in records]
+    entries: list[tuple[str, str, str, bool]] = [
+        (h, r.id, r.content, r.id in superseded) for h, records in read for r in records
+    ]
     entries += [
         (FACTS_HEADING, f"fact:{f.id}", f"{f.subject} {f.predicate} {f.object}", False)
         for f in deadline.wait(facts, "briefing")
