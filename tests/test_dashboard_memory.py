@@ -169,9 +169,19 @@ def test_deleting_a_memory_asks_first_and_says_what_goes_with_it(mem: Remembered
 
 
 def test_a_project_past_one_page_is_paged(mem: Remembered) -> None:
-    """Past PAGE_SIZE memories the page shows the newest ones and links to the older."""
+    """A page holds `limit` memories, newest first, says whether older ones follow and
+    counts them all; the page links to newer and older pages; a bad offset is one line."""
     from imprint.reads import project_memory as pm
 
+    reads = ActorReads(mem.runtime)
+    whole = pm.project_memory(reads, reads.open(""), "proj")
+    first = pm.project_memory(reads, reads.open(""), "proj", offset=0, limit=3)
+    rest = pm.project_memory(reads, reads.open(""), "proj", offset=3, limit=pm.PAGE_SIZE)
+    assert whole.total == first.total == rest.total == len(whole.items) == 8
+    assert first.more and not rest.more
+    assert [i.record.id for i in first.items + rest.items] == [i.record.id for i in whole.items]
+    stamps = [i.record.created_at for i in whole.items]
+    assert stamps == sorted(stamps, reverse=True)
     page = mem.client.get("/memory", params={"project": "proj", "offset": "3"}).text
     assert 'href="/memory?project=proj&amp;offset=0"' in page  # newer
     bad = mem.client.get("/memory", params={"project": "proj", "offset": "-1"})
