@@ -90,12 +90,32 @@ def test_a_session_page_shows_its_turns_what_it_produced_and_the_hook_runs(
     """One captured session: its stored turns, its summary and the capture runs the log
     holds for it; an unknown session is a 404 naming it."""
     sid = SESSIONS[0]
+    # A memory extracted from one turn (`session:<id>#n`, as typed observations are linked).
+    from imprint.store.records import Record, WriteBatch
+
+    writes = Writes(mem.runtime)
+    turn_memory = Record(
+        id="a1b2c3d4e5f60718",
+        content="Decided in the session: the kestrel cache stays in memory.",
+        project="proj",
+        source=f"session:{sid}#0",
+        source_type="memory",
+        type="decision",
+        kind="memory",
+    )
+    writes.write(writes.open(""), WriteBatch(upserts=(turn_memory,)))
     page = mem.client.get("/session", params={"id": sid, "project": "proj"})
     assert page.status_code == 200, page.text
     text = _text(page.text)
     assert f"what did {sid} decide about the kestrel cache?" in text
     assert "Session summary" in text
     assert "capture.done" in text and "claude-code" in text
+    assert "the kestrel cache stays in memory" in text and 'href="/memory/a1b2c3d4e5f60718"' in (
+        page.text
+    )
+    listing = mem.client.get("/memory", params={"project": "proj"}).text
+    block = listing.split('id="m-a1b2c3d4e5f60718"')[1].split("</article>")[0]
+    assert f'href="/session?id={sid}&amp;project=proj' in block and f"session:{sid}#0" in block
     assert SESSIONS[1] not in text
     missing = mem.client.get("/session", params={"id": "nope", "project": "proj"})
     assert missing.status_code == 404 and "nope" in missing.text

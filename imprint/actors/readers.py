@@ -164,7 +164,9 @@ class LexicalReading:
             case Newest():
                 return answer(msg, conn.newest(msg.project, msg.types, msg.kinds, msg.limit))
             case ProjectMemories():
-                return answer(msg, conn.project_memories(msg.project, msg.offset, msg.limit))
+                return answer(
+                    msg, conn.project_memories(msg.project, msg.offset, msg.limit, msg.source)
+                )
             case ProjectRoots():
                 return answer(msg, conn.project_roots())
             case WithTopic():

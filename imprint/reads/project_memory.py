@@ -215,7 +215,7 @@ def project_memory(
 def session_row(reads: Reads, ws: WorkspaceName, session_id: str, project: str) -> SessionRow:
     """One captured session of `project`: its first TURNS_SHOWN stored turns, its summary,
     and the project's memories whose source is this session (`session:<id>` or one of its
-    turns, `session:<id>#n`)."""
+    turns, `session:<id>#n`), the newest PAGE_SIZE of them."""
     check_project(project)
     sid = session_id.strip()
     if not sid or len(sid) > 128 or not all(c.isalnum() or c in "-_." for c in sid):
@@ -230,19 +230,10 @@ def session_row(reads: Reads, ws: WorkspaceName, session_id: str, project: str) 
             ),
             "session",
         )
-        page, _ = deadline.wait(
-            reads.ask(ProjectMemories(workspace=ws, project=project, limit=PAGE_SIZE)),
-            "session",
-        )
-    # The summary (and memories with the session itself as source) share its source with
-    # the turns; memories of one turn (`session:<id>#n`) are found among the project's.
-    mine = list(
-        {
-            r.id: r
-            for r in [*turns, *page]
-            if r.source_type == "memory" and session_of(r.source) == sid
-        }.values()
-    )
+        # The summary and the memories of the session or of one of its turns
+        # (`session:<id>#n`); the turns share the session's source with them.
+        asked = ProjectMemories(workspace=ws, project=project, limit=PAGE_SIZE, source=source)
+        mine, _ = deadline.wait(reads.ask(asked), "session")
     summary = next((r for r in mine if r.kind == SESSION_SUMMARY_KIND), None)
     if not turns and summary is None:
         raise InputError(f"session: no captured session {sid!r} in project {project!r}")
