@@ -51,14 +51,18 @@ def ingested_runtime(data: Path, tree: Path, embedder: Embedder | None) -> Itera
         configure_logging(None, level="warning", to_file=False)
 
 
-# What `remembered` stores in project proj: one memory of each type a user stores by hand,
-# a decision that a later one reverses, and two captured sessions.
+# What `remembered` stores in project proj: one memory of each type, a decision that a
+# later one reverses, and two captured sessions (their summaries are milestones too).
 REMEMBERED = {
     "decision": "We chose SQLite FTS5 for lexical search over Tantivy.",
     "reversal": "We now keep Tantivy out for good; FTS5 stays, revisited in March.",
     "bug": "Fixed: the writer lost a batch when Chroma timed out; it now retries once.",
     "preference": "The user prefers short commit subjects with the measured figure.",
     "finding": "BM25 ranks exact identifiers first once phrases lead.",
+    "pattern": "Every actor message carries the deadline of the call that caused it.",
+    "architecture": "One process owns a data dir; every session bridges to its daemon.",
+    "milestone": "Release 0.9 shipped the hooks for four clients.",
+    "note": "The corpus for benchmarks lives beside the repository.",
 }
 SESSIONS = ("sess-alpha", "sess-beta")
 

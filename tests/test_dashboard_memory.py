@@ -59,7 +59,18 @@ def test_the_memory_page_shows_each_memory_its_reversal_sessions_and_the_next_br
     for name, text in REMEMBERED.items():
         assert htmllib.escape(text) in html, name
         assert f'id="m-{mem.ids[name]}"' in html
-    for heading in ("Decisions", "Bugs and their fixes", "Preferences", "Findings", "Facts"):
+    for heading in (
+        "Decisions",
+        "Bugs and their fixes",
+        "Preferences",
+        "Findings",
+        "Patterns",
+        "Architecture",
+        "Milestones",
+        "Notes",
+        "Session summaries",
+        "Facts",
+    ):
         assert f">{heading}</h2>" in html
     old, new = mem.ids["decision"], mem.ids["reversal"]
     block = html.split(f'id="m-{old}"')[1].split("</article>")[0]
@@ -197,7 +208,7 @@ def test_a_project_past_one_page_is_paged(mem: Remembered) -> None:
     whole = pm.project_memory(reads, reads.open(""), "proj")
     first = pm.project_memory(reads, reads.open(""), "proj", offset=0, limit=3)
     rest = pm.project_memory(reads, reads.open(""), "proj", offset=3, limit=pm.PAGE_SIZE)
-    assert whole.total == first.total == rest.total == len(whole.items) == 8
+    assert whole.total == first.total == rest.total == len(whole.items) == len(REMEMBERED) + 3
     assert first.more and not rest.more
     assert [i.record.id for i in first.items + rest.items] == [i.record.id for i in whole.items]
     stamps = [i.record.created_at for i in whole.items]
