@@ -234,7 +234,8 @@ class SqliteReader:
         """One page of a project's memories (stored ones and session summaries, superseded
         ones too), newest first, and how many the project has in all (its Memory page);
         with `source`, only those of that source or of one of its parts (`source#n`)."""
-        where, params = "r.project = ? AND r.source_type = 'memory'", [project]
+        where = "r.project = ? AND r.source_type = 'memory'"
+        params: list[Any] = [project]
         if source:
             # Not LIKE: `_` and `%` in a source are its own characters.
             where += " AND (r.source = ? OR substr(r.source, 1, ?) = ?)"
