@@ -101,6 +101,9 @@ def test_a_session_page_shows_its_turns_what_it_produced_and_the_hook_runs(
     """One captured session: its stored turns, its summary and the capture runs the log
     holds for it; an unknown session is a 404 naming it."""
     sid = SESSIONS[0]
+    from imprint.hooks.state import record_run
+
+    record_run(mem.runtime.data_dir, "claude-code", "stop", elapsed_ms=12)
     # A memory extracted from one turn (`session:<id>#n`, as typed observations are linked).
     from imprint.store.records import Record, WriteBatch
 
@@ -121,6 +124,7 @@ def test_a_session_page_shows_its_turns_what_it_produced_and_the_hook_runs(
     assert f"what did {sid} decide about the kestrel cache?" in text
     assert "Session summary" in text
     assert "capture.done" in text and "claude-code" in text
+    assert "claude-code's hooks, every session" in text and "<td>stop</td><td>1</td>" in page.text
     assert "the kestrel cache stays in memory" in text and 'href="/memory/a1b2c3d4e5f60718"' in (
         page.text
     )

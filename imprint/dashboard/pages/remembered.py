@@ -18,6 +18,7 @@ from imprint.dashboard._site import Site, whole_number
 from imprint.dashboard._templates import href
 from imprint.dashboard._timeline import timeline
 from imprint.errors import ImprintError
+from imprint.hooks.state import read_state
 from imprint.logs import get_logger, log_files
 from imprint.store.records import RECORD_TYPES
 from imprint.trace.log import capture_runs
@@ -74,6 +75,10 @@ def routes(site: Site) -> list[Route]:
         except (OSError, ValueError):
             state = None  # a capture state unreadable is a missing line, not a failed page
         runs = capture_runs(log_files(site.runtime.data_dir), s.session_id)
+        # The hook processes count their runs per client and event, not per session: the
+        # capturing client's counts are shown beside this session's capture runs.
+        client = state.client if state is not None else ""
+        hooks = sorted(read_state(site.runtime.data_dir).get(client, {}).items())
         return site.page(
             request,
             "session.html",
@@ -83,6 +88,8 @@ def routes(site: Site) -> list[Route]:
             ws=ws_name,
             state=state,
             runs=runs,
+            client=client,
+            hooks=hooks,
             log_on=site.runtime.config.log.file,
         )
 
