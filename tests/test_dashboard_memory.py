@@ -196,8 +196,9 @@ def test_deleting_a_memory_asks_first_and_says_what_goes_with_it(mem: Remembered
     assert confirm.status_code == 200
     assert f"memory {old}, which it superseded, holds again" in confirm.text
     assert 'action="/delete"' in confirm.text
-    done = mem.post("/delete", {"id": new})
+    done = mem.post("/delete", {"id": new, "project": "proj"})
     assert done.status_code == 200 and f"deleted {new}" in done.text
+    assert 'href="/memory?project=proj">back to the memory of proj' in done.text
     html = mem.client.get("/memory", params={"project": "proj"}).text
     assert f'id="m-{new}"' not in html
     assert "Superseded by" not in html.split(f'id="m-{old}"')[1].split("</article>")[0]

@@ -112,7 +112,17 @@ def routes(site: Site) -> list[Route]:
         except ImprintError as exc:
             return site.error(request, "Delete", str(exc), "/sources")
         log.info("dashboard.deleted", what=text)
-        return site.page(request, "deleted.html", "Deleted", "/sources", text=text)
+        # A memory deleted from its project's Memory page goes back there.
+        back = values.get("project") if values.get("id") and values.get("project") else None
+        return site.page(
+            request,
+            "deleted.html",
+            "Deleted",
+            "/sources",
+            text=text,
+            back=back,
+            ws=values.get("workspace", ""),
+        )
 
     return [
         Route("/memory/{rid}", memory),
