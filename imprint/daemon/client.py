@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 from imprint._fs import atomic_write_text, private_file
 from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, check_served, send_hello
 from imprint.daemon.runfile import (
+    KILL_AFTER_SEC,
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
     exited,
@@ -233,10 +234,24 @@ def daemon_alive(data_dir: Path) -> bool:
     return True
 
 
-def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
+KILL_WAIT_SEC = 30.0  # after SIGKILL: only a process stuck in the kernel takes longer
+
+
+def _wait_exit(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not exited(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    return True
+
+
+def stop_daemon(data_dir: Path, wait_sec: float = KILL_AFTER_SEC) -> str:
     """SIGTERM the process that owns the data dir (the daemon, or `serve --http`) and wait
-    until it has exited, its stores closed; a one-line report. Its socket is not needed:
-    the pid comes from its run file, once that is known to be our daemon."""
+    until it has exited, its stores closed; SIGKILL it when it has not within `wait_sec`
+    (every acknowledged write is journaled: its next start finishes or rolls back the one
+    in flight). A one-line report. Its socket is not needed: the pid comes from its run
+    file, once that is known to be this data dir's daemon."""
     info_file = data_dir / "run" / "daemon.json"
     info = running_daemon(data_dir)
     if info is None:
@@ -248,14 +263,21 @@ def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return f"no imprint daemon is running for {data_dir}"
-    deadline = time.monotonic() + wait_sec
-    while time.monotonic() < deadline:
-        if exited(pid):
-            return f"stopped the imprint daemon (process {pid}) for {data_dir}"
-        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    if _wait_exit(pid, wait_sec):
+        return f"stopped the imprint daemon (process {pid}) for {data_dir}"
+    log_file = run_dir(data_dir) / "daemon.stderr.log"
+    if is_our_daemon(pid, info.get("proc_start")):  # still the one we signalled
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if _wait_exit(pid, KILL_WAIT_SEC):
+        return (
+            f"killed the imprint daemon (process {pid}) for {data_dir}: it did not exit "
+            f"within {wait_sec:g} s of SIGTERM (see {log_file}); its next start finishes "
+            "the write it was in"
+        )
     raise StoreError(
-        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM; "
-        f"see {run_dir(data_dir) / 'daemon.stderr.log'}"
+        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM nor "
+        f"{KILL_WAIT_SEC:g} s of SIGKILL (stuck in the kernel?); see {log_file}"
     )
 
 

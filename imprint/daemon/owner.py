@@ -50,6 +50,7 @@ from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
+    STOP_GRACE_SEC,
     identity,
     proc_start,
     rotate_log,
@@ -69,7 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["Daemon", "run_daemon"]
 
 SOCKET_CHECK_SEC = 2.0
-STOP_GRACE_SEC = 30.0  # after SIGTERM the daemon exits within this, stuck or not
 # accept() failing with these is the process (or the system) short of something for now.
 TRANSIENT_ACCEPT_ERRORS = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}

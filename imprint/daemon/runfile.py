@@ -19,8 +19,10 @@ from typing import Any
 from imprint._fs import instance_id, private_dir
 
 __all__ = [
+    "KILL_AFTER_SEC",
     "STDERR_LOG_KEEP",
     "STDERR_LOG_MAX_BYTES",
+    "STOP_GRACE_SEC",
     "exited",
     "identity",
     "is_our_daemon",
@@ -32,6 +34,10 @@ __all__ = [
 
 STDERR_LOG_MAX_BYTES = 4 * 1_048_576
 STDERR_LOG_KEEP = 2
+STOP_GRACE_SEC = 30.0  # after SIGTERM the daemon exits within this, stuck or not
+# `imprint stop` sends SIGKILL this long after SIGTERM: the daemon's own watchdog should
+# have ended it by then, unless nothing in it could run (its SIGTERM handler is Python).
+KILL_AFTER_SEC = STOP_GRACE_SEC + 15.0
 
 
 def run_dir(data_dir: Path) -> Path:
