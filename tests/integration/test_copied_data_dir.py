@@ -122,3 +122,31 @@ def test_a_daemon_refuses_a_hello_naming_another_data_dir(tmp_path: Path) -> Non
     finally:
         stopped = imprint_stop(owner_env(original))
         assert f"process {pid}" in stopped.stdout, stopped.stderr
+
+
+def test_a_run_file_claiming_the_copy_still_leads_to_the_copys_own_daemon(
+    tmp_path: Path,
+) -> None:
+    """The hello is the proof, not the run file: a copy whose run file was rewritten to
+    name the copy (its path and id) yet the original's pid and socket still gets its own
+    daemon: the original's daemon refuses the copy's hello unrun, and the client starts
+    the copy's. The store lands in the copy only."""
+    from imprint.daemon.runfile import identity
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    _call(original, tmp_path, "store", {"content": "the avocet sweeps the mud"})
+    first = daemon_pid(original)
+    assert first is not None
+    subprocess.run(["cp", "-r", str(original), str(copy)], check=True)
+    forged = json.loads((copy / "run" / "daemon.json").read_text())
+    forged["serves"] = identity(copy)
+    (copy / "run" / "daemon.json").write_text(json.dumps(forged))
+    try:
+        stored = _call(copy, tmp_path, "store", {"content": "the godwit probes the copy"})
+        assert stored.startswith("stored"), stored
+        second = daemon_pid(copy)
+        assert second is not None and second != first
+        assert not _holds(original, b"godwit") and _holds(copy, b"godwit")
+    finally:
+        for data_dir in (copy, original):
+            imprint_stop(owner_env(data_dir))
