@@ -170,7 +170,11 @@ def _spawned_alive(data_dir: Path) -> bool:
         info = json.loads((run_dir(data_dir) / "spawned.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return False
+    if "serves" in info and info["serves"] != identity(data_dir):
+        return False  # copied with its folder: it names the original's daemon
+    pid = info.get("pid")
     return isinstance(pid, int) and is_our_daemon(pid, info.get("proc_start")) and not exited(pid)
 
 
@@ -199,7 +203,11 @@ def poke_capture(data_dir: Path) -> bool:
             proc, _ = _spawn_daemon(data_dir)
             # Until it writes its run file, this names it: the next hook's poke (a few
             # ms later) finds it starting instead of starting another.
-            spawned = {"pid": proc.pid, "proc_start": proc_start(proc.pid)}
+            spawned = {
+                "pid": proc.pid,
+                "proc_start": proc_start(proc.pid),
+                "serves": identity(data_dir),
+            }
             atomic_write_text(run_dir(data_dir) / "spawned.json", json.dumps(spawned))
             # Reaped when it exits, should this process (a test, a long-lived caller)
             # outlive it; a hook's process exits first and leaves it to init.

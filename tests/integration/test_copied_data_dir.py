@@ -150,3 +150,24 @@ def test_a_run_file_claiming_the_copy_still_leads_to_the_copys_own_daemon(
     finally:
         for data_dir in (copy, original):
             imprint_stop(owner_env(data_dir))
+
+
+def test_a_hooks_poke_in_a_copy_starts_the_copys_own_daemon(tmp_path: Path) -> None:
+    """A hook's capture poke (`imprint hook` with no daemon up) in a copy made while a
+    poke-started daemon ran starts the copy's own daemon: the copied `spawned.json` names
+    the original's, which drains only the original's queue (before, the copy's poke took it
+    for its own daemon starting, and started none)."""
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    assert client_mod.poke_capture(original) is False  # none ran: it started one
+    _call(original, tmp_path, "status", {})  # once that one owns the data dir
+    first = daemon_pid(original)
+    subprocess.run(["cp", "-r", str(original), str(copy)], check=True)
+    try:
+        assert client_mod.poke_capture(copy) is False
+        spawned = json.loads((copy / "run" / "spawned.json").read_text())["pid"]
+        assert spawned != first
+        _call(copy, tmp_path, "status", {})
+        assert daemon_pid(copy) == spawned
+    finally:
+        for data_dir in (copy, original):
+            imprint_stop(owner_env(data_dir))
