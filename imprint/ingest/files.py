@@ -3,7 +3,8 @@
 Inside a git work tree, what git takes (`imprint.ingest.git`: tracked plus untracked files
 that are not ignored, asked of git with the folder's configuration inert). Elsewhere, or when
 git cannot answer, a walk that honours the same ignore files (`.gitignore` in any folder,
-`.git/info/exclude`), read here rather than by git.
+`.git/info/exclude`), read here rather than by git and matched in time linear in each name
+(`imprint.ingest.ignore`), the whole walk under WALK_TIMEOUT_SEC.
 
 Nothing outside the allowed roots is read: every folder walked is resolved first (symlinks,
 `..`, loops), and one whose real path leaves the roots is counted and skipped. A file is
