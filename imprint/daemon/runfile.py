@@ -107,8 +107,11 @@ def running_daemon(data_dir: Path) -> dict[str, Any] | None:
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
     # A file without "serves" was written before daemons said which data dir they serve.
-    if "serves" in info and info["serves"] != identity(data_dir):
-        return None
+    try:
+        if "serves" in info and info["serves"] != identity(data_dir):
+            return None
+    except OSError:
+        return None  # no instance id to compare: only this data dir's own socket is tried
     return info if is_our_daemon(info["pid"], info.get("proc_start")) else None
 
 
