@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._faults import hold
 from imprint._fs import read_regular
 from imprint.errors import InputError
 from imprint.ingest.git import GitListing, git_listing
@@ -93,6 +94,7 @@ def _walk_files(
     outside = 0
     visited = {folder.resolve()}
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        hold("ingest.walk")  # a test's stand-in for a rule that held the interpreter lock
         if time.monotonic() > deadline:
             raise InputError(
                 f"path: walking {str(folder)!r} took over {WALK_TIMEOUT_SEC:g} s "

@@ -29,12 +29,13 @@ from tests.integration.test_serve import _text
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def _call(data_dir: Path, cwd: Path, tool: str, args: dict[str, object]) -> str:
-    """One tool call through `imprint serve` (the stdio bridge) of `data_dir`."""
+def _call(data_dir: Path, cwd: Path, tool: str, args: dict[str, object], **env: str) -> str:
+    """One tool call through `imprint serve` (the stdio bridge) of `data_dir`; `env` goes
+    to the daemon it starts too."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "imprint.cli", "serve"],
-        env=owner_env(data_dir),
+        env={**owner_env(data_dir), **env},
         cwd=str(cwd),
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,36 @@ def test_a_hostile_ignore_file_holds_up_nothing_in_the_daemon(tmp_path: Path) ->
     finally:
         stopped = imprint_stop(owner_env(data_dir))
     assert stopped.stdout.startswith(f"stopped the imprint daemon (process {pid})"), stopped
+
+
+def test_stop_kills_a_daemon_whose_walk_holds_the_interpreter_lock(tmp_path: Path) -> None:
+    """A daemon whose walk holds the interpreter lock (IMPRINT_HOLD, as the hostile rule's
+    backtracking did: its SIGTERM handler cannot run) is killed by `imprint stop` after the
+    grace, which says so (before: stop failed after 60 s and the daemon ran on)."""
+    data_dir = tmp_path / "data"
+    folder = _hostile_folder(tmp_path, 40)
+    held = {"IMPRINT_HOLD": "ingest.walk:600"}
+    _call(data_dir, tmp_path, "status", {}, **held)
+    pid = daemon_pid(data_dir)
+    assert pid is not None
+    log = data_dir / "logs" / "imprint.jsonl"
+    with subprocess.Popen(
+        [sys.executable, "-m", "imprint.cli", "ingest", str(folder)],
+        env=owner_env(data_dir),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as ingest:
+        try:
+            deadline = time.monotonic() + 120
+            while '"fault.hold"' not in (log.read_text(errors="replace") if log.exists() else ""):
+                assert time.monotonic() < deadline, "the walk never reached the held point"
+                assert ingest.poll() is None, "the ingest ended before the walk held"
+                time.sleep(0.05)  # polling another process's log; nothing to wait on
+            stopped = imprint_stop(owner_env(data_dir))
+            assert stopped.returncode == 0, stopped.stderr
+            assert stopped.stdout.startswith(f"killed the imprint daemon (process {pid})")
+            assert "did not exit within 45 s of SIGTERM" in stopped.stdout
+        finally:
+            if ingest.poll() is None:
+                ingest.kill()
