@@ -19,6 +19,7 @@ __all__ = [
     "atomic_write_lines",
     "atomic_write_text",
     "data_dir",
+    "instance_id",
     "private_dir",
     "private_file",
     "read_regular",
@@ -38,6 +39,28 @@ def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     raw = env.get("IMPRINT_DATA_DIR", "")
     return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
+
+
+def instance_id(data_dir: Path) -> str:
+    """The data dir's random id (`{data_dir}/instance_id`), made once by whoever asks first.
+
+    Linked into place, never renamed over: two processes making it at once agree on the
+    first one's id (a rename would let the second replace an id the first already used)."""
+    path = data_dir / "instance_id"
+    with contextlib.suppress(FileNotFoundError):
+        return path.read_text(encoding="utf-8").strip()
+    private_dir(data_dir)
+    fd, tmp = tempfile.mkstemp(prefix=".instance_id.", dir=data_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(os.urandom(4).hex() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
 
 
 def private_dir(path: Path) -> Path:
