@@ -100,6 +100,13 @@ class Dump:
         rows = self._rows("SELECT key, at FROM tombstones")
         return {str(k): float(str(at)) for k, at in rows}
 
+    def tombstones_taken(self) -> dict[str, float]:
+        """Another machine's tombstones this store carried out: key -> the tombstone's time."""
+        if self._conn is None or not self._has("tombstones_taken"):
+            return {}
+        rows = self._rows("SELECT key, at FROM tombstones_taken")
+        return {str(k): float(str(at)) for k, at in rows}
+
     def supersede_links(self) -> list[SupersedeLink]:
         """Every supersede link, by the superseded memory's id."""
         if self._conn is None or not self._has("supersedes"):

@@ -275,3 +275,6 @@ class WriteBatch(BaseModel):
     add_facts: tuple[Fact, ...] = ()
     end_facts: tuple[tuple[str, float], ...] = ()
     supersede: tuple[SupersedeLink, ...] = ()
+    # Another machine's tombstones (key, its time) this batch's deletes carry out: once
+    # taken, the same tombstone never deletes what is stored here again (`writes.sync`).
+    take_tombstones: tuple[tuple[str, float], ...] = ()

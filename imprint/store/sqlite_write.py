@@ -171,6 +171,9 @@ class SqliteWriter(SqliteReader):
                 "INSERT OR REPLACE INTO supersedes VALUES (?, ?, ?)",
                 [(link.old, link.new, link.at) for link in batch.supersede],
             )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO tombstones_taken VALUES (?, ?)", batch.take_tombstones
+            )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
 
