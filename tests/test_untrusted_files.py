@@ -239,7 +239,9 @@ def test_an_over_long_line_is_skipped_without_being_held_by_the_daemon(
     """Through `imprint sync` and `imprint import` beside a daemon: a sync file and an export
     file each holding one line twice MAX_LINE_BYTES long (sparse) are read without holding it
     (the daemon's peak memory grows by less than a quarter of the line), the line is counted
-    as refused in words, and what else the files hold is taken."""
+    as refused in words, and what else the files hold is taken; the sync file's tombstone of
+    a held decision dated 2100 and source on the decision's id are refused too, and the
+    decision stays as it was."""
     data, folder = tmp_path / "a", tmp_path / "shared"
     folder.mkdir()
     ids = on(data, embedder, _fill)
@@ -266,12 +268,18 @@ def test_an_over_long_line_is_skipped_without_being_held_by_the_daemon(
         start = _peak_kb(pid)
         path = folder / "feed0001" / "000001.jsonl"
         path.parent.mkdir()
-        _sparse_line(path, header | {"machine": "feed0001", "lines": 2}, 2 * MAX_LINE_BYTES)
+        _sparse_line(path, header | {"machine": "feed0001", "lines": 4}, 2 * MAX_LINE_BYTES)
+        readme = _source(_lines(text), "README.md")
+        chunk = dict(readme["chunks"][0]) | {"id": ids["decision"], "text": "Owned"}  # type: ignore[index]
+        key = f"memory:{ids['decision']}"
+        tomb = {"line": "tombstone", "workspace": "default", "key": key, "at": FAR}
         with path.open("ab") as handle:
-            handle.write(json.dumps(good).encode() + b"\n")
+            for line in (good, tomb, readme | {"source": "other.md", "chunks": [chunk]}):
+                handle.write(json.dumps(line).encode() + b"\n")
         done = cli(data, "sync", str(folder))
         assert done.returncode == 0, done.stderr
-        assert "1 line refused" in done.stdout and "longer than" in done.stdout, done.stdout
+        assert "3 lines refused" in done.stdout and "longer than" in done.stdout, done.stdout
+        assert "later than now" in done.stdout and "another kind" in done.stdout, done.stdout
         assert "took 1 memory" in done.stdout, done.stdout
         grown_mb = (_peak_kb(pid) - start) / 1024
         assert grown_mb < MAX_LINE_BYTES / 4 / 2**20, grown_mb
@@ -287,6 +295,8 @@ def test_an_over_long_line_is_skipped_without_being_held_by_the_daemon(
         assert "longer than" in imported.stdout, imported.stdout
         grown_mb = (_peak_kb(pid) - start) / 1024
         assert grown_mb < MAX_LINE_BYTES / 4 / 2**20, grown_mb
+        held = cli(data, "export", "-").stdout
+        assert ids["decision"] in held and "Owned" not in held
     finally:
         cli(data, "stop")
 
