@@ -303,6 +303,8 @@ def read_manifest(folder: Path, what: str = "restore") -> dict[str, Any]:
             f"this imprint reads version {BACKUP_VERSION}"
         )
     tail = "; nothing was restored" if what == "restore" else ""
+    if (folder / "workspaces").is_symlink():
+        raise InputError(f"{what}: workspaces is a symlink; the backup is not taken{tail}")
     for ws, entry in manifest.get("workspaces", {}).items():
         validate_name(ws, f"{what}: workspace")
         extra = _unlisted(folder / "workspaces" / ws, set(entry["files"]))

@@ -336,13 +336,8 @@ def _counts_match(header: Header, workspaces: dict[str, _Workspace], unread: int
     """Whether the lines held and refused are those the header counts; with `unread` lines
     skipped unread (their workspace and kind unknown), their number must make up the rest."""
     held = {
-        ws: Counts(
-            **{
-                k: n + getattr(workspaces[ws].refused, k)
-                for k, n in place.counts().model_dump().items()
-            }
-        )
-        for ws, place in workspaces.items()
+        ws: Counts(**{k: n + getattr(w.refused, k) for k, n in w.counts().model_dump().items()})
+        for ws, w in workspaces.items()
     }
     if not unread:
         return held == header.workspaces
@@ -638,14 +633,16 @@ def _import_workspace(
     refused = {r.id for r in memories if _foreign(held.get(r.id), None)}
     report.refused[OTHER_KIND] += len(refused)
     memories = [r for r in memories if r.id not in refused]
-    taken = [
-        (pair, was)
-        for pair, was in zip(sources, held_entries, strict=True)
-        if not any(_foreign(held.get(r.id), pair[0]) for r in pair[1])
-    ]
-    report.refused[OTHER_KIND] += len(sources) - len(taken)
+    taken, refused_chunks = [], 0
+    for (entry, records), was in zip(sources, held_entries, strict=True):
+        if any(_foreign(held.get(r.id), entry) for r in records):
+            report.refused[OTHER_KIND] += 1
+            refused_chunks += len(records)
+        else:
+            taken.append(((entry, records), was))
     if not report.refused[OTHER_KIND]:
         del report.refused[OTHER_KIND]
+    progress(len(refused) + refused_chunks)  # the bar counts every record the header does
     batches = _Batches(writes, ws, report, progress)
     kept = 0
     for rec in memories:
@@ -708,6 +705,8 @@ def import_file(
         name: writes.open(workspace if len(names) == 1 else name, create=True) for name in names
     }
     report = ImportReport(refused=Counter(parsed.refused))
+    if progress is not None:  # the lines refused as the file was read, done with already
+        progress(sum(w.refused.memories + w.refused.chunks for w in parsed.workspaces.values()))
     for name in names:
         lines = parsed.workspaces[name]
         _import_workspace(
