@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from imprint.actors.read_messages import ProjectRoots
+from imprint.actors.read_messages import ProjectRoots, SourceEntryQuery
 from imprint.errors import InputError
 from imprint.hooks.briefing import project_for
 from imprint.reads.deadline import Deadline
@@ -360,3 +360,35 @@ def test_restore_refuses_symlinks_and_files_its_manifest_does_not_list(
         from imprint.writes.backup import read_manifest
 
         read_manifest(backup)
+
+
+def test_a_source_taken_from_the_folder_keeps_the_root_this_store_gave_it(
+    data_dir: Path, small_tree: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """A newer version of a file this store ingested from a folder, taken from a sync
+    folder, keeps this store's registry root (the folder's root is never taken, this
+    store's own is not lost), so a session in that folder is still briefed on its project."""
+    from imprint.ingest.pipeline import ingest_path
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    on(data_dir, embedder, lambda w: ingest_path(w.runtime, small_tree, project="proj"))
+    line = next(x for x in _lines(export(data_dir)) if x["line"] == "source")
+    chunk = dict(line["chunks"][0])  # type: ignore[index]
+    newer = chunk | {
+        "id": "00000000000000e1",
+        "text": "Edited elsewhere",
+        "created_at": time.time(),
+    }
+    _planted(folder, [line | {"root": "/", "chunks": [newer]}])
+
+    def root(w: Writes) -> str:
+        reads = ActorReads(w.runtime)
+        asked = SourceEntryQuery(workspace=reads.open(""), project="proj", source=line["source"])
+        entry = Deadline(30).wait(reads.ask(asked), "test")
+        return entry.root if entry else "(none)"
+
+    assert on(data_dir, embedder, root) == str(small_tree.resolve())
+    assert "took 1 source" in sync(data_dir, folder, embedder)
+    assert on(data_dir, embedder, root) == str(small_tree.resolve())
+    assert "Edited elsewhere" in export(data_dir)

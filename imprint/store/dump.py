@@ -59,6 +59,11 @@ class Dump:
         )
         return [(str(p), str(s)) for p, s in rows]
 
+    def roots(self) -> dict[tuple[str, str], str]:
+        """The registry root of each (project, source) that has one."""
+        rows = self._rows("SELECT project, source, root FROM sources WHERE root != ''")
+        return {(str(p), str(s)): str(r) for p, s, r in rows}
+
     def sources(self) -> Iterator[tuple[str, str, SourceEntry | None, list[Record]]]:
         """Each source's registry entry (None where it has none) and its chunks in order."""
         for project, source in self.source_keys():

@@ -664,7 +664,8 @@ def _import_workspace(
             report.differ_sources += 1
             kept += len(records)
         else:
-            batches.add(records, entry)
+            root = was.root if was is not None else ""  # this store's own, if it has one
+            batches.add(records, entry.model_copy(update={"root": root}))
     # Links after the records they join, so a link never names a memory not yet there.
     wanted = [link for link in lines.links() if not {link.old, link.new} & refused]
     links = [link for link in wanted if link not in held_links]

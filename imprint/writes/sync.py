@@ -87,6 +87,8 @@ class _Plan:
     forget: list[str] = field(default_factory=list)  # memory ids
     drop: list[tuple[str, str]] = field(default_factory=list)  # (project, source)
     taken: list[tuple[str, float]] = field(default_factory=list)  # tombstones carried out
+    # This store's roots: a source taken from the folder keeps the one it has here.
+    roots: dict[tuple[str, str], str] = field(default_factory=dict)
     refused: int = 0  # the folder's lines on ids of another kind of record
 
     def take(self, item: Item) -> None:
@@ -111,6 +113,7 @@ class _Local:
     items: dict[str, Item]
     tombstones: dict[str, float]  # what this store deleted, and when
     taken: dict[str, float]  # other machines' tombstones carried out here, by their time
+    roots: dict[tuple[str, str], str]  # this store's own registry roots
 
 
 def _local(data_dir: Path, ws: WorkspaceName) -> _Local:
@@ -125,7 +128,7 @@ def _local(data_dir: Path, ws: WorkspaceName) -> _Local:
         for link in snapshot.supersede_links():
             line = LinkLine(workspace=ws, old=link.old, new=link.new, at=link.at)
             items[f"link:{link.old}"] = item_of(line, _HERE)
-        return _Local(items, snapshot.tombstones(), snapshot.tombstones_taken())
+        return _Local(items, snapshot.tombstones(), snapshot.tombstones_taken(), snapshot.roots())
 
 
 def _content(item: Item) -> tuple[object, ...]:
@@ -220,7 +223,7 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
     view: dict[str, Item] = {}
     for item in shared:
         view[item.key] = _winner(view[item.key], item) if item.key in view else item
-    plan = _Plan(ws, refused=refused)
+    plan = _Plan(ws, refused=refused, roots=here.roots)
     keys = sorted(set(local) | set(view))
     for key in (k for k in keys if not k.startswith("link:")):
         mine, theirs = local.get(key), view.get(key)
@@ -279,6 +282,7 @@ def _apply(writes: Writes, plan: _Plan) -> None:
     entries: list[SourceEntry] = []
     for line in plan.sources:
         entry, chunks = source_records(line)
+        entry = entry.model_copy(update={"root": plan.roots.get((entry.project, entry.source), "")})
         batch.extend(chunks)  # a source's chunks and its entry: one write
         entries.append(entry)
         if len(batch) >= BATCH_RECORDS or line is plan.sources[-1]:
