@@ -23,7 +23,8 @@ from imprint.store.records import SESSION_SUMMARY_KIND, make_id
 from imprint.types import WorkspaceName
 from imprint.writes import Writes
 from imprint.writes.content import ingest_text
-from imprint.writes.imports import MAX_LINE_BYTES, import_file, read_export
+from imprint.writes.imports import MAX_LINE_BYTES as LONG
+from imprint.writes.imports import import_file, read_export
 from imprint.writes.memories import MAX_MEMORY_CHARS, remember
 from imprint.writes.sync import sync_folder
 from tests.test_sync import _planted, _start_daemon, cli, export, on, sync
@@ -239,9 +240,9 @@ def test_an_over_long_line_is_skipped_without_being_held_by_the_daemon(
     """Through `imprint sync` and `imprint import` beside a daemon: a sync file and an export
     file each holding one line twice MAX_LINE_BYTES long (sparse) are read without holding it
     (the daemon's peak memory grows by less than a quarter of the line), the line is counted
-    as refused in words, and what else the files hold is taken; the sync file's tombstone of
-    a held decision dated 2100 and source on the decision's id are refused too, and the
-    decision stays as it was."""
+    as refused in words, and the good line beside it is taken; the hostile lines of the
+    in-process tests (and, in the sync file, a tombstone of a held decision dated 2100) are
+    refused there too, and every held record stays as it was."""
     data, folder = tmp_path / "a", tmp_path / "shared"
     folder.mkdir()
     ids = on(data, embedder, _fill)
@@ -268,35 +269,44 @@ def test_an_over_long_line_is_skipped_without_being_held_by_the_daemon(
         start = _peak_kb(pid)
         path = folder / "feed0001" / "000001.jsonl"
         path.parent.mkdir()
-        _sparse_line(path, header | {"machine": "feed0001", "lines": 4}, 2 * MAX_LINE_BYTES)
-        readme = _source(_lines(text), "README.md")
-        chunk = dict(readme["chunks"][0]) | {"id": ids["decision"], "text": "Owned"}  # type: ignore[index]
-        key = f"memory:{ids['decision']}"
-        tomb = {"line": "tombstone", "workspace": "default", "key": key, "at": FAR}
+        hostile, count = _hostile(text, ids)
+        tomb = {"line": "tombstone", "workspace": "default", "key": f"memory:{ids['decision']}"}
+        body = [good, tomb | {"at": FAR}, *hostile]
+        _sparse_line(path, header | {"machine": "feed0001", "lines": len(body) + 1}, 2 * LONG)
         with path.open("ab") as handle:
-            for line in (good, tomb, readme | {"source": "other.md", "chunks": [chunk]}):
-                handle.write(json.dumps(line).encode() + b"\n")
+            handle.write(b"".join(json.dumps(line).encode() + b"\n" for line in body))
         done = cli(data, "sync", str(folder))
         assert done.returncode == 0, done.stderr
-        assert "3 lines refused" in done.stdout and "longer than" in done.stdout, done.stdout
-        assert "later than now" in done.stdout and "another kind" in done.stdout, done.stdout
+        assert f"{count + 2} lines refused" in done.stdout, done.stdout
+        for why in ("longer than", "later than now", "another kind", "kind only capture"):
+            assert why in done.stdout, done.stdout
         assert "took 1 memory" in done.stdout, done.stdout
         grown_mb = (_peak_kb(pid) - start) / 1024
-        assert grown_mb < MAX_LINE_BYTES / 4 / 2**20, grown_mb
+        assert grown_mb < LONG / 4 / 2**20, grown_mb
         export_file = tmp_path / "long.jsonl"
         head = json.loads(text.splitlines()[0])
-        head["workspaces"] = {"default": {"memories": 2, "sources": 0, "chunks": 0, "facts": 0}}
-        _sparse_line(export_file, head, 2 * MAX_LINE_BYTES)
+        body = [good | {"id": "00000000000000d2"}, *hostile]
+        sources = [x for x in body if x["line"] == "source"]
+        head["workspaces"] = {
+            "default": {
+                "memories": len(body) - len(sources) + 1,  # the long line: a memory, unread
+                "sources": len(sources),
+                "chunks": sum(len(x["chunks"]) for x in sources),  # type: ignore[arg-type]
+                "facts": 0,
+            }
+        }
+        _sparse_line(export_file, head, 2 * LONG)
         with export_file.open("ab") as handle:
-            handle.write(json.dumps(good | {"id": "00000000000000d2"}).encode() + b"\n")
+            handle.write(b"".join(json.dumps(line).encode() + b"\n" for line in body))
         imported = cli(data, "import", str(export_file))
         assert imported.returncode == 0, imported.stderr
-        assert "1 line refused" in imported.stdout, imported.stdout
+        assert f"{count + 1} lines refused" in imported.stdout, imported.stdout
         assert "longer than" in imported.stdout, imported.stdout
         grown_mb = (_peak_kb(pid) - start) / 1024
-        assert grown_mb < MAX_LINE_BYTES / 4 / 2**20, grown_mb
+        assert grown_mb < LONG / 4 / 2**20, grown_mb
         held = cli(data, "export", "-").stdout
-        assert ids["decision"] in held and "Owned" not in held
+        assert set(text.splitlines()[1:]) <= set(held.splitlines()), "a held record changed"
+        assert "Owned" not in held and "Attacker" not in held and "00000000000000d2" in held
     finally:
         cli(data, "stop")
 
