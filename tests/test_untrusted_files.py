@@ -402,3 +402,30 @@ def test_a_source_taken_from_the_folder_keeps_the_root_this_store_gave_it(
     assert "took 1 source" in sync(data_dir, folder, embedder)
     assert on(data_dir, embedder, root) == str(small_tree.resolve())
     assert "Edited elsewhere" in export(data_dir)
+
+
+def test_a_line_within_the_skew_never_replaces_a_file_ingested_here_again(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """A README line from a machine whose clock runs a minute ahead replaces the older
+    ingested README once; the README ingested here again after that (earlier than the line
+    by the other machine's clock) stays through every later sync."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    on(data_dir, embedder, _fill)
+    readme = _source(_lines(export(data_dir)), "README.md")
+    chunk = dict(readme["chunks"][0]) | {  # type: ignore[index]
+        "id": "00000000000000f1",
+        "text": "# Readme\n\nEdited on a machine a minute ahead.",
+        "created_at": time.time() + 60,
+    }
+    _planted(folder, [readme | {"chunks": [chunk]}])
+    assert "took 1 source" in sync(data_dir, folder, embedder)
+    assert "a minute ahead" in export(data_dir)
+    text = "# Readme\n\nThe readme as it is now, ingested here again."
+    on(data_dir, embedder, lambda w: ingest_text(w, "README.md", text, project="proj"))
+    for _ in range(2):
+        said = sync(data_dir, folder, embedder)
+        assert "source" not in said.split("took", 1)[1], said
+        held = export(data_dir)
+        assert "ingested here again" in held and "a minute ahead" not in held

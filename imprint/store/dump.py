@@ -105,12 +105,11 @@ class Dump:
         rows = self._rows("SELECT key, at FROM tombstones")
         return {str(k): float(str(at)) for k, at in rows}
 
-    def tombstones_taken(self) -> dict[str, float]:
-        """Another machine's tombstones this store carried out: key -> the tombstone's time."""
-        if self._conn is None or not self._has("tombstones_taken"):
+    def sync_taken(self) -> dict[str, str]:
+        """The line last taken from another machine for each key: key -> its SHA-256."""
+        if self._conn is None or not self._has("sync_taken"):
             return {}
-        rows = self._rows("SELECT key, at FROM tombstones_taken")
-        return {str(k): float(str(at)) for k, at in rows}
+        return {str(k): str(sha) for k, sha in self._rows("SELECT key, sha FROM sync_taken")}
 
     def supersede_links(self) -> list[SupersedeLink]:
         """Every supersede link, by the superseded memory's id."""

@@ -275,6 +275,6 @@ class WriteBatch(BaseModel):
     add_facts: tuple[Fact, ...] = ()
     end_facts: tuple[tuple[str, float], ...] = ()
     supersede: tuple[SupersedeLink, ...] = ()
-    # Another machine's tombstones (key, its time) this batch's deletes carry out: once
-    # taken, the same tombstone never deletes what is stored here again (`writes.sync`).
-    take_tombstones: tuple[tuple[str, float], ...] = ()
+    # What this batch takes from another machine (key, the SHA-256 of its line): once taken,
+    # the same line never replaces or deletes what is stored here again (`writes.sync`).
+    sync_taken: tuple[tuple[str, str], ...] = ()

@@ -172,7 +172,7 @@ class SqliteWriter(SqliteReader):
                 [(link.old, link.new, link.at) for link in batch.supersede],
             )
             self.conn.executemany(
-                "INSERT OR REPLACE INTO tombstones_taken VALUES (?, ?)", batch.take_tombstones
+                "INSERT OR REPLACE INTO sync_taken VALUES (?, ?)", batch.sync_taken
             )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))

@@ -21,15 +21,16 @@ one wins).
 The folder is untrusted (DESIGN 12): a line with a time past this computer's clock (beyond a
 small skew), a memory or chunk on an id this store or the folder holds as another kind of
 record (or another source's chunk), and the other lines `imports.check_trusted` refuses are
-left out and counted in the sync's line; the rest goes on. A tombstone this store carried out
-once never deletes the record again: what is here now was stored here after it, whatever
-either clock says.
+left out and counted in the sync's line; the rest goes on. A line this store took once (a
+record, a tombstone) never replaces or deletes what is here again: what is here now was
+stored here after it, whatever either clock says.
 Everything is checked and decided before the first write, so a refused sync writes nothing;
 a sync cut short is finished by running it again, and a second run changes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -86,7 +87,7 @@ class _Plan:
     links: list[LinkLine] = field(default_factory=list)
     forget: list[str] = field(default_factory=list)  # memory ids
     drop: list[tuple[str, str]] = field(default_factory=list)  # (project, source)
-    taken: list[tuple[str, float]] = field(default_factory=list)  # tombstones carried out
+    taken: list[tuple[str, str]] = field(default_factory=list)  # (key, sha) of lines taken
     # This store's roots: a source taken from the folder keeps the one it has here.
     roots: dict[tuple[str, str], str] = field(default_factory=dict)
     refused: int = 0  # the folder's lines on ids of another kind of record
@@ -112,7 +113,7 @@ class _Plan:
 class _Local:
     items: dict[str, Item]
     tombstones: dict[str, float]  # what this store deleted, and when
-    taken: dict[str, float]  # other machines' tombstones carried out here, by their time
+    taken: dict[str, str]  # the line last taken from the folder for each key, by its sha
     roots: dict[tuple[str, str], str]  # this store's own registry roots
 
 
@@ -128,7 +129,7 @@ def _local(data_dir: Path, ws: WorkspaceName) -> _Local:
         for link in snapshot.supersede_links():
             line = LinkLine(workspace=ws, old=link.old, new=link.new, at=link.at)
             items[f"link:{link.old}"] = item_of(line, _HERE)
-        return _Local(items, snapshot.tombstones(), snapshot.tombstones_taken(), snapshot.roots())
+        return _Local(items, snapshot.tombstones(), snapshot.sync_taken(), snapshot.roots())
 
 
 def _content(item: Item) -> tuple[object, ...]:
@@ -211,6 +212,10 @@ def _one_id_space(shared: list[Item], local: Iterable[Item]) -> tuple[list[Item]
     return kept, len(shared) - len(kept)
 
 
+def _sha(item: Item) -> str:
+    return hashlib.sha256(item.text.encode("utf-8")).hexdigest()
+
+
 def _tombstone(ws: str, key: str, at: float) -> Item:
     return item_of(TombstoneLine(workspace=ws, key=key, at=at), _HERE)
 
@@ -227,6 +232,9 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
     keys = sorted(set(local) | set(view))
     for key in (k for k in keys if not k.startswith("link:")):
         mine, theirs = local.get(key), view.get(key)
+        # A line taken here once never wins again: what this store holds now (or its
+        # deletion) came after it, whatever the other machine's clock says.
+        again = theirs is not None and here.taken.get(key) == _sha(theirs)
         if mine is None:
             assert theirs is not None
             gone = tombs.get(key)
@@ -234,21 +242,21 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
                 continue
             if gone is not None and gone >= theirs.version:
                 plan.publish.append(_tombstone(ws, key, gone))
-            else:
+            elif gone is None or not again:
                 plan.take(theirs)
+                plan.taken.append((key, _sha(theirs)))
         elif theirs is None:
             plan.publish.append(mine)
         elif mine.text != theirs.text:
             won = _winner(mine, theirs)
             if won is mine:
                 plan.publish.append(mine)
-            elif theirs.dead:
-                if theirs.version <= here.taken.get(key, -1.0):
-                    continue  # carried out before: this record was stored here after it
-                plan.delete(mine)
-                plan.taken.append((key, theirs.version))
-            else:
-                plan.take(theirs)
+            elif not again:
+                if theirs.dead:
+                    plan.delete(mine)
+                else:
+                    plan.take(theirs)
+                plan.taken.append((key, _sha(theirs)))
     # A link is taken only between memories this store holds once the plan is applied: one
     # deleted here (its tombstone goes out) takes its links with it on the other side too.
     alive = {i.line.id for k, i in local.items() if isinstance(i.line, MemoryLine)}
@@ -294,14 +302,14 @@ def _apply(writes: Writes, plan: _Plan) -> None:
     links = tuple(
         SupersedeLink(old=MemoryId(ln.old), new=MemoryId(ln.new), at=ln.at) for ln in plan.links
     )
-    if plan.forget or plan.drop or links:
+    if plan.forget or plan.drop or links or plan.taken:
         forget = tuple(MemoryId(i) for i in plan.forget)
         write(
             WriteBatch(
                 delete_ids=forget,
                 drop_sources=tuple(plan.drop),
                 supersede=links,
-                take_tombstones=tuple(plan.taken),
+                sync_taken=tuple(plan.taken),
             )
         )
 
