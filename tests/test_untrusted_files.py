@@ -429,3 +429,28 @@ def test_a_line_within_the_skew_never_replaces_a_file_ingested_here_again(
         assert "source" not in said.split("took", 1)[1], said
         held = export(data_dir)
         assert "ingested here again" in held and "a minute ahead" not in held
+
+
+def test_a_memory_within_the_skew_never_comes_back_after_a_local_delete(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """A memory from a machine whose clock runs a minute ahead is taken once; deleted here
+    after that (earlier than the memory by the other machine's clock), it stays deleted
+    through every later sync."""
+    from imprint.writes.memories import delete_records
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    ids = on(data_dir, embedder, _fill)
+    line = _memory(_lines(export(data_dir)), ids["decision"]) | {
+        "id": "00000000000000f2",
+        "content": "A note from a machine a minute ahead",
+        "created_at": time.time() + 60,
+    }
+    _planted(folder, [line])
+    assert "took 1 memory" in sync(data_dir, folder, embedder)
+    on(data_dir, embedder, lambda w: delete_records(w, id="00000000000000f2"))
+    for _ in range(2):
+        said = sync(data_dir, folder, embedder)
+        assert "memory" not in said.split("took", 1)[1], said
+        assert "a minute ahead" not in export(data_dir)
