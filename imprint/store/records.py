@@ -279,3 +279,6 @@ class WriteBatch(BaseModel):
     # Memories brought back: every link that marks one of them superseded is dropped (the
     # memory that replaced it stays, unlinked), after `supersede` adds its links.
     restore: tuple[MemoryId, ...] = ()
+    # What this batch takes from another machine (key, the SHA-256 of its line): once taken,
+    # the same line never replaces or deletes what is stored here again (`writes.sync`).
+    sync_taken: tuple[tuple[str, str], ...] = ()

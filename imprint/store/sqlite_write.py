@@ -174,6 +174,9 @@ class SqliteWriter(SqliteReader):
             self.conn.executemany(
                 "DELETE FROM supersedes WHERE old_id = ?", [(rid,) for rid in batch.restore]
             )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO sync_taken VALUES (?, ?)", batch.sync_taken
+            )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
 
