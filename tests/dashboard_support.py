@@ -69,7 +69,8 @@ SESSIONS = ("sess-alpha", "sess-beta")
 
 def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]:
     """Store REMEMBERED in project proj (the reversal superseding the decision), a fact
-    about proj, and capture two sessions of a folder named proj through the capture
+    about proj, and capture two sessions in proj's own folder (the writes' cwd, the tree
+    ingested as proj: a session maps to a project by its resolved root) through the capture
     queue and worker (so the log holds their hook runs); the stored ids by name."""
     from imprint.capture.queue import enqueue
     from imprint.capture.worker import CaptureWorker
@@ -84,8 +85,7 @@ def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]
         writes, REMEMBERED["reversal"], "proj", "decision", supersedes=[ids["decision"]]
     )
     edit_facts(writes, "add", "proj", "stores", "sqlite")
-    cwd = folder / "proj"
-    cwd.mkdir(parents=True, exist_ok=True)
+    cwd = writes.cwd
     worker = CaptureWorker(runtime.data_dir, lambda _: runtime)
     for sid in SESSIONS:
         t = Transcript(folder / "claude" / f"{sid}.jsonl", sid, cwd)
