@@ -22,6 +22,7 @@ import pykka
 
 from imprint._faults import fail
 from imprint._fs import atomic_write_text, private_dir
+from imprint._priority import Priority
 from imprint.actors._rechunk import Rechunk
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
@@ -91,6 +92,8 @@ class Runtime:
         self._pools: dict[Family, ReaderPool] = {}
         self._services: dict[str, Service] = {}
         self._services_lock = threading.Lock()
+        # Interactive calls in flight; background work waits for a turn between its units.
+        self.priority = Priority()
         self._started = False
 
     # -- start ---------------------------------------------------------------------------
@@ -200,7 +203,7 @@ class Runtime:
                 )
                 logic.recover()
                 upkeep = logic.reembed_due() or store.sqlite.text_format() < TEXT_FORMAT
-                ref = WriterActor.start(logic)
+                ref = WriterActor.start(logic, self.priority)
             except BaseException:
                 store.close()
                 raise

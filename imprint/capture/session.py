@@ -170,6 +170,8 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
                 )
             )
             state.chunks += 1
+    priority = writes.runtime.priority
+    priority.turn("capture.refine")  # the model's next request is a recall's, if one is due
     summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))
     records.append(
         Record(
@@ -184,6 +186,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
         )
     )
     ws = writes.open("", create=True)
+    priority.turn("capture.write")  # embedding the turns takes the cores: a recall first
     writes.write(ws, WriteBatch(upserts=tuple(records)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
     state.offset, state.read_to = batch.resume, batch.end
