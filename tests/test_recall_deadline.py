@@ -48,7 +48,7 @@ PLAN = json.dumps(
 
 def test_the_estimate_takes_a_new_peak_at_once_and_eases_down() -> None:
     """A slower tail raises the reserve at once; faster ones lower it a step at a time."""
-    reserve = Reserve()
+    reserve = Reserve(contention=lambda: 1.0)
     assert reserve.seconds(2.0) == RESERVE_FLOOR_SEC  # nothing measured: the floor
     reserve.observe(0.3, 0.0)
     assert reserve.seconds(2.0) == pytest.approx(0.3)
@@ -63,13 +63,16 @@ def test_the_estimate_takes_a_new_peak_at_once_and_eases_down() -> None:
 
 def test_the_estimate_counts_the_calls_in_flight_and_the_hand_back() -> None:
     """The tail's own CPU time is spent once per call in flight (they format one after
-    another); the transport's hand-back comes on top."""
-    reserve = Reserve()
+    another, longer on busier cores); the transport's hand-back comes on top."""
+    load = [1.0]
+    reserve = Reserve(contention=lambda: load[0])
     reserve.observe(0.02, 0.01)
     assert reserve.seconds(10.0, in_flight=1) == pytest.approx(0.05)  # the floor
     assert reserve.seconds(10.0, in_flight=16) == pytest.approx(0.16)
     reserve.transport.observe(0.04)
     assert reserve.seconds(10.0, in_flight=16) == pytest.approx(0.20)
+    load[0] = 2.0  # two runnable tasks per core
+    assert reserve.seconds(10.0, in_flight=16) == pytest.approx(0.36)
 
 
 def test_a_tail_is_measured_from_the_deadline_it_ran_into() -> None:

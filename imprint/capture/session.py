@@ -186,8 +186,12 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
         )
     )
     ws = writes.open("", create=True)
-    priority.turn("capture.write")  # embedding the turns takes the cores: a recall first
-    writes.write(ws, WriteBatch(upserts=tuple(records)))
+    # Embedded here, an inference at a time, each after a recall in flight (the writer
+    # would embed them all in one go, holding the cores through a recall).
+    vectors = writes.runtime.embedder().embed(
+        [r.indexed_text for r in records], between=lambda: priority.turn("capture.embed")
+    )
+    writes.write(ws, WriteBatch(upserts=tuple(records)), embeddings=vectors)
     failpoint("capture.before_state")  # written, offset not saved: the replay case
     state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()

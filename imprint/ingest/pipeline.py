@@ -230,11 +230,14 @@ def ingest_path(
     progress: Progress | None = None,
     roots: Sequence[Path] | None = None,
     group_chunks: int = 0,
+    pace: Callable[[], None] | None = None,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
     itself) is read. While it runs, `running_ingests` shows its progress. With
     `group_chunks`, files are written together in batches of about that many chunks (a
-    watcher's burst of changes: a few writes, not one per file); without, one per file."""
+    watcher's burst of changes: a few writes, not one per file); without, one per file.
+    `pace` is called before each inference of the embedder (a background ingest yields
+    there to interactive calls)."""
     key = next(_RUNNING_IDS)
     entry: dict[str, Any] = {
         "data_dir": str(runtime.data_dir),
@@ -262,10 +265,17 @@ def ingest_path(
             progress=shown,
             roots=roots,
             group_chunks=group_chunks,
+            pace=pace,
         )
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(key, None)
+
+
+def _embedded(runtime: Runtime, texts: list[str], pace: Callable[[], None] | None) -> np.ndarray:
+    if pace is None:
+        return runtime.embedder().embed(texts)
+    return runtime.embedder().embed(texts, between=pace)
 
 
 def _ingest_path(
@@ -277,6 +287,7 @@ def _ingest_path(
     progress: Progress,
     roots: Sequence[Path] | None,
     group_chunks: int = 0,
+    pace: Callable[[], None] | None = None,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
@@ -313,7 +324,7 @@ def _ingest_path(
         if not group:
             return
         texts = [r.indexed_text for b, _ in group for r in b.upserts]
-        vectors = runtime.embedder().embed(texts) if texts else None
+        vectors = _embedded(runtime, texts, pace) if texts else None
         delay("ingest.file.embedded")
         kept: list[tuple[WriteBatch, np.ndarray | None]] = []
         at = 0
@@ -414,7 +425,7 @@ def _ingest_path(
             ]
         embeddings = None  # grouped: embedded with the rest of its group, in `flush`
         if group_chunks <= 0:
-            embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+            embeddings = _embedded(runtime, [r.indexed_text for r in records], pace)
             delay("ingest.file.embedded")
             if not os.path.lexists(root / rel):
                 # Deleted while it was read and embedded: write nothing of it (and, not

@@ -8,6 +8,7 @@ takes it too late skips it instead of doing work nobody waits for.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ __all__ = [
     "Pending",
     "Reserve",
     "call_deadline",
+    "cpu_contention",
 ]
 
 T = TypeVar("T")
@@ -87,6 +89,21 @@ RESERVE_MAX_SHARE = 0.5
 RESERVE_EASE = 0.2
 
 
+# The most the machine's load multiplies a tail's CPU time by (see `cpu_contention`).
+MAX_CONTENTION = 4.0
+
+
+def cpu_contention() -> float:
+    """How many runnable tasks share each core now (the 1-minute load average per CPU, at
+    least 1, at most MAX_CONTENTION): a tail's CPU time takes about that much longer in wall
+    time. 1 where the system keeps no load average."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 1.0
+    return min(MAX_CONTENTION, max(1.0, load / (os.cpu_count() or 1)))
+
+
 class CostEstimate:
     """A cost that adapts to what it measures now: a new peak is taken at once, then eased
     down toward later, smaller samples (`RESERVE_EASE` of the gap per sample)."""
@@ -112,8 +129,10 @@ class Reserve:
     Two measured parts: the tail's wall time (`wall`: under load it includes waiting for
     the cores), and its own CPU time (`cpu`), which every call in flight (`in_flight`, the
     interactive calls the runtime counts now) will spend at about the same time, one after
-    another behind the interpreter's lock. The reserve is the larger of the two, never less
-    than `floor`, never more than `RESERVE_MAX_SHARE` of the budget.
+    another behind the interpreter's lock, on cores shared with what else runs
+    (`cpu_contention`). The hand-back to the transport comes on top. The reserve is the
+    larger of the two, never less than `floor`, never more than `RESERVE_MAX_SHARE` of the
+    budget.
     """
 
     def __init__(
@@ -122,8 +141,10 @@ class Reserve:
         floor: float = RESERVE_FLOOR_SEC,
         clock: Callable[[], float] = time.monotonic,
         cpu_clock: Callable[[], float] = time.thread_time,
+        contention: Callable[[], float] = cpu_contention,
     ) -> None:
         self.floor = floor
+        self._contention = contention
         self._clock = clock
         self._cpu_clock = cpu_clock
         self.wall = CostEstimate()
@@ -135,7 +156,9 @@ class Reserve:
         self.steps = CostEstimate()
 
     def seconds(self, budget: float, in_flight: int = 1) -> float:
-        queued = self.cpu.value * max(1, in_flight)
+        # Before any tail of a burst is measured (the first after a start), its cost is
+        # what each call's CPU time comes to, one after another, on cores this busy.
+        queued = self.cpu.value * max(1, in_flight) * self._contention()
         wanted = max(self.floor, max(self.wall.value, queued) + self.transport.value)
         return min(wanted, budget * RESERVE_MAX_SHARE)
 

@@ -358,17 +358,18 @@ def _model_recall(
         with reads.deadline() as read_deadline:
             # The planner's one read is sent first: it must not queue behind the evidence's.
             listing = reads.ask(Projects(workspace=ws))
+            # Its own step deadline, not the model's: this is the evidence the recall returns
+            # whatever the model does, and a recall without it would answer nothing.
             gathering = start_plan(
-                reads,
-                ws,
-                [_baseline(question)],
-                timeout_sec,
-                recall_id=recall_id,
-                cwd=where,
-                deadline=work_by,
+                reads, ws, [_baseline(question)], timeout_sec, recall_id=recall_id, cwd=where
             )
             listed = read_deadline.wait(listing, "recall")
         projects = [p for p, _ in listed]
+        sources = named_sources(reads, ws, question)
+        ids = named_ids(reads, ws, question)
+        # Reserved again as the model is asked: the recalls that started beside this one
+        # are in flight by now, and their tails will meet this one's.
+        work_by = min(work_by, deadline - reserve.seconds(budget, runtime.priority.in_flight))
         planned = plan_steps(
             inference,
             question,
@@ -376,8 +377,8 @@ def _model_recall(
             work_by,
             recall_id=recall_id,
             search=runtime.config.search,
-            sources=named_sources(reads, ws, question),
-            ids=named_ids(reads, ws, question),
+            sources=sources,
+            ids=ids,
         )
         log.info(
             "recall.model.plan",
@@ -393,11 +394,6 @@ def _model_recall(
             with reserve.tail(work_by):
                 budget_chars = max_chars - _note_room(planned.note)
                 rows = gathered[0].rows
-                if rows is None and gathered[0].outcome is not Outcome.ERROR:
-                    # It ran out of the deadline: its line says so; searching again would
-                    # only answer later still.
-                    shown = format_recall(question, gathered, normalize_max_chars(budget_chars))
-                    return _with_note(planned.note, shown, max_chars)
                 if rows is None:  # the gathered search failed: search again, as `search` would
                     asked = _baseline(question).args.resolve(runtime.config.search)
                     rows = search_rows(reads, ws, asked)

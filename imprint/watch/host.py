@@ -188,6 +188,7 @@ class WatchHost:
             project=folder.project,
             workspace=folder.workspace,
             progress=paced,
+            pace=lambda: runtime.priority.turn("watch.embed"),
             roots=roots,
             group_chunks=GROUP_CHUNKS,
         )
