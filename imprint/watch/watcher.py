@@ -135,8 +135,7 @@ class FolderWatcher:
             self._cond.notify_all()
 
     def wait(self, done: Callable[[FolderWatcher], bool], timeout: float) -> bool:
-        """Wait until `done(self)` holds (checked after every batch and every file of one);
-        False on timeout."""
+        """Wait until `done(self)` holds (checked after every batch); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while not done(self):
@@ -223,7 +222,6 @@ class FolderWatcher:
         def progress(done: int, total: int, source: str) -> None:
             with self._cond:
                 self._progress = (done, total)
-                self._cond.notify_all()  # `wait` looks again: a batch's progress is a change
 
         changed = len(self._batch)
         try:
