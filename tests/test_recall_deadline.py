@@ -30,6 +30,7 @@ from imprint.watch.host import WatchHost
 from tests.capture_support import Transcript
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeClock, FakeProvider
+from tests.test_hardening import call
 
 WAIT_SEC = 60.0
 QUESTION = "espresso and gardens"
@@ -305,4 +306,19 @@ def test_a_watch_batch_waits_for_a_recall_in_flight(
     finally:
         gate.set()
         host.stop()
+        rt.stop()
+
+
+def test_the_mcp_tools_hand_back_is_measured_into_the_reserve(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """A recall through an MCP session measures its hand-back from the worker thread to the
+    transport, and that part of the tail is reserved for the next recall."""
+    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+        is_error, text = call(rt, tmp_path, "recall", {"question": QUESTION})
+        assert not is_error and "[1] " in text
+        assert recall_reserve(rt).transport.samples == 1
+    finally:
         rt.stop()
