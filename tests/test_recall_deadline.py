@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -320,5 +321,29 @@ def test_the_mcp_tools_hand_back_is_measured_into_the_reserve(
         is_error, text = call(rt, tmp_path, "recall", {"question": QUESTION})
         assert not is_error and "[1] " in text
         assert recall_reserve(rt).transport.samples == 1
+    finally:
+        rt.stop()
+
+
+def test_the_read_tools_are_interactive_calls_too(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search through MCP holds the runtime's interactive mark while it reads, so
+    background work waits for it as it waits for a recall."""
+    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    held: list[int] = []
+    interactive = rt.priority.interactive
+
+    @contextmanager
+    def counted() -> Iterator[None]:
+        with interactive():
+            held.append(rt.priority.in_flight)
+            yield
+
+    monkeypatch.setattr(rt.priority, "interactive", counted)
+    try:
+        ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+        is_error, _ = call(rt, tmp_path, "search", {"query": "garden"})
+        assert not is_error and held == [1]
     finally:
         rt.stop()
