@@ -28,6 +28,7 @@ from imprint.recall import coordinator
 from imprint.recall.respond import RecallArgs, recall_reserve, recall_text
 from imprint.store.embedder import Embedder
 from imprint.watch.host import WatchHost
+from imprint.writes.backup import make_backup
 from tests.capture_support import Transcript
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeClock, FakeProvider
@@ -345,5 +346,27 @@ def test_the_read_tools_are_interactive_calls_too(
         ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
         is_error, _ = call(rt, tmp_path, "search", {"query": "garden"})
         assert not is_error and held == [1]
+    finally:
+        rt.stop()
+
+
+def test_a_rolling_backup_waits_for_a_call_in_flight(tmp_path: Path, embedder: Embedder) -> None:
+    """A scheduled backup does not copy a workspace while an interactive call is in flight;
+    a backup asked by a person (`imprint backup`) does not wait."""
+    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
+        made: list[Any] = []
+        with rt.priority.interactive():
+            asked = make_backup(rt, tmp_path / "asked")
+            assert asked.verified
+            rolling = threading.Thread(
+                target=lambda: made.append(make_backup(rt, made_by="schedule"))
+            )
+            rolling.start()
+            assert rt.priority.wait_for_waiting(1, WAIT_SEC)
+            assert not made
+        rolling.join(WAIT_SEC)
+        assert made and made[0].verified
     finally:
         rt.stop()
