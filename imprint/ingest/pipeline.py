@@ -230,7 +230,7 @@ def ingest_path(
     progress: Progress | None = None,
     roots: Sequence[Path] | None = None,
     group_chunks: int = 0,
-    pace: Callable[[], None] | None = None,
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
     itself) is read. While it runs, `running_ingests` shows its progress. With
@@ -272,7 +272,7 @@ def ingest_path(
             _RUNNING.pop(key, None)
 
 
-def _embedded(runtime: Runtime, texts: list[str], pace: Callable[[], None] | None) -> np.ndarray:
+def _embedded(runtime: Runtime, texts: list[str], pace: Callable[[], object] | None) -> np.ndarray:
     if pace is None:
         return runtime.embedder().embed(texts)
     return runtime.embedder().embed(texts, between=pace)
@@ -287,7 +287,7 @@ def _ingest_path(
     progress: Progress,
     roots: Sequence[Path] | None,
     group_chunks: int = 0,
-    pace: Callable[[], None] | None = None,
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()

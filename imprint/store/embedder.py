@@ -268,7 +268,7 @@ class Embedder:
         texts: Sequence[str],
         *,
         starting: Callable[[], None] | None = None,
-        between: Callable[[], None] | None = None,
+        between: Callable[[], object] | None = None,
     ) -> np.ndarray:
         """L2-normalised mean-pooled embeddings, one row per text, in input order.
         `starting` is called once, just before the first inference; `between` before each
