@@ -494,6 +494,7 @@ class WriterActor(pykka.ThreadingActor):
         super().__init__()
         self.logic = logic
         self._priority = priority
+        self._proxy: pykka.ActorProxy[WriterActor] | None = None  # for the deferred re-index
         self.actor_name = logic.actor_name
         self._merging = False  # a MergeIndex is in the mailbox
 
@@ -535,6 +536,10 @@ class WriterActor(pykka.ThreadingActor):
     @traced("reindex", skip_late=False)
     def reindex(self, msg: Reindex) -> bool:
         more = self.logic.reindex_step()
+        if more and self._proxy is None:
+            # Made here, once: the deferred send runs in the thread of the last interactive
+            # call to finish, before that call returns, and must cost it nothing.
+            self._proxy = self.actor_ref.proxy()
         if more:
             # The next step (re-chunking, re-embedding) waits until no recall is in flight:
             # it takes the cores for a batch of records. Queued writes still go first.
@@ -546,7 +551,9 @@ class WriterActor(pykka.ThreadingActor):
 
     def _next_reindex(self) -> None:
         try:
-            self.actor_ref.proxy().reindex(Reindex())
+            if self._proxy is None:
+                self._proxy = self.actor_ref.proxy()
+            self._proxy.reindex(Reindex())
         except pykka.ActorDeadError:  # stopped meanwhile: the next open goes on from here
             log.info("writer.reindex.stopped", workspace=self.logic.store.name)
 
