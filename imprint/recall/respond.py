@@ -5,6 +5,11 @@ and their results merge into one budgeted response. Without a plan and without a
 recall is exactly the compact search for the question. With the model path on, a local model
 plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`); the
 baseline search is gathered while it plans, so the evidence is ready when planning gives up.
+
+A caller's deadline is when the answer arrives: the model and the steps work to it less the
+tail after their last wait (merge, budget, format, the hand-back to the transport), measured
+by every recall (`recall_reserve`), and steps that would not answer in what is left are not
+asked. A recall is an interactive call: background work waits for its turn meanwhile.
 """
 
 from __future__ import annotations
