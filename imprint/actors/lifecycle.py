@@ -21,6 +21,7 @@ import pykka
 
 from imprint._faults import fail
 from imprint._fs import instance_id, private_dir
+from imprint._priority import Priority
 from imprint.actors._rechunk import Rechunk
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
@@ -90,6 +91,8 @@ class Runtime:
         self._pools: dict[Family, ReaderPool] = {}
         self._services: dict[str, Service] = {}
         self._services_lock = threading.Lock()
+        # Interactive calls in flight; background work waits for a turn between its units.
+        self.priority = Priority()
         self._started = False
 
     # -- start ---------------------------------------------------------------------------
@@ -199,7 +202,7 @@ class Runtime:
                 )
                 logic.recover()
                 upkeep = logic.reembed_due() or store.sqlite.text_format() < TEXT_FORMAT
-                ref = WriterActor.start(logic)
+                ref = WriterActor.start(logic, self.priority)
             except BaseException:
                 store.close()
                 raise

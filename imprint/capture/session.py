@@ -226,6 +226,8 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
                 )
             )
             state.chunks += 1
+    priority = writes.runtime.priority
+    priority.turn("capture.refine")  # the model's next request is a recall's, if one is due
     summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))
     records.append(
         Record(
@@ -240,7 +242,12 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
         )
     )
     ws = writes.open("", create=True)
-    writes.write(ws, WriteBatch(upserts=tuple(records)))
+    # Embedded here, an inference at a time, each after a recall in flight (the writer
+    # would embed them all in one go, holding the cores through a recall).
+    vectors = writes.runtime.embedder().embed(
+        [r.indexed_text for r in records], between=lambda: priority.turn("capture.embed")
+    )
+    writes.write(ws, WriteBatch(upserts=tuple(records)), embeddings=vectors)
     failpoint("capture.before_state")  # written, offset not saved: the replay case
     if root:
         record_root(data_dir, root, state.project)  # the briefing maps this root so too

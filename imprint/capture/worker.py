@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text
+from imprint._priority import background_thread
 from imprint.capture.queue import Taken, capture_dir, done, enqueue, take
 from imprint.errors import failure_line
 from imprint.logs import get_logger
@@ -59,6 +60,7 @@ class CaptureWorker:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.drains = 0  # drains finished: tests wait on this moving
+        self._runtime: Runtime | None = None
 
     def start(self) -> CaptureWorker:
         self._thread = threading.Thread(target=self._run, name="imprint-capture", daemon=True)
@@ -73,12 +75,15 @@ class CaptureWorker:
         """Let the capture under way finish (what is still queued stays for the next daemon)."""
         self._stopping.set()
         self._poked.set()
+        if self._runtime is not None:
+            self._runtime.priority.wake()  # a turn waiting for a recall looks at `stopping`
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.error("capture.worker.stuck", timeout_sec=timeout)
 
     def _run(self) -> None:
+        background_thread()  # capture is background work: interactive calls go first
         try:
             runtime = self._wait_runtime(None)
         except Exception as exc:
@@ -86,6 +91,7 @@ class CaptureWorker:
             return
         from imprint.writes.gateway import Writes
 
+        self._runtime = runtime
         writes = Writes(runtime)
         while not self._stopping.is_set():
             self._poked.clear()
@@ -109,6 +115,8 @@ class CaptureWorker:
             if self._stopping.is_set():
                 return captured  # the taken file stays: the next daemon takes it again
             client = event.get("client", "claude-code")
+            # A recall in flight goes first: capture's reads, redaction and embedding wait.
+            writes.runtime.priority.turn("capture", self._stopping)
             started = time.monotonic()
             session = event.get("session_id", "")
             try:

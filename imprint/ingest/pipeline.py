@@ -241,6 +241,7 @@ def ingest_path(
     roots: Sequence[Path] | None = None,
     group_chunks: int = 0,
     failures: MutableMapping[str, float] | None = None,
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
     itself) is read. While it runs, `running_ingests` shows its progress. With
@@ -249,7 +250,10 @@ def ingest_path(
 
     A file whose chunking fails is skipped alone and named in `failed`. `failures` (a
     watcher's, kept across its batches) holds each such file's mtime: the file is not read
-    again until it changes, since the same text fails the same way."""
+    again until it changes, since the same text fails the same way.
+
+    `pace` is called before each inference of the embedder (a background ingest yields
+    there to interactive calls)."""
     key = next(_RUNNING_IDS)
     entry: dict[str, Any] = {
         "data_dir": str(runtime.data_dir),
@@ -278,10 +282,17 @@ def ingest_path(
             roots=roots,
             group_chunks=group_chunks,
             failures={} if failures is None else failures,
+            pace=pace,
         )
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(key, None)
+
+
+def _embedded(runtime: Runtime, texts: list[str], pace: Callable[[], object] | None) -> np.ndarray:
+    if pace is None:
+        return runtime.embedder().embed(texts)
+    return runtime.embedder().embed(texts, between=pace)
 
 
 def _ingest_path(
@@ -294,6 +305,7 @@ def _ingest_path(
     roots: Sequence[Path] | None,
     group_chunks: int = 0,
     failures: MutableMapping[str, float],
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
@@ -330,7 +342,7 @@ def _ingest_path(
         if not group:
             return
         texts = [r.indexed_text for b, _ in group for r in b.upserts]
-        vectors = runtime.embedder().embed(texts) if texts else None
+        vectors = _embedded(runtime, texts, pace) if texts else None
         delay("ingest.file.embedded")
         kept: list[tuple[WriteBatch, np.ndarray | None]] = []
         at = 0
@@ -444,7 +456,7 @@ def _ingest_path(
             ]
         embeddings = None  # grouped: embedded with the rest of its group, in `flush`
         if group_chunks <= 0:
-            embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+            embeddings = _embedded(runtime, [r.indexed_text for r in records], pace)
             delay("ingest.file.embedded")
             if not os.path.lexists(root / rel):
                 # Deleted while it was read and embedded: write nothing of it (and, not

@@ -67,7 +67,9 @@ async def read_tool(
     """A read tool's row function on its argument model, in the workspace opened once."""
 
     def read() -> T:
-        return fn(app.reads, app.reads.open(workspace), args)
+        # An interactive call, as a recall is: background work waits for its turn meanwhile.
+        with app.runtime.priority.interactive():
+            return fn(app.reads, app.reads.open(workspace), args)
 
     return await run_tool(read)
 

@@ -179,12 +179,19 @@ class WatchHost:
         runtime = self._wait_runtime(120)
         # The folder itself and the configured roots: a link inside may lead only there.
         roots = [Path(r) for r in runtime.config.ingest.allowed_roots] + [Path(folder.path)]
+
+        def paced(done: int, total: int, source: str) -> None:
+            # Before each file (read, chunk, embed, write): a recall in flight goes first.
+            runtime.priority.turn("watch.batch")
+            progress(done, total, source)
+
         return ingest_path(
             runtime,
             Path(folder.path),
             project=folder.project,
             workspace=folder.workspace,
-            progress=progress,
+            progress=paced,
+            pace=lambda: runtime.priority.turn("watch.embed"),
             roots=roots,
             group_chunks=GROUP_CHUNKS,
             failures=self._failures.setdefault(folder.path, {}),

@@ -159,6 +159,8 @@ def make_backup(
     started = time.monotonic()
     for name in list_workspaces(runtime.data_dir):
         ws = writes.open(name, create=False)
+        if made_by == "schedule":  # a rolling backup is background work: a recall first
+            runtime.priority.turn("backup")
         files = writes.backup(ws, partial / "workspaces" / ws)
         workspaces[ws] = {"files": files}
     manifest = {

@@ -72,10 +72,15 @@ class Writes:
         return self.runtime.writer(ws).write(Write(batch=batch), embeddings)
 
     def write(
-        self, ws: WorkspaceName, batch: WriteBatch, *, seconds: float = WRITE_TIMEOUT_SEC
+        self,
+        ws: WorkspaceName,
+        batch: WriteBatch,
+        *,
+        seconds: float = WRITE_TIMEOUT_SEC,
+        embeddings: np.ndarray | None = None,
     ) -> WriteAck:
         with call_deadline(seconds) as deadline:
-            return deadline.wait(self.send(ws, batch), "write")
+            return deadline.wait(self.send(ws, batch, embeddings), "write")
 
     def source_state(self, ws: WorkspaceName, project: str) -> Pending[dict[str, SourceEntry]]:
         """The registry's entry of every file source of `project` (see `Writer.source_state`)."""
