@@ -19,15 +19,19 @@ from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
+from imprint.capture.keep import Placed, keep_observations
+from imprint.capture.observe import Observation, observe_turn, open_problem
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
 from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
 from imprint.redact import redact
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
     Record,
+    SupersedeLink,
     WriteBatch,
     content_sha,
     make_id,
@@ -55,6 +59,8 @@ class SessionState(BaseModel):
     open_turn: str = ""  # the turn the next capture reads again (Gemini CLI), and
     open_chunk: int = 0  # the chunk index its records start at
     captured_at: float = 0.0
+    open_problem: str = ""  # the id of the open problem memory the last capture left
+    last_at: float = 0.0  # when the newest turn captured was said
 
 
 def _state_file(data_dir: Path, session_id: str) -> Path:
@@ -86,6 +92,7 @@ def _redact_value(value: Any) -> Any:
 def _redacted(turn: Turn) -> Turn:
     return Turn(
         key=turn.key,
+        at=turn.at,
         prompt=redact(turn.prompt),
         texts=[redact(t) for t in turn.texts],
         tools=[
@@ -119,6 +126,29 @@ def _pieces(text: str) -> list[str]:
     return pieces
 
 
+def _observations(
+    writes: Writes, ws: Any, state: SessionState, placed: list[Placed], summary_id: str
+) -> tuple[list[Record], list[SupersedeLink]]:
+    """The observation memories of this capture's turns and the links they add; the
+    session's open problem (an error nothing got past yet) kept, or, got past since the last
+    capture, superseded by the newest fix (else by the session's summary)."""
+    sid = state.session_id
+    left: Observation | None = None
+    if state.notes.open_error:
+        left = open_problem(state.notes.open_error, state.last_at or time.time())
+    if left is not None:
+        placed = [*placed, Placed(left, sid, max(state.chunks - 1, 0), state.notes.turns)]
+    kept = keep_observations(writes, ws, state.project, placed, Deadline(60))
+    links = list(kept.links)
+    open_id = make_id("memory", state.project, content_sha(left.text)) if left else ""
+    if state.open_problem and state.open_problem != open_id:
+        fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
+        by = fixes[-1] if fixes else summary_id
+        links.append(SupersedeLink(old=state.open_problem, new=by, at=state.last_at))
+    state.open_problem = open_id
+    return kept.records, links
+
+
 def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     """Capture what the event's transcript holds past the session's saved offset; how many
     turns were written. InputError for an event that names no readable transcript.
@@ -146,6 +176,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
         return 0
     source = f"session:{sid}"
     records: list[Record] = []
+    placed: list[Placed] = []
     for turn in batch.turns:
         if turn.key == state.open_turn:
             state.chunks = state.open_chunk  # read again: its records are written over
@@ -153,6 +184,11 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
             state.open_turn, state.open_chunk = turn.key, state.chunks
         clean = _redacted(turn)
         state.notes.add(clean)
+        state.last_at = max(state.last_at, clean.at)
+        for obs in observe_turn(clean, state.last_at or time.time()):
+            placed.append(Placed(obs, sid, state.chunks, state.notes.turns))
+            state.notes.conclude(obs.kind, obs.text)
+        at = clean.at or time.time()
         for piece_no, piece in enumerate(_pieces(render_turn(clean))):
             records.append(
                 Record(
@@ -166,6 +202,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
                     lang="text",
                     kind="session",
                     context=f"session {sid} | turn {state.notes.turns}",
+                    created_at=at,
                     content_sha=content_sha(piece),
                 )
             )
@@ -180,11 +217,15 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
             source_type="memory",
             type="milestone",
             kind=SESSION_SUMMARY_KIND,
+            created_at=state.last_at or time.time(),
             content_sha=content_sha(summary),
         )
     )
     ws = writes.open("", create=True)
-    writes.write(ws, WriteBatch(upserts=tuple(records)))
+    summary_id = records[-1].id
+    kept, links = _observations(writes, ws, state, placed, summary_id)
+    records.extend(kept)
+    writes.write(ws, WriteBatch(upserts=tuple(records), supersede=tuple(links)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
     state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()

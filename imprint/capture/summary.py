@@ -27,7 +27,14 @@ _DECISION = re.compile(
     r"instead of|the fix (?:is|was)|fixed (?:it|this|the) by|root cause)\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-KEEP = {"asked": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 12}
+KEEP = {
+    "asked": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 12, "concluded": 12
+}  # fmt: skip
+# How a summary names what a turn concluded (`imprint.capture.observe`'s kinds).
+_CONCLUDED = {
+    "decision": "Decided", "fix": "Fixed", "preference": "Preference", "fact": "Fact",
+    "open": "Open",
+}  # fmt: skip
 
 
 class Notes(BaseModel):
@@ -38,6 +45,7 @@ class Notes(BaseModel):
     commands: list[str] = []
     errors: list[str] = []  # "error -> what came after it"
     decisions: list[str] = []
+    concluded: list[str] = []  # the observations the session's turns stated, by kind
     turns: int = 0
     open_error: str = ""  # the last error no later call has got past yet (even turns later)
     last_turn: str = ""  # the key of the last turn added: a turn read again is not counted
@@ -68,6 +76,10 @@ class Notes(BaseModel):
             for sentence in _SENTENCE.split(text):
                 if _DECISION.search(sentence) and 20 <= len(sentence) <= 300:
                     self._keep("decisions", _line(sentence, 220))
+
+    def conclude(self, kind: str, text: str) -> None:
+        """An observation a turn stated (a decision, a fix, ...): the summary leads with it."""
+        self._keep("concluded", _line(f"{_CONCLUDED.get(kind, kind)}: {text}", 220))
 
     def _keep(self, name: str, value: str) -> None:
         items: list[str] = getattr(self, name)
@@ -128,13 +140,18 @@ def render_turn(turn: Turn) -> str:
     return "\n".join(parts)
 
 
+def _said(line: str, concluded: list[str]) -> bool:
+    return any(line.rstrip("…") in c for c in concluded)
+
+
 def summary_text(session_id: str, project: str, notes: Notes) -> str:
     """The summary memory's content: one line per kind of note that has any, what holds
     beyond the session first (decisions, then errors and their fixes: a briefing clips a
     summary to its first line or two), then what was asked, touched and run."""
     lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
     sections = (
-        ("Decisions stated", notes.decisions),
+        ("Concluded", notes.concluded),
+        ("Decisions stated", [d for d in notes.decisions if not _said(d, notes.concluded)]),
         (
             "Errors and what followed",
             [*notes.errors, *([notes.open_error] if notes.open_error else [])],

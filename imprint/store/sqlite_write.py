@@ -171,6 +171,9 @@ class SqliteWriter(SqliteReader):
                 "INSERT OR REPLACE INTO supersedes VALUES (?, ?, ?)",
                 [(link.old, link.new, link.at) for link in batch.supersede],
             )
+            self.conn.executemany(
+                "DELETE FROM supersedes WHERE old_id = ?", [(rid,) for rid in batch.restore]
+            )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
 
