@@ -55,6 +55,7 @@ from benchmark._common import (
 DATA = Path(__file__).with_name("capture_data")
 SESSIONS = DATA / "sessions.txt"
 REAL_QUESTIONS = DATA / "real_questions.txt"
+SHOW_BRIEFING = [""]
 KINDS = ("decision", "fix", "preference", "fact", "open")
 
 
@@ -67,6 +68,7 @@ class Session:
     split: str
     lines: list[tuple[str, str]] = field(default_factory=list)  # (tag, text)
     labels: list[tuple[str, str]] = field(default_factory=list)  # (kind, phrase)
+    groups: list[int] = field(default_factory=list)  # each label's item (restatements share)
     reversals: list[tuple[str, str]] = field(default_factory=list)  # (old, new)
 
 
@@ -93,9 +95,7 @@ def parse(path: Path) -> tuple[list[Session], list[Question]]:
             parts = line[4:].split()
             opts = dict(p.split("=", 1) for p in parts[1:])
             when = datetime.fromisoformat(opts["at"].replace("Z", "+00:00")).timestamp()
-            sessions.append(
-                Session(parts[0], opts["project"], opts["client"], when, opts["split"])
-            )
+            sessions.append(Session(parts[0], opts["project"], opts["client"], when, opts["split"]))
         elif line.startswith("?? "):
             head, _, gold = line[3:].rpartition(" => ")
             project, _, text = head.partition(" | ")
@@ -105,7 +105,11 @@ def parse(path: Path) -> tuple[list[Session], list[Question]]:
             sessions[-1].reversals.append((norm(old), norm(new)))
         elif line.startswith("@"):
             kind, _, phrase = line[1:].partition(" ")
-            sessions[-1].labels.append((kind, norm(phrase)))
+            again = kind.endswith("+")
+            current = sessions[-1]
+            group = current.groups[-1] if again and current.groups else len(current.groups)
+            current.labels.append((kind.rstrip("+"), norm(phrase)))
+            current.groups.append(group)
         else:
             tag, _, text = line.partition(" ")
             sessions[-1].lines.append((tag.rstrip(":"), text.replace("\\n", "\n")))
@@ -148,7 +152,9 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
             base = {"sessionId": s.sid, "cwd": str(cwd), "uuid": f"{s.sid}-{n}",
                     "timestamp": _iso(t), "isSidechain": False, "userType": "external"}  # fmt: skip
             if kind == "prompt":
-                lines.append({**base, "type": "user", "message": {"role": "user", "content": payload}})
+                lines.append(
+                    {**base, "type": "user", "message": {"role": "user", "content": payload}}
+                )
             elif kind == "text":
                 lines.append({**base, "type": "assistant", "message": {
                     "role": "assistant", "content": [{"type": "text", "text": payload}]}})  # fmt: skip
@@ -157,7 +163,11 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
                 tid = f"toolu_{n}"
                 lines.append({**base, "type": "assistant", "message": {"role": "assistant",
                     "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}]}})  # fmt: skip
-                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tid, "content": output}
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": tid,
+                    "content": output,
+                }
                 if failed:
                     result["is_error"] = True
                 lines.append({**base, "uuid": f"{s.sid}-{n}r", "type": "user",
@@ -185,7 +195,9 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
                     output = f"Chunk ID: x\nWall time: 0.1 seconds\nProcess exited with code {1 if failed else 0}\nOutput:\n{output}"
                 elif name == "Edit":
                     name = "apply_patch"
-                    args = {"input": f"*** Begin Patch\n*** Update File: {args['file_path']}\n*** End Patch"}
+                    args = {
+                        "input": f"*** Begin Patch\n*** Update File: {args['file_path']}\n*** End Patch"
+                    }
                     lines.append({"timestamp": ts, "type": "response_item", "payload": {
                         "type": "custom_tool_call", "name": name, "call_id": call,
                         "input": args["input"]}})  # fmt: skip
@@ -278,7 +290,9 @@ def _ask_search(runtime: Any, project: str, query: str) -> tuple[list[str], str]
     return [norm(h.record.content) for h in rows.hits], format_search(rows, 4000)
 
 
-def _search_scores(runtime: Any, questions: Sequence[Question], res_misses: list[str]) -> dict[str, Any]:
+def _search_scores(
+    runtime: Any, questions: Sequence[Question], res_misses: list[str]
+) -> dict[str, Any]:
     first = top3 = top5 = stale_above = 0
     chars: list[int] = []
     per: list[dict[str, Any]] = []
@@ -311,7 +325,9 @@ def _search_scores(runtime: Any, questions: Sequence[Question], res_misses: list
     }
 
 
-def measure(res: Result, sessions: list[Session], questions: list[Question], real: Path | None) -> None:
+def measure(
+    res: Result, sessions: list[Session], questions: list[Question], real: Path | None
+) -> None:
     from imprint.actors.lifecycle import running
     from imprint.actors.read_messages import Newest, SupersedeLinks
     from imprint.capture.session import capture_event
@@ -383,72 +399,94 @@ def _score_extraction(res: Result, sessions: list[Session], records: list[Any]) 
             res.misses.append(f"extra {kind} {sorted(sids)}: {r.content[:140]}")
     for s in sessions:
         mine = [r for r in records if s.sid in _session_of(r)]
-        for kind, phrase in s.labels:
+        for group in sorted(set(s.groups)):
+            items = [lab for lab, g in zip(s.labels, s.groups, strict=True) if g == group]
+            kind = items[0][0]
             counts[kind][3] += 1
-            if any(_kind_of(r) == kind and phrase in norm(r.content) for r in mine):
+            if any(_kind_of(r) == k and p in norm(r.content) for r in mine for k, p in items):
                 counts[kind][2] += 1
             else:
-                res.misses.append(f"missed {kind} {s.sid}: {phrase}")
+                res.misses.append(f"missed {kind} {s.sid}: {items[0][1]}")
     res.labelled = {k: v[3] for k, v in counts.items()}
     res.extraction = {k: _pr(*v) for k, v in counts.items()}
 
 
-def _score_reversals(res: Result, sessions: list[Session], records: list[Any], links: list[Any]) -> None:
+def _score_reversals(
+    res: Result, sessions: list[Session], records: list[Any], links: list[Any]
+) -> None:
+    """A labelled reversal is found by a link from a memory holding its old phrase to an
+    observation of the new item's session and type (a session often states one choice twice,
+    the user's words and the assistant's: either may carry the link)."""
     by_id = {r.id: r for r in records}
-    gold = [(s.project, old, new) for s in sessions for old, new in s.reversals]
+    gold = []
+    for s in sessions:
+        kinds = dict((p, k) for k, p in s.labels)
+        for old, new in s.reversals:
+            gold.append((s.project, old, s.sid, kinds.get(new, "")))
     res.reversals_labelled = len(gold)
-    found = 0
-    for project, old, new in gold:
-        ok = any(
-            (o := by_id.get(link.old)) is not None and (n := by_id.get(link.new)) is not None
-            and o.project == project and old in norm(o.content) and new in norm(n.content)
-            for link in links
+
+    def fits(link: Any, g: tuple[str, str, str, str]) -> bool:
+        o, n = by_id.get(link.old), by_id.get(link.new)
+        project, old, sid, kind = g
+        return (
+            o is not None and n is not None and o.project == project
+            and old in norm(o.content) and sid in _session_of(n) and _kind_of(n) == kind
         )  # fmt: skip
+
+    found = 0
+    olds = sorted({(g[0], g[1]) for g in gold})
+    res.reversals_labelled = len(olds)
+    for project, old in olds:
+        ok = any(fits(link, g) for link in links for g in gold if g[:2] == (project, old))
         found += ok
         if not ok:
-            res.misses.append(f"missed reversal {project}: {old} => {new}")
+            res.misses.append(f"missed reversal {project}: {old}")
     tp = fp = 0
     projects = {s.project for s in sessions}
     for link in links:
         o, n = by_id.get(link.old), by_id.get(link.new)
         if o is None or n is None or o.kind == "open-problem" or o.project not in projects:
             continue
-        ok = any(
-            p == o.project and old in norm(o.content) and new in norm(n.content)
-            for p, old, new in gold
-        )
+        ok = any(fits(link, g) for g in gold)
         tp += ok
         fp += not ok
         if not ok:
             res.misses.append(f"wrong supersede: {o.content[:90]!r} by {n.content[:90]!r}")
     res.reversals = {
         "precision": round(tp / (tp + fp), 3) if tp + fp else 0.0,
-        "recall": round(found / len(gold), 3) if gold else 0.0,
+        "recall": round(found / len(olds), 3) if olds else 0.0,
         "links": tp + fp,
-        "labelled": len(gold),
+        "labelled": len(olds),
     }
 
 
 def _score_briefing(res: Result, sessions: list[Session], projects: list[str], reads: Any,
                     ws: Any, briefing_text: Any, deadline_cls: Any) -> None:  # fmt: skip
     replaced = {(s.project, old) for s in sessions for old, _ in s.reversals}
-    holds = [
-        (s.project, phrase)
-        for s in sessions
-        for kind, phrase in s.labels
-        if kind in ("decision", "preference", "fact") and (s.project, phrase) not in replaced
-    ]
+    holds: list[tuple[str, list[str]]] = []
+    for s in sessions:
+        for group in sorted(set(s.groups)):
+            items = [lab for lab, g in zip(s.labels, s.groups, strict=True) if g == group]
+            if items[0][0] not in ("decision", "preference", "fact"):
+                continue
+            if any((s.project, p) in replaced or any(o in p or p in o for pr, o in replaced
+                   if pr == s.project) for _, p in items):  # fmt: skip
+                continue
+            holds.append((s.project, [p for _, p in items]))
     out: dict[str, Any] = {}
     for chars in (2000, 4000):
         current = stale = 0
         texts = {}
         for project in projects:
-            text = norm(briefing_text(reads, ws, project, chars, deadline_cls(30)))
+            raw = briefing_text(reads, ws, project, chars, deadline_cls(30))
+            if project == SHOW_BRIEFING[0] and chars == 2000:
+                print(raw, file=sys.stderr)
+            text = norm(raw)
             texts[project] = text
-        for project, phrase in holds:
+        for project, phrases in holds:
             text = texts[project]
             # Lines clip: the phrase's first 40 characters are enough to name the item.
-            current += phrase[:40] in text
+            current += any(p[:40] in text for p in phrases)
         for project, phrase in replaced:
             head = texts[project].split("last sessions:")[0]
             stale += phrase[:40] in head
@@ -494,7 +532,9 @@ def table(res: Result) -> str:
     lines = [f"capture benchmark, split {res.split}: {res.sessions} sessions", "",
              "| type | labelled | extracted | precision | recall |", "|---|---|---|---|---|"]  # fmt: skip
     for kind, row in res.extraction.items():
-        lines.append(f"| {kind} | {row['labelled']} | {row['extracted']} | {row['precision']} | {row['recall']} |")
+        lines.append(
+            f"| {kind} | {row['labelled']} | {row['extracted']} | {row['precision']} | {row['recall']} |"
+        )
     rv = res.reversals
     lines += ["", f"reversals: {rv.get('labelled')} labelled, {rv.get('links')} links, "
               f"precision {rv.get('precision')}, recall {rv.get('recall')}"]  # fmt: skip
@@ -533,8 +573,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-real", action="store_true")
     parser.add_argument("--label", default="after", help="names the run: before or after")
     parser.add_argument("--publish", action="store_true")
+    parser.add_argument("--misses", action="store_true", help="list misses on stderr")
+    parser.add_argument("--show-briefing", default="", help="print this project's briefing")
     parser.add_argument("--out", type=Path, default=PUBLISHED)
     args = parser.parse_args(argv)
+    SHOW_BRIEFING[0] = args.show_briefing
     sessions, questions = parse(SESSIONS)
     res = Result(
         started_at=utc_now(),
@@ -545,6 +588,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     note(f"capture benchmark: {len(sessions)} sessions, split {args.split}")
     measure(res, sessions, questions, None if args.no_real else args.real)
+    if args.misses:
+        print("\n".join(res.misses), file=sys.stderr)
     conclude(res, table, readme if args.publish else None, args.out, f"capture-{args.label}")
     return 0
 

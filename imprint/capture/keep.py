@@ -24,8 +24,10 @@ from imprint.capture.observe import (
     OPEN_KIND,
     RECORD_TYPE,
     Observation,
+    content_words,
     replaced_terms,
     subject_words,
+    values,
 )
 from imprint.reads.deadline import Deadline
 from imprint.store.records import (
@@ -70,18 +72,33 @@ def _names(term: str, text: str) -> bool:
 
 def _replaces(new: Observation, old_text: str, old_kind: str) -> bool:
     """Whether `new` says it replaces what `old_text` states (not what it, too, rejects)."""
-    if new.kind == "fact" or old_kind == new.kind:
-        rejected = set(replaced_terms(old_text))
-        for term in new.replaces:
-            if term not in rejected and _names(term, old_text):
-                return True
-    return False
+    rejected = set(replaced_terms(old_text))
+    return any(term not in rejected and _names(term, old_text) for term in new.replaces)
+
+
+def _restated(new: Observation, old: Observation) -> bool:
+    """One turn saying the same thing twice (the user's words, then the assistant's): they
+    replace the same thing, or share most of their words."""
+    if set(new.replaces) & set(old.replaces):
+        return True
+    mine, theirs = content_words(new.text), content_words(old.text)
+    return bool(mine and theirs) and len(mine & theirs) >= 0.6 * min(len(mine), len(theirs))
+
+
+def _stems(words: tuple[str, ...]) -> set[str]:
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words}
 
 
 def _same_subject(new: Observation, old_text: str) -> bool:
-    mine = set(subject_words(new.text))
-    theirs = set(subject_words(old_text))
-    return new.kind == "fact" and len(mine) >= 2 and len(mine & theirs) >= 2
+    """Two facts about one thing: their subjects share two words, or the values they name
+    share two parts (`pg-staging-1` and `pg-staging-3`) and differ."""
+    if new.kind != "fact":
+        return False
+    mine, theirs = _stems(subject_words(new.text)), _stems(subject_words(old_text))
+    if len(mine) >= 2 and len(mine & theirs) >= 2:
+        return True
+    held, named = values(new.text), values(old_text)
+    return len(held & named) >= 2 and held != named
 
 
 def keep_observations(
@@ -91,12 +108,15 @@ def keep_observations(
     records: list[Record] = []
     links: list[SupersedeLink] = []
     taken: dict[str, Record] = {}  # this batch's, by text key
+    said: dict[tuple[str, int, str], list[Observation]] = {}  # by session, turn and kind
     for item in placed:
         obs = item.observation
         kind = RECORD_TYPE[obs.kind]
         key = text_key(obs.text)
-        if key in taken:
+        here = said.setdefault((item.session, item.turn, obs.kind), [])
+        if key in taken or any(_restated(obs, other) for other in here):
             continue
+        here.append(obs)
         rid = make_id("memory", project, content_sha(obs.text))
         context = f"session:{item.session}#{item.chunk} turn {item.turn}"
         if obs.files:
@@ -188,7 +208,7 @@ def _supersedes(
             _same_subject(obs, old.content) and sim >= SAME_SUBJECT_MIN
         ):
             chosen.append(other_id)
-    if chosen:
+    if chosen:  # a memory has one successor: the first to replace it keeps it
         links = deadline.wait(
             writes.reads.ask(SupersedeLinks(workspace=ws, ids=tuple(chosen))), "capture"
         )

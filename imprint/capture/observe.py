@@ -35,10 +35,13 @@ __all__ = [
     "OPEN_KIND",
     "RECORD_TYPE",
     "Observation",
+    "content_words",
+    "error_words",
     "observe_turn",
     "open_problem",
     "replaced_terms",
     "subject_words",
+    "values",
 ]
 
 # The memory type each observation is stored as (`imprint.store.records.RECORD_TYPES`).
@@ -56,7 +59,13 @@ OBSERVATION_CHARS = 320
 _EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "apply_patch", "write_file", "replace", "edit"}
 _SENTENCE = re.compile(r"(?<=[.!;])\s+(?=[A-Z0-9\"'`(])|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-_MARKUP = re.compile(r"[*_]{1,2}(?=\w)|(?<=\w)[*_]{1,2}|^#+\s*")
+# Markdown emphasis and headings; a single underscore is an identifier's (max_pool_size).
+_MARKUP = re.compile(r"\*\*|__(?=\w)|(?<=\w)__|^#+\s*")
+# What opens a reply without saying anything: "OK, ", "Agreed. ", "Understood: ".
+_FILLER = re.compile(
+    r"(?i)^(?:(?:ok(?:ay)?|agreed|understood|noted|got it|sure|done|yes|right|thanks|"
+    r"good|great|actually|on reflection|also|and|so|fyi)\b[,.:!]?\s*)+"
+)
 
 _NOT_STATED = re.compile(
     r"(?i)(?:\?|^\s*(?:if|when|whether|should|could|would|can|do|does|did|is|are|maybe|"
@@ -66,11 +75,16 @@ _NOT_STATED = re.compile(
     r"going to (?:fix|look|check|try)|trying to|need to fix|to fix (?:this|it)|"
     r"not (?:yet )?fixed|still (?:fail|broken|happen))\b)"
 )
+# "we'll <verb>" and "let's <verb>" state a choice, except for verbs of looking into things.
+_EXPLORING = (
+    r"(?!(?:see|look|check|try|test|debug|figure|find|investigate|need|have|start|begin|"
+    r"talk|discuss|think|wait|revisit|come back|get back|dig|explore|review|run the|fix|"
+    r"work on|do|get|make sure|go through|take a look|not)\b)"
+)
 _DECISION = re.compile(
     r"(?i)\b(?:(?:we|i)(?:'ve| have)? decided|decision(?: is|:)|decided (?:to|on|that)|"
-    r"we(?:'ll| will|'re going to| are going to) (?:use|go with|keep|switch|move|adopt|"
-    r"stick with|standardi[sz]e on|version|put|store|run|pin|drop)|"
-    r"let'?s (?:use|go with|switch|keep|stick with|adopt|move|version|pin|drop)|"
+    rf"we(?:'ll| will|'re going to| are going to) {_EXPLORING}\w+|"
+    rf"let'?s {_EXPLORING}\w+|"
     r"(?:we're |we are |i'm )?going with|we (?:chose|picked|settled on|standardi[sz]ed on)|"
     r"(?:^|\. )(?:use|go with) \S+ (?:instead of|rather than)|"
     r"switch(?:ing|ed)? (?:\S+ ){0,5}(?:from \S+ )?to\b|we(?:'re| are) switching|"
@@ -88,26 +102,34 @@ _PREFERENCE = re.compile(
     r"\bi prefer\b|\b(?:always|never) (?:use|write|run|add|put|call|commit|push|format|name|"
     r"keep|include|mention|ask|prefix|sign|squash|rebase|touch|edit|change)\b)"
 )
+# A value a fact can name: a host, a URL, a path, an identifier with digits or dashes.
+_VALUE = r"(?:[a-z][\w-]*\.[\w.-]+|[\w-]+://\S+|\S*\d\S*|[a-z]+-[\w-]+|/[\w/.-]+)"
 _FACT = re.compile(
     r"(?i)\b(?:(?:has |have |was |were )?(?:moved|migrated|relocated) (?:from \S+ )?to|"
     r"(?:is|are) now (?:on|at|in|called|hosted|served|running|deployed|pinned|owned|"
     r"handled|behind|\S+ed\b)|now (?:lives|runs|points|resides|sits|listens) (?:on|at|in|to)|"
     r"no longer (?:\S+ ){0,3}(?:on|at|in|uses?|exists?|runs?|supported|available)|"
     r"(?:has been |was |got )?renamed (?:\S+ ){0,3}to|(?:lives|runs) on \S+ since|"
-    r"since \d{4}-\d{2}-\d{2})"
+    r"since \d{4}-\d{2}-\d{2}|"
+    rf"(?:runs|lives|is hosted|is served|are served|is delivered|are delivered|listens) "
+    rf"(?:on|at|to|from) (?:port \d+ on )?`?{_VALUE})"
 )
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _REASON = re.compile(r"(?i)^(?:because|since|so that|that way|the reason|this is because|as )")
 _CODE_LIKE = re.compile(r"[{};]\s*$|^\s*(?:def|class|import|from|return|\$|>>>)\s")
 # What a newer item says it replaces: "X instead of Y", "rather than Y", "from Y to X",
-# "replace Y with X", "no longer Y", "over Y", "away from Y", "drop Y".
+# "replace Y with X", "no longer Y", "over Y", "away from Y", "Y is being decommissioned":
+# the words after the cue, up to three.
 _REPLACED = re.compile(
     r"(?i)\b(?:instead of|rather than|away from|no longer (?:use|uses|using|on|at|in)|"
-    r"replac(?:e|es|ing|ed)|drop(?:ping|ped)?|(?:switch(?:ing|ed)?|mov(?:e|ed|ing)|"
-    r"migrat(?:e|ed|ing)) (?:\S+ ){0,4}?from|from|over|not)\s+(?:the |a |an |our |using )?"
-    r"(`?[\w./:@+-]+`?(?: [\w./:@+-]+)?)"
+    r"replac(?:e|es|ing|ed)|drop(?:ping|ped)?|over)\s+(?:the |a |an |our |using |plain )?"
+    r"(`?[\w./@+-]+(?::\d+)?`?(?: (?!to\b|with\b|for\b|because\b|since\b|so\b)[\w./@+-]+){0,2})"
 )
 _FROM_TO = re.compile(r"(?i)\bfrom\s+(?:the |a |an |our )?`?([\w./:@+-]+)`?\s+to\b")
+_RETIRED = re.compile(
+    r"(?i)`?([\w./:@+-]+)`? (?:is|was|has been|are|were) (?:being |now )?(?:decommissioned|"
+    r"retired|deprecated|removed|shut down|gone|dropped)"
+)
 _STOP = frozenset(
     {
         "a", "an", "the", "to", "of", "in", "on", "at", "for", "and", "or", "with", "we",
@@ -132,8 +154,9 @@ class Observation:
 
 
 def _clean(sentence: str) -> str:
-    one = " ".join(_MARKUP.sub("", _BULLET.sub("", sentence)).split())
-    return one.strip(" -:")
+    one = " ".join(_MARKUP.sub("", _BULLET.sub("", sentence)).split()).strip(" -:")
+    bare = _FILLER.sub("", one)
+    return bare[:1].upper() + bare[1:] if bare else one
 
 
 def _sentences(text: str) -> list[str]:
@@ -163,22 +186,35 @@ def _word_set(text: str) -> list[str]:
 
 def replaced_terms(sentence: str) -> tuple[str, ...]:
     """The named things a sentence says are replaced: "Dramatiq instead of Celery" gives
-    ("celery",)."""
+    ("celery",); "batch size 128 instead of 64" gives ("64",)."""
     found: list[str] = []
-    for match in _FROM_TO.finditer(sentence):
-        found.append(match.group(1))
+    for pattern in (_FROM_TO, _RETIRED):
+        found.extend(m.group(1) for m in pattern.finditer(sentence))
     for match in _REPLACED.finditer(sentence):
-        head = match.group(0).split()[0].lower()
-        if head in ("from", "not"):  # only "from X to Y" (above) and "over X" count
-            continue
-        first = match.group(1).strip("`").split()[0]
-        found.append(first)
+        found.extend(match.group(1).split())
     out = []
     for term in found:
         term = term.strip("`.,:;()'\"").lower()
-        if term and term not in _STOP and len(term) >= 3 and term not in out:
+        if term in _STOP or term in out:
+            continue
+        if len(term) >= 3 or (term.isdigit() and len(term) >= 2):
             out.append(term)
     return tuple(out)
+
+
+def values(text: str) -> set[str]:
+    """The parts of the values a sentence names (hosts, URLs, identifiers): `pg-staging-3`
+    gives {"pg", "staging"} (digits apart: they are what changes)."""
+    parts: set[str] = set()
+    for value in re.findall(_VALUE, text.lower()):
+        for part in re.split(r"[.:/@_-]+|\d+", value):
+            if len(part) >= 2 and part not in _STOP and part not in ("https", "http", "www"):
+                parts.add(part)
+    return parts
+
+
+def content_words(text: str) -> set[str]:
+    return set(_word_set(text))
 
 
 def subject_words(text: str) -> tuple[str, ...]:
@@ -264,9 +300,18 @@ def observe_turn(turn: Turn, at: float = 0.0) -> list[Observation]:
     return found
 
 
+_TOOL_HEAD = re.compile(r"^[\w.:-]+: ")
+_EXIT_NOISE = re.compile(r"\s*(?:\(exit code -?\d+\)|Exit Code: -?\d+)\s*$", re.IGNORECASE)
+
+
+def error_words(error: str) -> set[str]:
+    """The words that name an error (its message, not the tool that printed it)."""
+    return {w for w in _word_set(_TOOL_HEAD.sub("", error)) if len(w) >= 4 and not w.isdigit()}
+
+
 def open_problem(error: str, at: float) -> Observation | None:
     """The open problem an error no later call got past leaves, as an observation."""
-    line = " ".join(error.split())
+    line = _EXIT_NOISE.sub("", _TOOL_HEAD.sub("", " ".join(error.split())))
     if len(line) < 8:
         return None
     return Observation("open", _clip(f"Unresolved: {line}"), at)

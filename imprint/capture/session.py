@@ -19,8 +19,9 @@ from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
+from imprint.actors.read_messages import Newest
 from imprint.capture.keep import Placed, keep_observations
-from imprint.capture.observe import Observation, observe_turn, open_problem
+from imprint.capture.observe import Observation, error_words, observe_turn, open_problem
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
@@ -127,11 +128,17 @@ def _pieces(text: str) -> list[str]:
 
 
 def _observations(
-    writes: Writes, ws: Any, state: SessionState, placed: list[Placed], summary_id: str
+    writes: Writes,
+    ws: Any,
+    state: SessionState,
+    placed: list[Placed],
+    summary_id: str,
+    got_past: list[str],
 ) -> tuple[list[Record], list[SupersedeLink]]:
     """The observation memories of this capture's turns and the links they add; the
     session's open problem (an error nothing got past yet) kept, or, got past since the last
-    capture, superseded by the newest fix (else by the session's summary)."""
+    capture, superseded by the newest fix (else by the session's summary); so is an open
+    problem of an earlier session whose error this one got past (`got_past`)."""
     sid = state.session_id
     left: Observation | None = None
     if state.notes.open_error:
@@ -146,7 +153,41 @@ def _observations(
         by = fixes[-1] if fixes else summary_id
         links.append(SupersedeLink(old=state.open_problem, new=by, at=state.last_at))
     state.open_problem = open_id
+    if got_past:
+        fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
+        by = fixes[-1] if fixes else summary_id
+        done = {link.old for link in links}
+        for old in _open_problems(writes, ws, state.project, got_past):
+            if old not in done and old != open_id:
+                links.append(SupersedeLink(old=old, new=by, at=state.last_at))
     return kept.records, links
+
+
+OPEN_LOOKED_AT = 20  # the newest open problems of a project a got-past error is checked against
+
+
+def _open_problems(writes: Writes, ws: Any, project: str, got_past: list[str]) -> list[str]:
+    """The open problems of `project` naming an error in `got_past` (most of its words)."""
+    deadline = Deadline(30)
+    found = deadline.wait(
+        writes.reads.ask(
+            Newest(
+                workspace=ws,
+                project=project,
+                types=("bug",),
+                kinds=("open-problem",),
+                limit=OPEN_LOOKED_AT,
+            )
+        ),
+        "capture",
+    )
+    past = [error_words(e.split(" -> then ")[0]) for e in got_past]
+    out = []
+    for record in found:
+        words = error_words(record.content.removeprefix("Unresolved: "))
+        if any(len(words & p) >= max(2, 0.6 * min(len(words), len(p))) for p in past):
+            out.append(record.id)
+    return out
 
 
 def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
@@ -177,6 +218,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     source = f"session:{sid}"
     records: list[Record] = []
     placed: list[Placed] = []
+    errors_before = set(state.notes.errors)
     for turn in batch.turns:
         if turn.key == state.open_turn:
             state.chunks = state.open_chunk  # read again: its records are written over
@@ -223,7 +265,8 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     )
     ws = writes.open("", create=True)
     summary_id = records[-1].id
-    kept, links = _observations(writes, ws, state, placed, summary_id)
+    got_past = [e for e in state.notes.errors if e not in errors_before and " -> then " in e]
+    kept, links = _observations(writes, ws, state, placed, summary_id, got_past)
     records.extend(kept)
     writes.write(ws, WriteBatch(upserts=tuple(records), supersede=tuple(links)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case

@@ -79,7 +79,9 @@ class Notes(BaseModel):
 
     def conclude(self, kind: str, text: str) -> None:
         """An observation a turn stated (a decision, a fix, ...): the summary leads with it."""
-        self._keep("concluded", _line(f"{_CONCLUDED.get(kind, kind)}: {text}", 220))
+        label = _CONCLUDED.get(kind, kind)
+        said = text if text.lower().startswith(label.lower()) else f"{label}: {text}"
+        self._keep("concluded", _line(said, 220))
 
     def _keep(self, name: str, value: str) -> None:
         items: list[str] = getattr(self, name)
