@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.tools._app import WRITE, App, run_tool, tool
-from imprint.writes.memories import remember
+from imprint.writes.memories import remember, restore_memories
 
 __all__ = ["register"]
 
@@ -16,7 +16,9 @@ __all__ = ["register"]
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "store", WRITE)
     async def store(
-        content: Annotated[str, Field(description="self-contained, <= 8000 chars")],
+        content: Annotated[
+            str, Field(description="self-contained, <= 8000 chars; empty with restore")
+        ],
         project: Annotated[str, Field(description="letters, digits, . _ - /")] = "",
         type: Annotated[
             str,
@@ -32,9 +34,17 @@ def register(server: MCPServer, app: App) -> None:
             Field(description="ids of memories this replaces; search hides them"),
         ] = None,
         workspace: str = "",
+        restore: Annotated[
+            list[str] | None,
+            Field(description="ids of superseded memories to show again (content empty)"),
+        ] = None,
     ) -> str:
         """Remember for later sessions a decision and why, a finding, a bug and its fix, a
-        preference. Returns the id; the same text in the same project is stored once."""
+        preference. Returns the id; the same text in the same project is stored once.
+        With `restore` and no content: shows superseded memories again (undoes a supersede,
+        yours or capture's)."""
+        if restore and not content.strip():
+            return await run_tool(restore_memories, app.writes, restore, workspace)
         stored = await run_tool(
             remember, app.writes, content, project, type, domains, topics, workspace, supersedes
         )

@@ -7,7 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks, VectorQuery
+from imprint.actors.read_messages import (
+    FetchRecords,
+    SameText,
+    SourceChunks,
+    SupersedeLinks,
+    VectorQuery,
+)
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
@@ -35,6 +41,7 @@ __all__ = [
     "Stored",
     "delete_records",
     "remember",
+    "restore_memories",
     "store_memory",
 ]
 
@@ -212,6 +219,27 @@ def remember(
     )
     writes.write(ws, WriteBatch(upserts=(record,), supersede=links))
     return Stored(id=record.id, supersedes=old)
+
+
+def restore_memories(writes: Writes, ids: list[str], workspace: str = "") -> str:
+    """Show superseded memories again: the links that hide them are dropped (the memories
+    that replaced them stay). InputError, changing nothing, for an id that is no memory of
+    the workspace or is not superseded."""
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_SUPERSEDES:
+        raise InputError(f"restore: a list of 1-{MAX_SUPERSEDES} memory ids")
+    wanted = tuple(dict.fromkeys(check_id(i, "restore") for i in ids))
+    ws = writes.open(workspace, create=False)
+    deadline = Deadline(30)
+    found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=wanted)), "restore")
+    links = deadline.wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=wanted)), "restore")
+    by_old = {link.old: link.new for link in links}
+    for rid in wanted:
+        if rid not in found or found[rid].source_type != "memory":
+            raise InputError(f"restore: no memory {rid!r} in workspace {ws!r}")
+        if rid not in by_old:
+            raise InputError(f"restore: memory {rid!r} is not superseded; nothing to restore")
+    writes.write(ws, WriteBatch(restore=wanted))
+    return "; ".join(f"restored {rid} (was superseded by {by_old[rid]})" for rid in wanted)
 
 
 def delete_records(
