@@ -149,20 +149,44 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
     if s.client == "claude":
         for n, (kind, payload) in enumerate(steps):
             t += 20
-            base = {"sessionId": s.sid, "cwd": str(cwd), "uuid": f"{s.sid}-{n}",
-                    "timestamp": _iso(t), "isSidechain": False, "userType": "external"}  # fmt: skip
+            base = {
+                "sessionId": s.sid,
+                "cwd": str(cwd),
+                "uuid": f"{s.sid}-{n}",
+                "timestamp": _iso(t),
+                "isSidechain": False,
+                "userType": "external",
+            }
             if kind == "prompt":
                 lines.append(
                     {**base, "type": "user", "message": {"role": "user", "content": payload}}
                 )
             elif kind == "text":
-                lines.append({**base, "type": "assistant", "message": {
-                    "role": "assistant", "content": [{"type": "text", "text": payload}]}})  # fmt: skip
+                lines.append(
+                    {
+                        **base,
+                        "type": "assistant",
+                        "message": {
+                            "role": "assistant",
+                            "content": [{"type": "text", "text": payload}],
+                        },
+                    }
+                )
             else:
                 name, args, output, failed = payload
                 tid = f"toolu_{n}"
-                lines.append({**base, "type": "assistant", "message": {"role": "assistant",
-                    "content": [{"type": "tool_use", "id": tid, "name": name, "input": args}]}})  # fmt: skip
+                lines.append(
+                    {
+                        **base,
+                        "type": "assistant",
+                        "message": {
+                            "role": "assistant",
+                            "content": [
+                                {"type": "tool_use", "id": tid, "name": name, "input": args}
+                            ],
+                        },
+                    }
+                )
                 result: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": tid,
@@ -170,45 +194,113 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
                 }
                 if failed:
                     result["is_error"] = True
-                lines.append({**base, "uuid": f"{s.sid}-{n}r", "type": "user",
-                              "message": {"role": "user", "content": [result]}})  # fmt: skip
+                lines.append(
+                    {
+                        **base,
+                        "uuid": f"{s.sid}-{n}r",
+                        "type": "user",
+                        "message": {"role": "user", "content": [result]},
+                    }
+                )
         path = folder / f"{s.sid}.jsonl"
     elif s.client == "codex":
-        lines.append({"timestamp": _iso(t), "type": "session_meta",
-                      "payload": {"id": s.sid, "cwd": str(cwd)}})  # fmt: skip
+        lines.append(
+            {
+                "timestamp": _iso(t),
+                "type": "session_meta",
+                "payload": {"id": s.sid, "cwd": str(cwd)},
+            }
+        )
         for n, (kind, payload) in enumerate(steps):
             t += 20
             ts = _iso(t)
             if kind == "prompt":
-                lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                    "type": "message", "role": "user",
-                    "content": [{"type": "input_text", "text": payload}]}})  # fmt: skip
+                lines.append(
+                    {
+                        "timestamp": ts,
+                        "type": "response_item",
+                        "payload": {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": payload}],
+                        },
+                    }
+                )
             elif kind == "text":
-                lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                    "type": "message", "role": "assistant",
-                    "content": [{"type": "output_text", "text": payload}]}})  # fmt: skip
+                lines.append(
+                    {
+                        "timestamp": ts,
+                        "type": "response_item",
+                        "payload": {
+                            "type": "message",
+                            "role": "assistant",
+                            "content": [{"type": "output_text", "text": payload}],
+                        },
+                    }
+                )
             else:
                 name, args, output, failed = payload
                 call = f"call_{n}"
                 if name == "Bash":
                     name, args = "exec_command", {"cmd": args["command"]}
-                    output = f"Chunk ID: x\nWall time: 0.1 seconds\nProcess exited with code {1 if failed else 0}\nOutput:\n{output}"
+                    code = 1 if failed else 0
+                    output = (
+                        "Chunk ID: x\nWall time: 0.1 seconds\n"
+                        f"Process exited with code {code}\nOutput:\n{output}"
+                    )
                 elif name == "Edit":
                     name = "apply_patch"
                     args = {
-                        "input": f"*** Begin Patch\n*** Update File: {args['file_path']}\n*** End Patch"
+                        "input": "*** Begin Patch\n"
+                        f"*** Update File: {args['file_path']}\n*** End Patch"
                     }
-                    lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                        "type": "custom_tool_call", "name": name, "call_id": call,
-                        "input": args["input"]}})  # fmt: skip
-                    lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                        "type": "custom_tool_call_output", "call_id": call, "output": output}})  # fmt: skip
+                    lines.append(
+                        {
+                            "timestamp": ts,
+                            "type": "response_item",
+                            "payload": {
+                                "type": "custom_tool_call",
+                                "name": name,
+                                "call_id": call,
+                                "input": args["input"],
+                            },
+                        }
+                    )
+                    lines.append(
+                        {
+                            "timestamp": ts,
+                            "type": "response_item",
+                            "payload": {
+                                "type": "custom_tool_call_output",
+                                "call_id": call,
+                                "output": output,
+                            },
+                        }
+                    )
                     continue
-                lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                    "type": "function_call", "name": name, "call_id": call,
-                    "arguments": json.dumps(args)}})  # fmt: skip
-                lines.append({"timestamp": ts, "type": "response_item", "payload": {
-                    "type": "function_call_output", "call_id": call, "output": output}})  # fmt: skip
+                lines.append(
+                    {
+                        "timestamp": ts,
+                        "type": "response_item",
+                        "payload": {
+                            "type": "function_call",
+                            "name": name,
+                            "call_id": call,
+                            "arguments": json.dumps(args),
+                        },
+                    }
+                )
+                lines.append(
+                    {
+                        "timestamp": ts,
+                        "type": "response_item",
+                        "payload": {
+                            "type": "function_call_output",
+                            "call_id": call,
+                            "output": output,
+                        },
+                    }
+                )
         path = folder / f"rollout-{s.sid}.jsonl"
     else:
         lines.append({"sessionId": s.sid, "startTime": _iso(t), "kind": "main"})
@@ -217,12 +309,23 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
             t += 20
             if kind == "prompt":
                 current = None
-                lines.append({"id": f"{s.sid}-{n}", "timestamp": _iso(t), "type": "user",
-                              "content": [{"text": payload}]})  # fmt: skip
+                lines.append(
+                    {
+                        "id": f"{s.sid}-{n}",
+                        "timestamp": _iso(t),
+                        "type": "user",
+                        "content": [{"text": payload}],
+                    }
+                )
                 continue
             if current is None or kind == "text":
-                current = {"id": f"{s.sid}-{n}", "timestamp": _iso(t), "type": "gemini",
-                           "content": "", "toolCalls": []}  # fmt: skip
+                current = {
+                    "id": f"{s.sid}-{n}",
+                    "timestamp": _iso(t),
+                    "type": "gemini",
+                    "content": "",
+                    "toolCalls": [],
+                }
             if kind == "text":
                 current["content"] = payload
             else:
@@ -232,10 +335,24 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
                     output = f"Output: {output}" + ("\nExit Code: 1" if failed else "")
                 elif name == "Edit":
                     name = "replace"
-                current["toolCalls"] = [*current["toolCalls"], {
-                    "id": f"c{n}", "name": name, "args": args, "status": "success",
-                    "result": [{"functionResponse": {"id": f"c{n}", "name": name,
-                                                     "response": {"output": output}}}]}]  # fmt: skip
+                current["toolCalls"] = [
+                    *current["toolCalls"],
+                    {
+                        "id": f"c{n}",
+                        "name": name,
+                        "args": args,
+                        "status": "success",
+                        "result": [
+                            {
+                                "functionResponse": {
+                                    "id": f"c{n}",
+                                    "name": name,
+                                    "response": {"output": output},
+                                }
+                            }
+                        ],
+                    },
+                ]
             lines.append(json.loads(json.dumps(current)))
         path = folder / f"session-{s.sid}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
@@ -249,8 +366,12 @@ def render(s: Session, folder: Path, cwd: Path) -> Path:
 def _kind_of(record: Any) -> str:
     if record.kind == "open-problem":
         return "open"
-    return {"decision": "decision", "bug": "fix", "preference": "preference",
-            "finding": "fact"}.get(record.type, "")  # fmt: skip
+    return {
+        "decision": "decision",
+        "bug": "fix",
+        "preference": "preference",
+        "finding": "fact",
+    }.get(record.type, "")
 
 
 def _session_of(record: Any) -> set[str]:
@@ -350,8 +471,13 @@ def measure(
                 cwd.mkdir(parents=True, exist_ok=True)
                 path = render(s, root / "transcripts" / s.client, cwd)
                 client = {"claude": "claude-code"}.get(s.client, s.client)
-                event = {"session_id": s.sid, "transcript_path": str(path), "cwd": str(cwd),
-                         "client": client, "hook_event_name": "Stop"}  # fmt: skip
+                event = {
+                    "session_id": s.sid,
+                    "transcript_path": str(path),
+                    "cwd": str(cwd),
+                    "client": client,
+                    "hook_event_name": "Stop",
+                }
                 capture_event(writes, root, event)
             res.config["capture_sec"] = round(time.perf_counter() - started, 1)
             reads = ActorReads(runtime)
@@ -359,16 +485,26 @@ def measure(
             by_project: dict[str, list[Any]] = {}
             for project in projects:
                 found = Deadline(60).wait(
-                    reads.ask(Newest(workspace=ws, project=project,
-                                     kinds=("observation", "open-problem"), limit=5000)),
+                    reads.ask(
+                        Newest(
+                            workspace=ws,
+                            project=project,
+                            kinds=("observation", "open-problem"),
+                            limit=5000,
+                        )
+                    ),
                     "bench",
-                )  # fmt: skip
+                )
                 by_project[project] = found
             everything = [r for rs in by_project.values() for r in rs]
-            links = Deadline(60).wait(
-                reads.ask(SupersedeLinks(workspace=ws, ids=tuple(r.id for r in everything))),
-                "bench",
-            ) if everything else []  # fmt: skip
+            links = (
+                Deadline(60).wait(
+                    reads.ask(SupersedeLinks(workspace=ws, ids=tuple(r.id for r in everything))),
+                    "bench",
+                )
+                if everything
+                else []
+            )
             _score_extraction(res, scored, everything)
             _score_reversals(res, scored, everything, links)
             _score_briefing(res, scored, projects, reads, ws, briefing_text, Deadline)
@@ -429,9 +565,13 @@ def _score_reversals(
         o, n = by_id.get(link.old), by_id.get(link.new)
         project, old, sid, kind = g
         return (
-            o is not None and n is not None and o.project == project
-            and old in norm(o.content) and sid in _session_of(n) and _kind_of(n) == kind
-        )  # fmt: skip
+            o is not None
+            and n is not None
+            and o.project == project
+            and old in norm(o.content)
+            and sid in _session_of(n)
+            and _kind_of(n) == kind
+        )
 
     found = 0
     olds = sorted({(g[0], g[1]) for g in gold})
@@ -460,8 +600,15 @@ def _score_reversals(
     }
 
 
-def _score_briefing(res: Result, sessions: list[Session], projects: list[str], reads: Any,
-                    ws: Any, briefing_text: Any, deadline_cls: Any) -> None:  # fmt: skip
+def _score_briefing(
+    res: Result,
+    sessions: list[Session],
+    projects: list[str],
+    reads: Any,
+    ws: Any,
+    briefing_text: Any,
+    deadline_cls: Any,
+) -> None:
     replaced = {(s.project, old) for s in sessions for old, _ in s.reversals}
     holds: list[tuple[str, list[str]]] = []
     for s in sessions:
@@ -469,8 +616,11 @@ def _score_briefing(res: Result, sessions: list[Session], projects: list[str], r
             items = [lab for lab, g in zip(s.labels, s.groups, strict=True) if g == group]
             if items[0][0] not in ("decision", "preference", "fact"):
                 continue
-            if any((s.project, p) in replaced or any(o in p or p in o for pr, o in replaced
-                   if pr == s.project) for _, p in items):  # fmt: skip
+            if any(
+                (s.project, p) in replaced
+                or any(o in p or p in o for pr, o in replaced if pr == s.project)
+                for _, p in items
+            ):
                 continue
             holds.append((s.project, [p for _, p in items]))
     out: dict[str, Any] = {}
@@ -519,8 +669,13 @@ def _measure_real(res: Result, folder: Path, root: Path) -> None:
             first = json.loads(path.open(encoding="utf-8").readline())
             sid = str(first.get("sessionId") or uuid.uuid5(uuid.NAMESPACE_URL, path.name))
             cwd = str(first.get("cwd") or "/tmp/unknown")
-            event = {"session_id": sid, "transcript_path": str(path), "cwd": cwd,
-                     "client": "claude-code", "hook_event_name": "Stop"}  # fmt: skip
+            event = {
+                "session_id": sid,
+                "transcript_path": str(path),
+                "cwd": cwd,
+                "client": "claude-code",
+                "hook_event_name": "Stop",
+            }
             capture_event(writes, store, event)
         misses: list[str] = []
         res.real = _search_scores(runtime, questions, misses)
@@ -529,19 +684,28 @@ def _measure_real(res: Result, folder: Path, root: Path) -> None:
 
 
 def table(res: Result) -> str:
-    lines = [f"capture benchmark, split {res.split}: {res.sessions} sessions", "",
-             "| type | labelled | extracted | precision | recall |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"capture benchmark, split {res.split}: {res.sessions} sessions",
+        "",
+        "| type | labelled | extracted | precision | recall |",
+        "|---|---|---|---|---|",
+    ]
     for kind, row in res.extraction.items():
         lines.append(
-            f"| {kind} | {row['labelled']} | {row['extracted']} | {row['precision']} | {row['recall']} |"
+            f"| {kind} | {row['labelled']} | {row['extracted']} | {row['precision']} "
+            f"| {row['recall']} |"
         )
     rv = res.reversals
-    lines += ["", f"reversals: {rv.get('labelled')} labelled, {rv.get('links')} links, "
-              f"precision {rv.get('precision')}, recall {rv.get('recall')}"]  # fmt: skip
+    lines += [
+        "",
+        f"reversals: {rv.get('labelled')} labelled, {rv.get('links')} links, "
+        f"precision {rv.get('precision')}, recall {rv.get('recall')}",
+    ]
     for chars, b in res.briefing.items():
         lines.append(
             f"briefing at {chars} chars: {b['shown']} of {b['holds_now']} items that hold now "
-            f"({b['shown_rate']}), {b['replaced_shown_as_current']} of {b['replaced']} replaced shown as current"
+            f"({b['shown_rate']}), {b['replaced_shown_as_current']} of {b['replaced']} "
+            "replaced shown as current"
         )
     for name, s in (("labelled", res.search), ("real", res.real)):
         if s:
@@ -554,15 +718,24 @@ def table(res: Result) -> str:
 
 
 def readme(res: Result, command: str) -> str:
-    return "\n".join([
-        "# Capture benchmark run", "",
-        f"- Command: `{command}`",
-        f"- Started: {res.started_at}; revision {res.config.get('revision', {}).get('commit', '?')}",
-        f"- Split: {res.split}; sessions scored: {res.sessions}; labelled observations "
-        f"{sum(res.labelled.values())}, reversals {res.reversals_labelled}",
-        "", "```", table(res), "```", "",
-        "Misses and false positives are listed in results.json (`misses`).", "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Capture benchmark run",
+            "",
+            f"- Command: `{command}`",
+            f"- Started: {res.started_at}; revision "
+            f"{res.config.get('revision', {}).get('commit', '?')}",
+            f"- Split: {res.split}; sessions scored: {res.sessions}; labelled observations "
+            f"{sum(res.labelled.values())}, reversals {res.reversals_labelled}",
+            "",
+            "```",
+            table(res),
+            "```",
+            "",
+            "Misses and false positives are listed in results.json (`misses`).",
+            "",
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

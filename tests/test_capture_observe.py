@@ -79,10 +79,19 @@ def test_each_turn_yields_typed_observations_dated_by_the_turn_and_linked_to_it(
     t = _session(tmp_path, "s-one", "2026-11-02")
     t.turn("Which task queue for the worker?", "Should we use Celery? Let me check the docs.")
     t.turn("Let's go with Celery for the worker's task queue.", "Done, Celery it is.")
-    t.turn("The parser runs out of memory.", "I ran it.", command="python parse.py",
-           output="MemoryError", error=True)  # fmt: skip
-    t.turn("fix it", "Fixed: the parser now streams page by page with pypdfium2.",
-           edit="ingest/pdf.py", output="ok")  # fmt: skip
+    t.turn(
+        "The parser runs out of memory.",
+        "I ran it.",
+        command="python parse.py",
+        output="MemoryError",
+        error=True,
+    )
+    t.turn(
+        "fix it",
+        "Fixed: the parser now streams page by page with pypdfium2.",
+        edit="ingest/pdf.py",
+        output="ok",
+    )
     t.turn("From now on please write commit messages in the imperative mood.", "OK.")
     t.turn("Ops says: since 2026-11-01 the staging database lives on pg-staging-3.", "Noted.")
     writes = Writes(rt)
@@ -179,7 +188,7 @@ def test_restore_refuses_an_id_that_is_not_superseded_and_changes_nothing(
     t.turn("We'll use Prisma as the ORM.", "OK.")
     capture_event(writes, rt.data_dir, t.event())
     rid = _observations(rt)[0].id
-    with pytest.raises(Exception, match="restore: memory .* is not superseded"):
+    with pytest.raises(Exception, match=r"restore: memory .* is not superseded"):
         restore_memories(writes, [rid])
     with pytest.raises(Exception, match="restore: no memory"):
         restore_memories(writes, ["0123456789abcdef"])
@@ -205,21 +214,21 @@ def _claude_echo(tmp_path: Path, name: str) -> dict[str, str]:
                     }
                 ],
             },
-        },  # fmt: skip
+        },
         {
             "type": "user",
             "message": {
                 "role": "user",
                 "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": ECHO}],
             },
-        },  # fmt: skip
+        },
         {
             "type": "assistant",
             "message": {
                 "role": "assistant",
                 "content": [{"type": "text", "text": "The memory answers it."}],
             },
-        },  # fmt: skip
+        },
     )
     return {**t.event(), "client": "claude-code"}
 
@@ -229,20 +238,49 @@ def _codex_echo(tmp_path: Path, name: str) -> dict[str, str]:
     ts = _at("2026-11-02")
     lines = [
         {"timestamp": ts, "type": "session_meta", "payload": {"id": "s-echo"}},
-        {"timestamp": ts, "type": "response_item", "payload": {"type": "message",
-         "role": "user", "content": [{"type": "input_text", "text": "what did we decide?"}]}},
-        {"timestamp": ts, "type": "response_item", "payload": {"type": "function_call",
-         "name": name, "call_id": "c1", "arguments": json.dumps({"query": "queue decision"})}},
-        {"timestamp": ts, "type": "response_item", "payload": {
-            "type": "function_call_output", "call_id": "c1", "output": ECHO}},
-        {"timestamp": ts, "type": "response_item", "payload": {"type": "message",
-         "role": "assistant", "content": [{"type": "output_text", "text": "The memory answers it."}]}},
-    ]  # fmt: skip
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "what did we decide?"}],
+            },
+        },
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": name,
+                "call_id": "c1",
+                "arguments": json.dumps({"query": "queue decision"}),
+            },
+        },
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": ECHO},
+        },
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "The memory answers it."}],
+            },
+        },
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     cwd = tmp_path / PROJECT
     cwd.mkdir(exist_ok=True)
-    return {"session_id": "s-echo", "transcript_path": str(path), "cwd": str(cwd),
-            "client": "codex"}  # fmt: skip
+    return {
+        "session_id": "s-echo",
+        "transcript_path": str(path),
+        "cwd": str(cwd),
+        "client": "codex",
+    }
 
 
 def _gemini_echo(tmp_path: Path, name: str) -> dict[str, str]:
@@ -252,15 +290,31 @@ def _gemini_echo(tmp_path: Path, name: str) -> dict[str, str]:
     lines = [
         {"sessionId": "s-echo", "startTime": ts, "kind": "main"},
         {"id": "m1", "timestamp": ts, "type": "user", "content": [{"text": "what did we decide?"}]},
-        {"id": "m2", "timestamp": ts, "type": "gemini", "content": "The memory answers it.",
-         "toolCalls": [{"id": "c1", "name": name, "args": {"query": "queue decision"},
-                        "status": "success", "result": result}]},
-    ]  # fmt: skip
+        {
+            "id": "m2",
+            "timestamp": ts,
+            "type": "gemini",
+            "content": "The memory answers it.",
+            "toolCalls": [
+                {
+                    "id": "c1",
+                    "name": name,
+                    "args": {"query": "queue decision"},
+                    "status": "success",
+                    "result": result,
+                }
+            ],
+        },
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     cwd = tmp_path / PROJECT
     cwd.mkdir(exist_ok=True)
-    return {"session_id": "s-echo", "transcript_path": str(path), "cwd": str(cwd),
-            "client": "gemini"}  # fmt: skip
+    return {
+        "session_id": "s-echo",
+        "transcript_path": str(path),
+        "cwd": str(cwd),
+        "client": "gemini",
+    }
 
 
 @pytest.mark.parametrize(
@@ -314,17 +368,31 @@ def test_an_error_left_unfixed_is_an_open_problem_until_a_later_session_gets_pas
     briefing; a later session that gets past the same error supersedes it by its fix."""
     writes = Writes(rt)
     first = _session(tmp_path, "s-err", "2026-11-02")
-    first.turn("reindex crashed", "I'll look later.", command="python -m reindex",
-               output="OperationalError: too many clients already", error=True)  # fmt: skip
+    first.turn(
+        "reindex crashed",
+        "I'll look later.",
+        command="python -m reindex",
+        output="OperationalError: too many clients already",
+        error=True,
+    )
     capture_event(writes, rt.data_dir, first.event())
     reads = ActorReads(rt)
     ws = reads.open("")
     assert "too many clients" in briefing_text(reads, ws, PROJECT, 2000, Deadline(30))
     second = _session(tmp_path, "s-fix", "2026-11-04")
-    second.turn("fix the reindex", "Trying.", command="python -m reindex",
-                output="OperationalError: too many clients already", error=True)  # fmt: skip
-    second.turn("go on", "Fixed: reindex now shares one connection pool.",
-                command="python -m reindex", output="reindexed 10 documents")  # fmt: skip
+    second.turn(
+        "fix the reindex",
+        "Trying.",
+        command="python -m reindex",
+        output="OperationalError: too many clients already",
+        error=True,
+    )
+    second.turn(
+        "go on",
+        "Fixed: reindex now shares one connection pool.",
+        command="python -m reindex",
+        output="reindexed 10 documents",
+    )
     capture_event(writes, rt.data_dir, second.event())
     brief = briefing_text(reads, ws, PROJECT, 2000, Deadline(30))
     assert "Open problems" not in brief and "shares one connection pool" in brief
