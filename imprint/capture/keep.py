@@ -76,6 +76,10 @@ def _replaces(new: Observation, old_text: str, old_kind: str) -> bool:
     return any(term not in rejected and _names(term, old_text) for term in new.replaces)
 
 
+def _same_values(a: str, b: str) -> bool:
+    return values(a) == values(b) and re.findall(r"\d+", a) == re.findall(r"\d+", b)
+
+
 def _restated(new: Observation, old: Observation) -> bool:
     """One turn saying the same thing twice (the user's words, then the assistant's): they
     replace the same thing, or share most of their words."""
@@ -143,9 +147,15 @@ def keep_observations(
             for rid_, r in fetched.items()
             if r.source_type == "memory" and r.project == project and r.kind != OPEN_KIND
         }
-        if same is None:
+        if same is None and not obs.replaces:
+            # MiniLM finds a reversal as close as a paraphrase (README, near_duplicate): a
+            # near one is the same only when it names the same values and numbers.
             for other_id, sim in hits:
-                if sim >= NEAR_SAME and other_id in older:
+                if (
+                    sim >= NEAR_SAME
+                    and other_id in older
+                    and _same_values(obs.text, older[other_id].content)
+                ):
                     same = other_id
                     break
         if same is not None:
