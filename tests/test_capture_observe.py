@@ -21,9 +21,11 @@ from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.reads.search import SearchArgs, search
 from imprint.store.records import Record
 from imprint.writes import Writes
+from tests import test_tools
 from tests.capture_support import Transcript
 
 PROJECT = "worker-app"
+session = test_tools.session  # the in-memory MCP session over a fresh runtime
 
 
 def _at(day: str) -> str:
@@ -396,3 +398,21 @@ def test_an_error_left_unfixed_is_an_open_problem_until_a_later_session_gets_pas
     capture_event(writes, rt.data_dir, second.event())
     brief = briefing_text(reads, ws, PROJECT, 2000, Deadline(30))
     assert "Open problems" not in brief and "shares one connection pool" in brief
+
+
+def test_the_store_tool_restores_a_superseded_memory(session: Any) -> None:
+    """`store(content="", restore=[id])` shows a superseded memory again, names what had
+    replaced it, and refuses a memory that is not superseded."""
+    import re
+
+    old = re.findall(r"[0-9a-f]{16}", session.ok("store", content="Queue: Celery.", project="q"))
+    said = session.ok(
+        "store", content="Queue: Dramatiq instead of Celery.", project="q", supersedes=old
+    )
+    new = re.findall(r"stored ([0-9a-f]{16})", said)[0]
+    assert f"superseded by {new}" in session.ok("get_memory", id=old[0])
+    assert session.ok("store", content="", restore=old) == (
+        f"restored {old[0]} (was superseded by {new})"
+    )
+    assert "superseded by" not in session.ok("get_memory", id=old[0])
+    assert "is not superseded" in session.error("store", content="", restore=old)
