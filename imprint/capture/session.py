@@ -38,6 +38,7 @@ from imprint.store.records import (
     make_id,
     project_from_folder,
 )
+from imprint.types import MemoryId
 from imprint.writes.gateway import Writes
 
 __all__ = ["SessionState", "capture_event", "load_state", "session_project"]
@@ -132,7 +133,7 @@ def _observations(
     ws: Any,
     state: SessionState,
     placed: list[Placed],
-    summary_id: str,
+    summary_id: MemoryId,
     got_past: list[str],
 ) -> tuple[list[Record], list[SupersedeLink]]:
     """The observation memories of this capture's turns and the links they add; the
@@ -151,7 +152,8 @@ def _observations(
     if state.open_problem and state.open_problem != open_id:
         fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
         by = fixes[-1] if fixes else summary_id
-        links.append(SupersedeLink(old=state.open_problem, new=by, at=state.last_at))
+        old_open = MemoryId(state.open_problem)
+        links.append(SupersedeLink(old=old_open, new=by, at=state.last_at))
     state.open_problem = open_id
     if got_past:
         fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
@@ -166,7 +168,9 @@ def _observations(
 OPEN_LOOKED_AT = 20  # the newest open problems of a project a got-past error is checked against
 
 
-def _open_problems(writes: Writes, ws: Any, project: str, got_past: list[str]) -> list[str]:
+def _open_problems(
+    writes: Writes, ws: Any, project: str, got_past: list[str]
+) -> list[MemoryId]:
     """The open problems of `project` naming an error in `got_past` (most of its words)."""
     deadline = Deadline(30)
     found = deadline.wait(
