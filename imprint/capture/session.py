@@ -168,9 +168,7 @@ def _observations(
 OPEN_LOOKED_AT = 20  # the newest open problems of a project a got-past error is checked against
 
 
-def _open_problems(
-    writes: Writes, ws: Any, project: str, got_past: list[str]
-) -> list[MemoryId]:
+def _open_problems(writes: Writes, ws: Any, project: str, got_past: list[str]) -> list[MemoryId]:
     """The open problems of `project` naming an error in `got_past` (most of its words)."""
     deadline = Deadline(30)
     found = deadline.wait(
