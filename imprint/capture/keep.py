@@ -113,6 +113,7 @@ def keep_observations(
     links: list[SupersedeLink] = []
     taken: dict[str, Record] = {}  # this batch's, by text key
     said: dict[tuple[str, int, str], list[Observation]] = {}  # by session, turn and kind
+    turn_records: list[tuple[tuple[str, int], Record]] = []  # each kept with its turn
     for item in placed:
         obs = item.observation
         kind = RECORD_TYPE[obs.kind]
@@ -121,6 +122,9 @@ def keep_observations(
         if key in taken or any(_restated(obs, other) for other in here):
             continue
         here.append(obs)
+        same_turn = {
+            r.id for o, r in turn_records if o is not None and o == (item.session, item.turn)
+        }
         rid = make_id("memory", project, content_sha(obs.text))
         context = f"session:{item.session}#{item.chunk} turn {item.turn}"
         if obs.files:
@@ -187,10 +191,11 @@ def keep_observations(
             content_sha=content_sha(obs.text),
         )
         if obs.kind in _SUPERSEDING:
-            links.extend(
-                _supersedes(writes, ws, record, obs, near, older, list(taken.values()), deadline)
-            )
+            # A turn never reverses itself: its own statements are not what it replaces.
+            earlier = [r for r in taken.values() if r.id not in same_turn]
+            links.extend(_supersedes(writes, ws, record, obs, near, older, earlier, deadline))
         taken[key] = record
+        turn_records.append(((item.session, item.turn), record))
         records.append(record)
     return Kept(records=records, links=links)
 

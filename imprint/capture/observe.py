@@ -125,7 +125,9 @@ _REPLACED = re.compile(
     r"replac(?:e|es|ing|ed)|drop(?:ping|ped)?|over)\s+(?:the |a |an |our |using |plain )?"
     r"(`?[\w./@+-]+(?::\d+)?`?(?: (?!to\b|with\b|for\b|because\b|since\b|so\b)[\w./@+-]+){0,2})"
 )
-_FROM_TO = re.compile(r"(?i)\bfrom\s+(?:the |a |an |our )?`?([\w./:@+-]+)`?\s+to\b")
+_FROM_TO = re.compile(
+    r"(?i)\bfrom\s+(?:the |a |an |our )?`?([\w./:@+-]+)(?: [\w./:@+-]+)?`?\s+to\b"
+)
 _RETIRED = re.compile(
     r"(?i)`?([\w./:@+-]+)`? (?:is|was|has been|are|were) (?:being |now )?(?:decommissioned|"
     r"retired|deprecated|removed|shut down|gone|dropped)"
