@@ -75,16 +75,18 @@ _NOT_STATED = re.compile(
     r"going to (?:fix|look|check|try)|trying to|need to fix|to fix (?:this|it)|"
     r"not (?:yet )?fixed|still (?:fail|broken|happen))\b)"
 )
-# "we'll <verb>" and "let's <verb>" state a choice, except for verbs of looking into things.
-_EXPLORING = (
-    r"(?!(?:see|look|check|try|test|debug|figure|find|investigate|need|have|start|begin|"
-    r"talk|discuss|think|wait|revisit|come back|get back|dig|explore|review|run the|fix|"
-    r"work on|do|get|make sure|go through|take a look|not)\b)"
+# "we'll <verb>" and "let's <verb>" state a choice only with a verb of choosing or of how
+# things are done from now on; "let's add a test", "let's check" are steps, not decisions.
+_CHOOSING = (
+    r"(?:use|go with|switch|keep|stick with|adopt|move|version|pin|drop|send|store|generate|"
+    r"support|deploy|replace|migrate|standardi[sz]e|put|run \S+ (?:on|in|as)|take|retry|"
+    r"compress|render|cache|stop using|require|default|host|serve|ship|write \S+ in|"
+    r"encrypt|split|limit)\b"
 )
 _DECISION = re.compile(
     r"(?i)\b(?:(?:we|i)(?:'ve| have)? decided|decision(?: is|:)|decided (?:to|on|that)|"
-    rf"we(?:'ll| will|'re going to| are going to) {_EXPLORING}\w+|"
-    rf"let'?s {_EXPLORING}\w+|"
+    rf"we(?:'ll| will|'re going to| are going to) {_CHOOSING}|"
+    rf"let'?s {_CHOOSING}|"
     r"(?:we're |we are |i'm )?going with|we (?:chose|picked|settled on|standardi[sz]ed on)|"
     r"(?:^|\. )(?:use|go with) \S+ (?:instead of|rather than)|"
     r"switch(?:ing|ed)? (?:\S+ ){0,5}(?:from \S+ )?to\b|we(?:'re| are) switching|"
