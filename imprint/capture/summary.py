@@ -142,8 +142,10 @@ def render_turn(turn: Turn) -> str:
     return "\n".join(parts)
 
 
-def _said(line: str, concluded: list[str]) -> bool:
-    return any(line.rstrip("…") in c for c in concluded)
+def _said(line: str, decisions: list[str]) -> bool:
+    """Whether a concluded line is a decision the summary already states."""
+    body = line.split(": ", 1)[-1].rstrip("…")
+    return any(body[:80] in d or d.rstrip("…")[:80] in body for d in decisions)
 
 
 def summary_text(session_id: str, project: str, notes: Notes) -> str:
@@ -152,8 +154,8 @@ def summary_text(session_id: str, project: str, notes: Notes) -> str:
     summary to its first line or two), then what was asked, touched and run."""
     lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
     sections = (
-        ("Concluded", notes.concluded),
-        ("Decisions stated", [d for d in notes.decisions if not _said(d, notes.concluded)]),
+        ("Concluded", [c for c in notes.concluded if not _said(c, notes.decisions)]),
+        ("Decisions stated", notes.decisions),
         (
             "Errors and what followed",
             [*notes.errors, *([notes.open_error] if notes.open_error else [])],

@@ -16,9 +16,7 @@ __all__ = ["register"]
 def register(server: MCPServer, app: App) -> None:
     @tool(server, "store", WRITE)
     async def store(
-        content: Annotated[
-            str, Field(description="self-contained, <= 8000 chars; empty with restore")
-        ],
+        content: Annotated[str, Field(description="self-contained, <= 8000 chars")],
         project: Annotated[str, Field(description="letters, digits, . _ - /")] = "",
         type: Annotated[
             str,
@@ -36,13 +34,11 @@ def register(server: MCPServer, app: App) -> None:
         workspace: str = "",
         restore: Annotated[
             list[str] | None,
-            Field(description="ids of superseded memories to show again (content empty)"),
+            Field(description='superseded ids to show again (content="")'),
         ] = None,
     ) -> str:
         """Remember for later sessions a decision and why, a finding, a bug and its fix, a
-        preference. Returns the id; the same text in the same project is stored once.
-        With `restore` and no content: shows superseded memories again (undoes a supersede,
-        yours or capture's)."""
+        preference. Returns the id; the same text in the same project is stored once."""
         if restore and not content.strip():
             return await run_tool(restore_memories, app.writes, restore, workspace)
         stored = await run_tool(
