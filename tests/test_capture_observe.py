@@ -416,3 +416,18 @@ def test_the_store_tool_restores_a_superseded_memory(session: Any) -> None:
     )
     assert "superseded by" not in session.ok("get_memory", id=old[0])
     assert "is not superseded" in session.error("store", content="", restore=old)
+
+
+def test_deleting_a_session_takes_its_observations_with_it(tmp_path: Path, rt: Runtime) -> None:
+    """`delete(source="session:<id>")` removes the session's turns, its summary and the
+    observations capture kept from it."""
+    from imprint.writes.memories import delete_records
+
+    writes = Writes(rt)
+    t = _session(tmp_path, "s-gone", "2026-11-02")
+    t.turn("We'll use Prisma as the ORM for billing.", "OK.")
+    capture_event(writes, rt.data_dir, t.event())
+    assert _observations(rt)
+    said = delete_records(writes, source="session:s-gone", project=PROJECT)
+    assert said.endswith("; 1 observation of it)")
+    assert _observations(rt) == []

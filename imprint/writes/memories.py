@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import (
     FetchRecords,
+    Newest,
     SameText,
     SourceChunks,
     SupersedeLinks,
@@ -277,5 +278,32 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),)))
-    return f"deleted source {source} ({total} chunks)"
+    extra = _observations_of(writes, ws, projects[0], source, deadline)
+    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
+    more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
+    return f"deleted source {source} ({total} chunks{more})"
+
+
+# How many of a project's captured observations a session's delete looks through.
+OBSERVATIONS_LOOKED_AT = 10_000
+
+
+def _observations_of(
+    writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
+) -> tuple[MemoryId, ...]:
+    """The observations capture kept from session `source` (`session:<id>`): each is sourced
+    `session:<id>#<chunk>`, so deleting the session takes them with it."""
+    if not source.startswith("session:") or "#" in source:
+        return ()
+    found = deadline.wait(
+        writes.reads.ask(
+            Newest(
+                workspace=ws,
+                project=project,
+                kinds=("observation", "open-problem"),
+                limit=OBSERVATIONS_LOOKED_AT,
+            )
+        ),
+        "delete",
+    )
+    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))
