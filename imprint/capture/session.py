@@ -19,7 +19,9 @@ from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
-from imprint.actors.read_messages import ProjectRoots
+from imprint.actors.read_messages import Newest, ProjectRoots
+from imprint.capture.keep import Placed, keep_observations
+from imprint.capture.observe import Observation, error_words, observe_turn, open_problem
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
@@ -32,11 +34,13 @@ from imprint.redact import redact
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
     Record,
+    SupersedeLink,
     WriteBatch,
     content_sha,
     make_id,
     project_from_folder,
 )
+from imprint.types import MemoryId
 from imprint.writes.gateway import Writes
 
 __all__ = ["Captured", "SessionState", "capture", "capture_event", "load_state", "session_project"]
@@ -60,6 +64,8 @@ class SessionState(BaseModel):
     open_turn: str = ""  # the turn the next capture reads again (Gemini CLI), and
     open_chunk: int = 0  # the chunk index its records start at
     captured_at: float = 0.0
+    open_problem: str = ""  # the id of the open problem memory the last capture left
+    last_at: float = 0.0  # when the newest turn captured was said
 
 
 def _state_file(data_dir: Path, session_id: str) -> Path:
@@ -117,6 +123,7 @@ def _redact_value(value: Any) -> Any:
 def _redacted(turn: Turn) -> Turn:
     return Turn(
         key=turn.key,
+        at=turn.at,
         prompt=redact(turn.prompt),
         texts=[redact(t) for t in turn.texts],
         tools=[
@@ -157,6 +164,70 @@ class Captured(NamedTuple):
     turns: int
     skipped: tuple[str, ...] = ()
     excluded: bool = False  # `hooks.exclude` names the session's folder or project
+
+
+def _observations(
+    writes: Writes,
+    ws: Any,
+    state: SessionState,
+    placed: list[Placed],
+    summary_id: MemoryId,
+    got_past: list[str],
+) -> tuple[list[Record], list[SupersedeLink]]:
+    """The observation memories of this capture's turns and the links they add; the
+    session's open problem (an error nothing got past yet) kept, or, got past since the last
+    capture, superseded by the newest fix (else by the session's summary); so is an open
+    problem of an earlier session whose error this one got past (`got_past`)."""
+    sid = state.session_id
+    left: Observation | None = None
+    if state.notes.open_error:
+        left = open_problem(state.notes.open_error, state.last_at or time.time())
+    if left is not None:
+        placed = [*placed, Placed(left, sid, max(state.chunks - 1, 0), state.notes.turns)]
+    kept = keep_observations(writes, ws, state.project, placed, Deadline(60))
+    links = list(kept.links)
+    open_id = make_id("memory", state.project, content_sha(left.text)) if left else ""
+    if state.open_problem and state.open_problem != open_id:
+        fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
+        by = fixes[-1] if fixes else summary_id
+        old_open = MemoryId(state.open_problem)
+        links.append(SupersedeLink(old=old_open, new=by, at=state.last_at))
+    state.open_problem = open_id
+    if got_past:
+        fixes = [r.id for r in kept.records if r.type == "bug" and r.kind != "open-problem"]
+        by = fixes[-1] if fixes else summary_id
+        done = {link.old for link in links}
+        for old in _open_problems(writes, ws, state.project, got_past):
+            if old not in done and old != open_id:
+                links.append(SupersedeLink(old=old, new=by, at=state.last_at))
+    return kept.records, links
+
+
+OPEN_LOOKED_AT = 20  # the newest open problems of a project a got-past error is checked against
+
+
+def _open_problems(writes: Writes, ws: Any, project: str, got_past: list[str]) -> list[MemoryId]:
+    """The open problems of `project` naming an error in `got_past` (most of its words)."""
+    deadline = Deadline(30)
+    found = deadline.wait(
+        writes.reads.ask(
+            Newest(
+                workspace=ws,
+                project=project,
+                types=("bug",),
+                kinds=("open-problem",),
+                limit=OPEN_LOOKED_AT,
+            )
+        ),
+        "capture",
+    )
+    past = [error_words(e.split(" -> then ")[0]) for e in got_past]
+    out = []
+    for record in found:
+        words = error_words(record.content.removeprefix("Unresolved: "))
+        if any(len(words & p) >= max(2, 0.6 * min(len(words), len(p))) for p in past):
+            out.append(record.id)
+    return out
 
 
 def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
@@ -202,6 +273,8 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
         return Captured(0)  # nothing new (a re-read open turn included)
     source = f"session:{sid}"
     records: list[Record] = []
+    placed: list[Placed] = []
+    errors_before = set(state.notes.errors)
     for turn in batch.turns:
         if turn.key == state.open_turn:
             state.chunks = state.open_chunk  # read again: its records are written over
@@ -209,6 +282,11 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
             state.open_turn, state.open_chunk = turn.key, state.chunks
         clean = _redacted(turn)
         state.notes.add(clean)
+        state.last_at = max(state.last_at, clean.at)
+        for obs in observe_turn(clean, state.last_at or time.time()):
+            placed.append(Placed(obs, sid, state.chunks, state.notes.turns))
+            state.notes.conclude(obs.kind, obs.text)
+        at = clean.at or time.time()
         for piece_no, piece in enumerate(_pieces(render_turn(clean))):
             records.append(
                 Record(
@@ -222,6 +300,7 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
                     lang="text",
                     kind="session",
                     context=f"session {sid} | turn {state.notes.turns}",
+                    created_at=at,
                     content_sha=content_sha(piece),
                 )
             )
@@ -238,6 +317,7 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
             source_type="memory",
             type="milestone",
             kind=SESSION_SUMMARY_KIND,
+            created_at=state.last_at or time.time(),
             content_sha=content_sha(summary),
         )
     )
@@ -248,6 +328,11 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
         [r.indexed_text for r in records], between=lambda: priority.turn("capture.embed")
     )
     writes.write(ws, WriteBatch(upserts=tuple(records)), embeddings=vectors)
+    summary_id = records[-1].id
+    got_past = [e for e in state.notes.errors if e not in errors_before and " -> then " in e]
+    kept, links = _observations(writes, ws, state, placed, summary_id, got_past)
+    records.extend(kept)
+    writes.write(ws, WriteBatch(upserts=tuple(records), supersede=tuple(links)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
     if root:
         record_root(data_dir, root, state.project)  # the briefing maps this root so too

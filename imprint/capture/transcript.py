@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -32,7 +33,10 @@ __all__ = [
     "Turn",
     "TurnsReader",
     "clip",
+    "echo_free",
+    "imprint_tool",
     "read_new",
+    "timestamp",
 ]
 
 MAX_READ_BYTES = 8 * 1024 * 1024  # one capture reads at most this; the next goes on
@@ -44,6 +48,20 @@ _INJECTED = re.compile(
     r"<(system-reminder|user-prompt-submit-hook|session-start-hook|local-command-stdout|"
     r"command-message|command-args)>.*?</\1>",
     re.DOTALL,
+)
+# Imprint's own tools as each client names them: Claude Code `mcp__imprint__search` (or,
+# installed as a plugin, `mcp__plugin_imprint_imprint__search`), Codex `imprint.search` or
+# `mcp__imprint__search`, Gemini CLI `mcp_imprint_search`. Their outputs are what Imprint
+# already holds: captured back, they would outrank the memory they repeat.
+_IMPRINT_TOOL = re.compile(
+    r"^(?:mcp__(?:plugin_[a-z0-9_-]*?_)?imprint__|imprint[.:/]|mcp_imprint_|imprint__)",
+    re.IGNORECASE,
+)
+# Imprint's briefing and prompt context (`imprint.hooks.compose`, `imprint.hooks.briefing`)
+# where a client copied them into the conversation's text: from the head to the foot line.
+_BRIEFING_ECHO = re.compile(
+    r"^Imprint (?:memory for project|memories of project) .*?(?:^For more: search\(.*?$|\Z)",
+    re.DOTALL | re.MULTILINE,
 )
 _SKIPPED_TYPES = frozenset(
     {"attachment", "system", "summary", "file-history-snapshot", "queue-operation"}
@@ -61,6 +79,7 @@ class ToolCall:
 @dataclass
 class Turn:
     key: str  # the uuid (else the byte offset) of its first line: stable across re-reads
+    at: float = 0.0  # when its first line was written (epoch seconds; 0 when unknown)
     prompt: str = ""
     texts: list[str] = field(default_factory=list)
     tools: list[ToolCall] = field(default_factory=list)
@@ -89,6 +108,31 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit].rstrip() + f" [... {len(text) - limit} more characters]"
+
+
+def imprint_tool(name: str) -> bool:
+    """Whether a tool call is one of Imprint's own (any client's naming)."""
+    return bool(_IMPRINT_TOOL.match(name))
+
+
+def echo_free(text: str) -> str:
+    """`text` without an Imprint briefing or prompt context a client copied into it."""
+    return _BRIEFING_ECHO.sub("", text).strip() if "Imprint memor" in text else text
+
+
+def timestamp(value: Any) -> float:
+    """An ISO 8601 time (`2026-11-02T10:00:00.000Z`) or epoch seconds/ms as epoch seconds;
+    0.0 for anything else."""
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value) / (1000.0 if value > 1e11 else 1.0)
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -130,9 +174,9 @@ class TurnsReader:
         self.turns: list[Turn] = []
         self.pending: dict[str, ToolCall] = {}
 
-    def _current(self, key: str) -> Turn:
+    def _current(self, key: str, at: float = 0.0) -> Turn:
         if not self.turns:
-            self.turns.append(Turn(key=key))
+            self.turns.append(Turn(key=key, at=at))
         return self.turns[-1]
 
     def finish(self) -> int | None:
@@ -154,21 +198,25 @@ class ClaudeCodeReader(TurnsReader):
             results = [b for b in blocks if b.get("type") == "tool_result"]
             for b in results:
                 call = self.pending.pop(str(b.get("tool_use_id", "")), None)
-                if call is not None:
+                if call is not None and not imprint_tool(call.name):
                     call.output = clip(_result_text(b.get("content")), TOOL_OUTPUT_CHARS)
                     call.is_error = bool(b.get("is_error"))
             if results:
                 return
-            text = _user_text(
-                "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+            text = echo_free(
+                _user_text(
+                    "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+                )
             )
             if text:
-                self.turns.append(Turn(key=key, prompt=clip(text, TEXT_CHARS)))
+                at = timestamp(obj.get("timestamp"))
+                self.turns.append(Turn(key=key, at=at, prompt=clip(text, TEXT_CHARS)))
             return
-        turn = self._current(key)
+        turn = self._current(key, timestamp(obj.get("timestamp")))
         for b in blocks:
-            if b.get("type") == "text" and str(b.get("text", "")).strip():
-                turn.texts.append(clip(str(b["text"]), TEXT_CHARS))
+            text = echo_free(str(b.get("text", ""))) if b.get("type") == "text" else ""
+            if text.strip():
+                turn.texts.append(clip(text, TEXT_CHARS))
             elif b.get("type") == "tool_use":
                 raw = b.get("input")
                 call = ToolCall(

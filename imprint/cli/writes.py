@@ -13,7 +13,7 @@ from imprint.cli._app import WorkspaceOpt, err, setup
 from imprint.cli._daemon import via_daemon
 from imprint.errors import ImprintError
 
-__all__ = ["ingest", "repair"]
+__all__ = ["ingest", "memory_restore", "repair"]
 
 
 def ingest(
@@ -90,3 +90,22 @@ def repair(workspace: WorkspaceOpt = "") -> None:
         typer.echo("nothing to repair: the indexes agree record by record")
     if result.left:
         raise typer.Exit(1)
+
+
+def memory_restore(
+    ids: Annotated[list[str], typer.Argument(help="ids of superseded memories")],
+    workspace: WorkspaceOpt = "",
+) -> None:
+    """Show superseded memories again (undo a supersede, a store's or capture's); the memory
+    that replaced each stays."""
+    from imprint.actors.lifecycle import running
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import restore_memories
+
+    root, config = setup()
+    args: dict[str, object] = {"content": "", "restore": ids, "workspace": workspace}
+    text = via_daemon(root, "store", args)
+    if text is None:
+        with running(root, config, reindex=False) as runtime:
+            text = restore_memories(Writes(runtime), ids, workspace)
+    typer.echo(text)

@@ -31,6 +31,7 @@ from imprint.hooks.compose import (
     MEMORY_SECTIONS,
     SESSIONS_HEADING,
     SESSIONS_SHOWN,
+    SUPERSEDED_SLACK,
     compose_briefing,
     item,
     pick_project,
@@ -115,7 +116,12 @@ def briefing_text(
     fixes, preferences, the facts about it that hold now and its last sessions, then how to
     search for more; at most `max_chars`. Empty when the project has none of these."""
     asks = [
-        (heading, reads.ask(Newest(workspace=ws, project=project, types=t, kinds=k, limit=n)))
+        (
+            heading,
+            reads.ask(
+                Newest(workspace=ws, project=project, types=t, kinds=k, limit=n + SUPERSEDED_SLACK)
+            ),
+        )
         for heading, t, k, n in MEMORY_SECTIONS
     ]
     sessions = reads.ask(
@@ -214,7 +220,7 @@ def prompt_context(
     memories = [
         found[rid]
         for rid, _ in hits
-        if rid in found and found[rid].kind in ("memory", SUMMARY_KIND)
+        if rid in found and found[rid].kind in ("memory", "observation", SUMMARY_KIND)
     ][:PROMPT_MAX_MEMORIES]
     head = f"Imprint memories of project {project} that may bear on this prompt:"
     lines = [head, FRAME, FENCE]

@@ -19,6 +19,7 @@ from imprint.hooks.compose import (
     FACTS_SHOWN,
     MEMORY_SECTIONS,
     SESSIONS_SHOWN,
+    SUPERSEDED_SLACK,
     compose_briefing,
     pick_project,
     session_roots,
@@ -62,7 +63,7 @@ def cold_briefing(data_dir: Path, cwd: Path, max_chars: int, exclude: tuple[str,
         if not project or project in exclude:
             return ""
         newest = [
-            (heading, reader.newest(project, types, kinds, limit))
+            (heading, reader.newest(project, types, kinds, limit + SUPERSEDED_SLACK))
             for heading, types, kinds, limit in MEMORY_SECTIONS
         ]
         ids = [r.id for _, records in newest for r in records]

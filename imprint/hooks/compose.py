@@ -39,6 +39,7 @@ __all__ = [
     "SESSIONS_HEADING",
     "SESSIONS_SHOWN",
     "SESSION_ROOTS",
+    "SUPERSEDED_SLACK",
     "Entry",
     "Fact",
     "Record",
@@ -59,13 +60,24 @@ ITEM_CHARS = 240
 SESSION_CHARS = 600
 # A line beyond its text: "- ", " (id <16 hex>, YYYY-MM-DD)", the newline, a heading.
 _ENTRY_OVERHEAD = 60
-# (heading, record types, record kinds, how many to read); facts and sessions follow.
-MEMORY_SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int], ...] = (
-    ("Decisions", ("decision",), ("memory",), 4),
-    ("Bugs and their fixes", ("bug",), ("memory",), 4),
-    ("Preferences", ("preference",), ("memory",), 4),
-)
 FACTS_HEADING = "Facts that hold now"
+# (heading, record types, record kinds, how many to show); the facts of the knowledge graph
+# join the section headed FACTS_HEADING, the last sessions follow. `memory` is what a client
+# stored, `observation` and `open-problem` what capture extracted (`imprint.capture.observe`).
+MEMORY_SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int], ...] = (
+    ("Decisions", ("decision",), ("memory", "observation"), 10),
+    ("Bugs and their fixes", ("bug",), ("memory", "observation"), 3),
+    ("Preferences", ("preference",), ("memory", "observation"), 8),
+    (FACTS_HEADING, ("finding",), ("observation",), 6),
+    ("Open problems", ("bug",), ("open-problem",), 2),
+)
+# Read past each section's count: the superseded among them are left out afterwards.
+SUPERSEDED_SLACK = 10
+# Standing instructions come before any section's second line (they hold until replaced);
+# past each section's newest line, what holds now (decisions, facts) comes before further
+# fixes and open problems, which take one line for every LATER_LINES of the others.
+ALWAYS_SHOWN = frozenset({"Preferences"})
+LATER_LINES = {"Bugs and their fixes": 3, "Open problems": 3}
 FACTS_SHOWN = 5
 SESSIONS_HEADING = "Last sessions"
 SESSIONS_SHOWN = 2
@@ -227,11 +239,20 @@ def compose_briefing(
     """The briefing for `project`: each memory section's records (newest first, those in
     `superseded` left out), the facts that hold now and the last sessions' summaries, then
     how to search for more; at most `max_chars`. Empty when there is none of these."""
+    shown = {heading: n for heading, _, _, n in MEMORY_SECTIONS}
     sections: list[tuple[str, list[Entry]]] = [
-        (heading, [record_entry(r) for r in records if r.id not in superseded])
+        (
+            heading,
+            [record_entry(r) for r in records if r.id not in superseded][: shown.get(heading)],
+        )
         for heading, records in memories
     ]
-    sections.append((FACTS_HEADING, [fact_entry(f) for f in facts]))
+    graph = [fact_entry(f) for f in facts]
+    merged = next((entries for heading, entries in sections if heading == FACTS_HEADING), None)
+    if merged is None:
+        sections.append((FACTS_HEADING, graph))
+    else:  # the graph's facts and the facts capture kept, newest first
+        merged[:] = sorted(graph + merged, key=lambda entry: -entry[2])
     sections.append((SESSIONS_HEADING, [record_entry(r) for r in sessions]))
     filled = sum(1 for _, entries in sections if entries)
     if not filled:
@@ -250,22 +271,27 @@ def compose_briefing(
     others = filled - sessions_shown
     session_width = 0
     if sessions_shown:
-        share = room // 3 if others else room
+        # What holds now comes first: with many sections the summary gets a quarter.
+        share = (room // 4 if others >= 4 else room // 3) if others else room
         session_width = max(60, min(SESSION_CHARS, share - _ENTRY_OVERHEAD))
     rest = room - (session_width + _ENTRY_OVERHEAD if sessions_shown else 0)
     width = max(60, min(ITEM_CHARS, rest // max(others, 1) - _ENTRY_OVERHEAD))
     kept: list[list[str]] = [[] for _ in sections]
-    longest = max(len(entries) for _, entries in sections)
-    for place in range(longest):
-        for index, (heading, entries) in enumerate(sections):
-            if place >= len(entries):
-                continue
-            wide = sessions_shown and index == len(sections) - 1
-            line = item(entries[place], session_width if wide else width)
-            cost = len(line) + 1 + (0 if kept[index] else len(heading) + 2)
-            if cost <= room:
-                kept[index].append(line)
-                room -= cost
+    order = sorted(
+        (0 if heading in ALWAYS_SHOWN else place * LATER_LINES.get(heading, 1), index, place)
+        for index, (heading, entries) in enumerate(sections)
+        for place in range(len(entries))
+    )
+    for _, index, place in order:
+        heading, entries = sections[index]
+        if place > len(kept[index]):
+            continue  # an earlier line of this section did not fit: nor does this one
+        wide = sessions_shown and index == len(sections) - 1
+        line = item(entries[place], session_width if wide else width)
+        cost = len(line) + 1 + (0 if kept[index] else len(heading) + 2)
+        if cost <= room:
+            kept[index].append(line)
+            room -= cost
     lines = [head, FRAME, FENCE]
     for (heading, _), items in zip(sections, kept, strict=True):
         if items:

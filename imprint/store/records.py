@@ -258,13 +258,13 @@ class SupersedeLink(BaseModel):
 class WriteBatch(BaseModel):
     """Everything one acknowledged write changes; journaled whole before it is applied.
 
-        Records of a source in `drop_sources`, or of a source in `set_sources` with records among
-        `upserts`, that are not among `upserts` are deleted: the writer adds their ids to
-        `delete_ids` before journaling. A source in `set_sources` with no record among `upserts`
-        keeps its records (only its registry entry changes). Deleting a record
-        drops the supersede links it is part of (so deleting the newer memory brings the older
-        one back); `supersede` adds links, in the same transaction as the upserts; `restore` drops
-    the links that mark these memories superseded.
+    Records of a source in `drop_sources`, or of a source in `set_sources` with records among
+    `upserts`, that are not among `upserts` are deleted: the writer adds their ids to
+    `delete_ids` before journaling. A source in `set_sources` with no record among `upserts`
+    keeps its records (only its registry entry changes). Deleting a record
+    drops the supersede links it is part of (so deleting the newer memory brings the older
+    one back); `supersede` adds links, in the same transaction as the upserts, and
+    `restore` drops every link that hides the memories it names (they show again).
     """
 
     model_config = ConfigDict(frozen=True)

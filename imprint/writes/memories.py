@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import (
     FetchRecords,
+    Newest,
     SameText,
     SourceChunks,
     SupersedeLinks,
@@ -41,6 +42,7 @@ __all__ = [
     "Stored",
     "delete_records",
     "remember",
+    "restore_memories",
     "restore_memory",
     "retag_memory",
     "store_memory",
@@ -223,6 +225,27 @@ def remember(
     return Stored(id=record.id, supersedes=old)
 
 
+def restore_memories(writes: Writes, ids: list[str], workspace: str = "") -> str:
+    """Show superseded memories again: the links that hide them are dropped (the memories
+    that replaced them stay). InputError, changing nothing, for an id that is no memory of
+    the workspace or is not superseded."""
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_SUPERSEDES:
+        raise InputError(f"restore: a list of 1-{MAX_SUPERSEDES} memory ids")
+    wanted = tuple(dict.fromkeys(check_id(i, "restore") for i in ids))
+    ws = writes.open(workspace, create=False)
+    deadline = Deadline(30)
+    found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=wanted)), "restore")
+    links = deadline.wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=wanted)), "restore")
+    by_old = {link.old: link.new for link in links}
+    for rid in wanted:
+        if rid not in found or found[rid].source_type != "memory":
+            raise InputError(f"restore: no memory {rid!r} in workspace {ws!r}")
+        if rid not in by_old:
+            raise InputError(f"restore: memory {rid!r} is not superseded; nothing to restore")
+    writes.write(ws, WriteBatch(restore=wanted))
+    return "; ".join(f"restored {rid} (was superseded by {by_old[rid]})" for rid in wanted)
+
+
 def delete_records(
     writes: Writes, id: str = "", source: str = "", project: str = "", workspace: str = ""
 ) -> str:
@@ -258,8 +281,10 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),)))
-    return f"deleted source {source} ({total} chunks)"
+    extra = _observations_of(writes, ws, projects[0], source, deadline)
+    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
+    more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
+    return f"deleted source {source} ({total} chunks{more})"
 
 
 def _memory(writes: Writes, ws: WorkspaceName, rid: MemoryId, argument: str) -> Record:
@@ -292,17 +317,9 @@ def supersede_memory(writes: Writes, old: str, new: str, workspace: str = "") ->
 
 
 def restore_memory(writes: Writes, id: str, workspace: str = "") -> str:
-    """Bring a superseded memory back: the links marking it superseded are dropped, so search,
-    recall and the briefing show it again; the memory that replaced it stays as it is."""
-    ws = writes.open(workspace, create=False)
-    rid = check_id(id)
-    _memory(writes, ws, rid, "id")
-    links = Deadline(30).wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=(rid,))), "restore")
-    newer = [link.new for link in links if link.old == rid]
-    if not newer:
-        raise InputError(f"id: {rid!r} is not superseded; nothing to restore")
-    writes.write(ws, WriteBatch(restore=(rid,)))
-    return f"restored {rid} (was superseded by {', '.join(newer)})"
+    """Bring one superseded memory back (the dashboard's Restore): `restore_memories` for
+    one id, so search, recall and the briefing show it again; what replaced it stays."""
+    return restore_memories(writes, [id], workspace)
 
 
 def retag_memory(
@@ -322,3 +339,28 @@ def retag_memory(
         return f"{rid} unchanged (type {type})"
     writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
     return f"retagged {rid} as {type}"
+
+
+# How many of a project's captured observations a session's delete looks through.
+OBSERVATIONS_LOOKED_AT = 10_000
+
+
+def _observations_of(
+    writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
+) -> tuple[MemoryId, ...]:
+    """The observations capture kept from session `source` (`session:<id>`): each is sourced
+    `session:<id>#<chunk>`, so deleting the session takes them with it."""
+    if not source.startswith("session:") or "#" in source:
+        return ()
+    found = deadline.wait(
+        writes.reads.ask(
+            Newest(
+                workspace=ws,
+                project=project,
+                kinds=("observation", "open-problem"),
+                limit=OBSERVATIONS_LOOKED_AT,
+            )
+        ),
+        "delete",
+    )
+    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))
