@@ -62,3 +62,153 @@ def test_help_is_unchanged_by_the_usage_error_handling(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert f"Usage: imprint {' '.join(args[:-1])}".rstrip() in done.stdout, done.stdout
         assert "Traceback" not in done.stderr
+
+
+# -- 1: every client entry names the data dir it was installed for -----------------------------
+
+
+def _entry(client: str, home: Path) -> dict[str, object]:
+    """The `imprint` MCP server entry `hooks install` wrote for `client` (user scope)."""
+    import json
+    import tomllib
+
+    if client == "codex":
+        return dict(tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["imprint"])
+    path = {
+        "claude-code": home / ".claude.json",
+        "gemini": home / ".gemini" / "settings.json",
+        "cursor": home / ".cursor" / "mcp.json",
+    }[client]
+    return dict(json.loads(path.read_text())["mcpServers"]["imprint"])
+
+
+def _hook_commands(client: str, home: Path) -> list[str]:
+    from imprint.hooks.install import our_commands
+
+    found = our_commands(client, "user", home=home, project=home)
+    return [command for commands in found.values() for command in commands]
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini", "cursor"])
+def test_each_client_entry_and_hook_names_the_data_dir_it_was_installed_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    """With IMPRINT_DATA_DIR set, `hooks install` writes it into the client's MCP entry
+    (`env`, which Codex needs: it passes no environment to an MCP server) and into every
+    hook command (`--data-dir`), so tools, hooks and CLI meet in one data dir whatever
+    environment the client starts them in (before: Codex's tools read ~/.local/share/imprint
+    while its hooks briefed from the user's data dir, and a second daemon started)."""
+    from imprint.hooks.install import install_hooks
+    from imprint.hooks.settings import HookSettings
+
+    chosen = tmp_path / "elsewhere"
+    monkeypatch.setenv("IMPRINT_DATA_DIR", str(chosen))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
+    monkeypatch.setattr("imprint.hooks.install.codex_executable", lambda: None)
+    home = tmp_path / "home"
+    install_hooks(client, "user", HookSettings(), home=home, project=tmp_path)
+    entry = _entry(client, home)
+    assert entry["env"] == {"IMPRINT_DATA_DIR": str(chosen)}, entry
+    assert entry["args"] == ["serve"]
+    commands = _hook_commands(client, home)
+    assert commands and all(f"-X imprint_data_dir={chosen} " in c for c in commands), commands
+    again = install_hooks(client, "user", HookSettings(), home=home, project=tmp_path)
+    assert not [line for line in again if line.startswith("wrote:")], again
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini"])
+def test_an_entry_without_the_data_dir_gets_it_and_keeps_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    """An `imprint` entry an earlier install wrote (no env) gets the data dir on the next
+    install; its other keys and env variables stay; a second install writes nothing."""
+    import json
+
+    from imprint.hooks.install import install_hooks
+    from imprint.hooks.settings import HookSettings
+
+    chosen = tmp_path / "elsewhere"
+    home = tmp_path / "home"
+    monkeypatch.setenv("IMPRINT_DATA_DIR", str(chosen))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setattr("imprint.hooks.install.codex_executable", lambda: None)
+    if client == "codex":
+        (home / ".codex").mkdir(parents=True)
+        (home / ".codex" / "config.toml").write_text(
+            '# mine\n[mcp_servers.imprint]\ncommand = "/x/imprint"\nargs = ["serve"]\n'
+            'env = { OTHER = "1" }\n\n[other]\nkey = 1\n'
+        )
+    else:
+        path = home / (".claude.json" if client == "claude-code" else ".gemini/settings.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = {"command": "/x/imprint", "args": ["serve"], "env": {"OTHER": "1"}, "trust": True}
+        path.write_text(json.dumps({"mcpServers": {"imprint": old}}))
+    install_hooks(client, "user", HookSettings(), home=home, project=tmp_path)
+    entry = _entry(client, home)
+    assert entry["env"] == {"OTHER": "1", "IMPRINT_DATA_DIR": str(chosen)}, entry
+    assert entry["command"] == "/x/imprint"
+    if client == "codex":
+        text = (home / ".codex" / "config.toml").read_text()
+        assert text.startswith("# mine\n") and "[other]\nkey = 1" in text
+    else:
+        assert entry["trust"] is True
+    again = install_hooks(client, "user", HookSettings(), home=home, project=tmp_path)
+    assert not [line for line in again if line.startswith("wrote:")], again
+
+
+def test_a_hook_runs_against_the_data_dir_its_command_names(tmp_path: Path) -> None:
+    """The hook command install wrote, run with another IMPRINT_DATA_DIR in its environment
+    (a client started from elsewhere): its run is counted in the data dir the command names."""
+    import json
+    import shlex
+
+    from imprint.hooks.install import hook_command, hook_launcher
+    from imprint.hooks.state import read_state
+
+    named, other = tmp_path / "named", tmp_path / "other"
+    words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code", named))
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(other)}
+    event = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path)}
+    done = subprocess.run(
+        words, input=json.dumps(event), capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert read_state(named).get("claude-code", {}).get("stop", {}).get("runs") == 1
+    assert not other.exists()
+
+
+def test_status_warns_when_a_client_entry_names_another_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hooks status` names a client whose MCP entry points its tools at another data dir
+    than its hooks report to, and one whose entry names none (Codex would then read the
+    default data dir), each with the install that fixes it."""
+    import json
+
+    from imprint.hooks.install import install_hooks
+    from imprint.hooks.settings import HookSettings
+    from imprint.hooks.status import status_lines
+
+    home = tmp_path / "home"
+    chosen = tmp_path / "chosen"
+    monkeypatch.setenv("IMPRINT_DATA_DIR", str(chosen))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setattr("imprint.hooks.install.codex_executable", lambda: None)
+    monkeypatch.setattr("imprint.hooks.status.codex_executable", lambda: None)
+    for client in ("claude-code", "gemini"):
+        install_hooks(client, "user", HookSettings(), home=home, project=tmp_path)
+    claude = home / ".claude.json"
+    data = json.loads(claude.read_text())
+    data["mcpServers"]["imprint"]["env"]["IMPRINT_DATA_DIR"] = str(tmp_path / "stale")
+    claude.write_text(json.dumps(data))
+    gemini = home / ".gemini" / "settings.json"
+    data = json.loads(gemini.read_text())
+    del data["mcpServers"]["imprint"]["env"]
+    gemini.write_text(json.dumps(data))
+    text = "\n".join(status_lines(chosen, home=home, project=tmp_path))
+    assert (
+        f"its MCP entry ({claude}) names the data dir {tmp_path / 'stale'}, its hooks "
+        f"{chosen}" in text
+    ), text
+    assert f"its MCP entry ({gemini}) names no data dir" in text, text
+    assert text.count("run `imprint hooks install --client") >= 2, text

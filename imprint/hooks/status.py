@@ -19,8 +19,15 @@ from imprint.hooks.codex import (
     listed_hooks,
     trust_words,
 )
-from imprint.hooks.events import CLIENTS, EVENTS
-from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
+from imprint.hooks.events import CLIENTS, DATA_DIR_OPTION, EVENTS
+from imprint.hooks.install import (
+    Scope,
+    client_files,
+    entry_data_dir,
+    imprint_executable,
+    our_commands,
+    ours_in,
+)
 from imprint.hooks.report import plugin_misses, when
 from imprint.hooks.state import read_state
 
@@ -82,6 +89,58 @@ def _codex_notes(
     return notes
 
 
+def _named_data_dir(command: str) -> str | None:
+    """The data dir a hook command names (`-X imprint_data_dir=DIR`), or None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    prefix = f"{DATA_DIR_OPTION}="
+    return next((w.removeprefix(prefix) for w in words[:6] if w.startswith(prefix)), None)
+
+
+def _data_dir_notes(
+    client: str,
+    commands: dict[Scope, dict[str, list[str]]],
+    data_dir: Path,
+    home: Path,
+    project: Path,
+) -> list[str]:
+    """Where a client's tools and its hooks would see different memories: its MCP entry
+    naming another data dir than its hooks, or none (Codex passes its server no
+    environment, so it would read the default); hooks reporting to another data dir than
+    this status reads."""
+    fix = f"run `imprint hooks install --client {client}` with IMPRINT_DATA_DIR set to the one"
+    notes = []
+    for scope, found in commands.items():
+        if not found:
+            continue
+        named = {_named_data_dir(c) for listed in found.values() for c in listed}
+        hooks_dir = next(iter(named)) if len(named) == 1 else None
+        hooks_dir = hooks_dir or str(data_dir)
+        if hooks_dir != str(data_dir):
+            notes.append(
+                f"  its {scope} hooks report to the data dir {hooks_dir}, not this one "
+                f"({data_dir}): run this with IMPRINT_DATA_DIR={hooks_dir} to see their runs"
+            )
+        entry = entry_data_dir(client, scope, home, project)
+        if entry is None:
+            continue
+        path, entry_dir = entry
+        if not entry_dir:
+            notes.append(
+                f"  its MCP entry ({path}) names no data dir: its tools use the client's "
+                f"IMPRINT_DATA_DIR or the default (Codex passes none), its hooks {hooks_dir}; "
+                f"{fix} you want"
+            )
+        elif entry_dir != hooks_dir:
+            notes.append(
+                f"  its MCP entry ({path}) names the data dir {entry_dir}, its hooks "
+                f"{hooks_dir}: its tools do not see what its hooks capture; {fix} you want"
+            )
+    return notes
+
+
 def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
     """The plugin's hooks that found no `imprint` to run since a Claude Code hook last ran:
     how often, when last, and the fix."""
@@ -136,6 +195,7 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             lines.append(line)
         if client == "codex" and installed:
             lines += _codex_notes(trust, with_hooks, home, project)
+        lines += _data_dir_notes(client, commands, data_dir, home, project)
         gone = sorted(
             {
                 path
