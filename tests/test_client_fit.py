@@ -212,3 +212,58 @@ def test_status_warns_when_a_client_entry_names_another_data_dir(
     ), text
     assert f"its MCP entry ({gemini}) names no data dir" in text, text
     assert text.count("run `imprint hooks install --client") >= 2, text
+
+
+# -- 7: what install says is what it did ------------------------------------------------------
+
+
+def test_gemini_install_writes_its_one_settings_file_once(tmp_path: Path) -> None:
+    """Gemini keeps hooks and MCP servers in one settings.json: install writes it once, says
+    `wrote:` once and keeps one backup (before: two `wrote:` lines, two backups)."""
+    import json
+
+    from imprint.hooks.install import install_hooks
+    from imprint.hooks.settings import HookSettings
+
+    home = tmp_path / "home"
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"theme": "dark"}))
+    report = install_hooks("gemini", "user", HookSettings(), home=home, project=tmp_path)
+    wrote = [line for line in report if line.startswith(("wrote:", "unchanged:"))]
+    assert wrote == [f"wrote: {settings}" + wrote[0].removeprefix(f"wrote: {settings}")], report
+    assert len(list(settings.parent.glob("settings.json.imprint-*.bak"))) == 1
+    data = json.loads(settings.read_text())
+    assert data["theme"] == "dark" and "imprint" in data["mcpServers"] and data["hooks"]
+
+
+def test_codex_trust_says_it_wrote_the_config_codex_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hooks install --client codex --trust`, a second time: the trust records Codex writes
+    into its config.toml are reported as a write of that file, not `unchanged` (before:
+    `unchanged: config.toml` while [hooks.state] was added)."""
+    from imprint.hooks import install
+    from imprint.hooks.codex import CodexHook
+    from imprint.hooks.settings import HookSettings
+
+    home = tmp_path / "home"
+    config = home / ".codex" / "config.toml"
+    monkeypatch.setenv("CODEX_HOME", str(config.parent))
+    monkeypatch.setattr(install, "codex_executable", lambda: "/fake/codex")
+    monkeypatch.setattr(install, "_codex_feature", lambda codex, report: "hooks")
+
+    def trusted(codex: str, cwd: Path, which: object) -> list[CodexHook]:
+        with config.open("a") as f:  # what Codex's config/batchWrite does
+            f.write('\n[hooks.state."x:stop:0:0"]\ntrusted_hash = "h"\n')
+        key = f"{config.parent / 'hooks.json'}:stop:0:0"
+        command = install.hook_command(install.hook_launcher(), "stop", "codex")
+        return [CodexHook(key, "stop", command, "trusted", True, "h")]
+
+    monkeypatch.setattr(install, "trust_hooks", trusted)
+    install.install_hooks("codex", "user", HookSettings(), home=home, project=tmp_path)
+    report = install.install_hooks(
+        "codex", "user", HookSettings(), home=home, project=tmp_path, trust=True
+    )
+    assert f"unchanged: {config}" not in report, report
+    assert any(line.startswith(f"wrote: {config}") and "trust" in line for line in report), report

@@ -520,20 +520,36 @@ def install_hooks(
     events = _events(client, settings)
     root = (root or data_dir()).expanduser().absolute()
     report: list[str] = []
-    _json_file(files.hooks, lambda d: _edit_hooks(d, client, events, settings, root), report)
+
+    def hooks_edit(data: Data) -> Data:
+        return _edit_hooks(data, client, events, settings, root)
+
+    if files.hooks == files.mcp:  # Gemini: hooks and servers in one file, written once
+        _json_file(files.hooks, lambda d: _edit_mcp_json(hooks_edit(d), client, root), report)
+    else:
+        _json_file(files.hooks, hooks_edit, report)
     if client == "codex":
         codex = codex_executable()
         before = _text(files.mcp)
         feature = _codex_feature(codex, report)
         edited = _edit_codex_toml(before or "", files.mcp, root, feature)
         _write(files.mcp, before, edited, report)
-    else:
+    elif files.hooks != files.mcp:
         _json_file(files.mcp, lambda d: _edit_mcp_json(d, client, root), report)
     report.append(f"data dir: {root} (named in the MCP entry and in every hook)")
     captured = [e for e in events if e in CAPTURE_EVENTS]
     report.append(f"hooks: {', '.join(events)}")
     if client == "codex":
+        # Trusting writes Codex's own records into its user config: said as a write.
+        trusted_in = client_files("codex", "user", home, project).mcp
+        untrusted = _text(trusted_in)
         report += _codex_report(codex, files.hooks, project, trust)
+        if _text(trusted_in) != untrusted:
+            said = f"wrote: {trusted_in} (Codex recorded its trust of Imprint's hooks)"
+            stale = f"unchanged: {trusted_in}"
+            report[:] = [said if line == stale else line for line in report]
+            if said not in report:
+                report.insert(0, said)
     if "prompt-submit" not in events and "prompt-submit" in NATIVE_EVENTS[client]:
         report.append(
             "prompt submit: off (hooks.prompt_submit); turn it on and install again to add it"
