@@ -267,3 +267,37 @@ def test_codex_trust_says_it_wrote_the_config_codex_changed(
     )
     assert f"unchanged: {config}" not in report, report
     assert any(line.startswith(f"wrote: {config}") and "trust" in line for line in report), report
+
+
+# -- 7: capabilities the same on every transport, each answered -------------------------------
+
+
+def test_every_protocol_version_advertises_only_what_the_server_answers() -> None:
+    """The snapshot the daemon answers (held equal to the live server by test_handshake)
+    advertises no resource subscription and no list-changed notifications at any version:
+    the server sends none, and `resources/subscribe` answers -32601 (before: the 2026-07-28
+    `server/discover` over stdio said `resources.subscribe: true` and every `listChanged`
+    true, while over HTTP they were false)."""
+    from imprint.server.handshake import load_handshake
+
+    snapshot = load_handshake()
+    assert snapshot is not None
+    found = [v["initialize"]["capabilities"] for v in snapshot["versions"].values()]
+    found += [v["server/discover"]["capabilities"] for v in snapshot["modern"].values()]
+    for caps in found:
+        assert caps["resources"] == {"listChanged": False, "subscribe": False}, caps
+        assert caps["tools"] == {"listChanged": False} and caps["prompts"] == {"listChanged": False}
+
+
+def test_the_live_server_advertises_the_same_at_the_2026_version() -> None:
+    """The server itself (what stdio and HTTP sessions both build) at 2026-07-28: no
+    subscription and no list-changed notifications, as at every handshake version."""
+    from imprint.server import build_server
+
+    server = build_server(lambda: None)  # type: ignore[arg-type,return-value]
+    low = server._lowlevel_server
+    for version in ("2025-06-18", "2026-07-28"):
+        caps = low.get_capabilities(None, {}, protocol_version=version)
+        assert caps.resources is not None and caps.resources.subscribe is False, version
+        assert caps.resources.list_changed is False and caps.tools is not None
+        assert caps.tools.list_changed is False, version
