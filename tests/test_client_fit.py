@@ -73,7 +73,9 @@ def _entry(client: str, home: Path) -> dict[str, object]:
     import tomllib
 
     if client == "codex":
-        return dict(tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["imprint"])
+        return dict(
+            tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"]["imprint"]
+        )
     path = {
         "claude-code": home / ".claude.json",
         "gemini": home / ".gemini" / "settings.json",
@@ -168,7 +170,11 @@ def test_a_hook_runs_against_the_data_dir_its_command_names(tmp_path: Path) -> N
     named, other = tmp_path / "named", tmp_path / "other"
     words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code", named))
     env = {**os.environ, "IMPRINT_DATA_DIR": str(other)}
-    event = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path)}
+    event = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "none.jsonl"),
+        "cwd": str(tmp_path),
+    }
     done = subprocess.run(
         words, input=json.dumps(event), capture_output=True, text=True, env=env, timeout=120
     )
@@ -301,3 +307,55 @@ def test_the_live_server_advertises_the_same_at_the_2026_version() -> None:
         assert caps.resources is not None and caps.resources.subscribe is False, version
         assert caps.resources.list_changed is False and caps.tools is not None
         assert caps.tools.list_changed is False, version
+
+
+# -- 7: a captured session reads right in search and recall -----------------------------------
+
+
+def test_a_session_hit_shows_its_summary_and_its_turn_apart(tmp_path: Path, rt: object) -> None:
+    """A captured session whose summary and first turn both match: the summary is a block
+    of its own (`session:<id>`, a memory, no chunk number) and the turn another
+    (`session:<id>#0`); never `session:<id>#0 +#0` (before: the summary, a memory at chunk
+    0, and the turn at chunk 0 were folded into one header)."""
+    from imprint.capture.session import capture_event, session_project
+    from imprint.writes import Writes
+    from tests.capture_support import Transcript
+    from tests.test_tools import Session
+
+    cwd = tmp_path / "demo-project"
+    cwd.mkdir()
+    t = Transcript(tmp_path / "claude" / "sess-9.jsonl", "sess-9", cwd)
+    for n in range(4):
+        t.turn(f"where does kestrel {n} nest", f"Kestrel {n} nests on ledge {n}.")
+    assert capture_event(Writes(rt), rt.data_dir, t.event()) == 4  # type: ignore[attr-defined]
+    project = session_project(str(cwd))
+    found = Session(rt, cwd).ok("search", query="kestrel nests", project=project)  # type: ignore[arg-type]
+    assert "+#0" not in found, found
+    headers = [line for line in found.splitlines() if "session:sess-9" in line]
+    assert any("session:sess-9#" in h and "| milestone |" not in h for h in headers), found
+    assert any("session:sess-9 |" in h and "| milestone |" in h for h in headers), found
+
+
+def test_one_chunk_and_one_turn_are_counted_in_the_singular(tmp_path: Path, rt: object) -> None:
+    """recall's source and summary blocks of a one-chunk source say `1 chunk`, and a
+    one-turn session's summary says `1 turn` (before: `1 chunks`, `1 turns`)."""
+    from imprint.capture.session import capture_event
+    from imprint.writes import Writes
+    from tests.capture_support import Transcript
+    from tests.test_tools import Session
+
+    cwd = tmp_path / "demo-project"
+    cwd.mkdir()
+    session = Session(rt, cwd)  # type: ignore[arg-type]
+    session.ok("ingest_content", name="one.md", content="the kestrel hovers", project="p")
+    plan = [
+        {"tool": "list_sources", "args": {"project": "p"}},
+        {"tool": "file_summary", "args": {"source": "one.md", "project": "p"}},
+    ]
+    recalled = session.ok("recall", question="kestrel", plan=plan)
+    assert "| 1 chunks |" not in recalled and "| 1 chunk | source" in recalled, recalled
+    t = Transcript(tmp_path / "claude" / "s1.jsonl", "s1", cwd)
+    t.turn("where does the kestrel nest", "On the ledge.")
+    assert capture_event(Writes(rt), rt.data_dir, t.event()) == 1  # type: ignore[attr-defined]
+    found = session.ok("search", query="kestrel nest ledge", detail="full")
+    assert "(1 turn, id s1)" in found and "1 turns" not in found, found

@@ -12,6 +12,7 @@ import re
 
 from pydantic import BaseModel
 
+from imprint._shown import counted
 from imprint.capture.transcript import ToolCall, Turn
 
 __all__ = ["Notes", "render_turn", "summary_text"]
@@ -132,7 +133,9 @@ def summary_text(session_id: str, project: str, notes: Notes) -> str:
     """The summary memory's content: one line per kind of note that has any, what holds
     beyond the session first (decisions, then errors and their fixes: a briefing clips a
     summary to its first line or two), then what was asked, touched and run."""
-    lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
+    lines = [
+        f"Session in project {project or '-'} ({counted(notes.turns, 'turn')}, id {session_id}):"
+    ]
     sections = (
         ("Decisions stated", notes.decisions),
         (
