@@ -359,3 +359,40 @@ def test_one_chunk_and_one_turn_are_counted_in_the_singular(tmp_path: Path, rt: 
     assert capture_event(Writes(rt), rt.data_dir, t.event()) == 1  # type: ignore[attr-defined]
     found = session.ok("search", query="kestrel nest ledge", detail="full")
     assert "(1 turn, id s1)" in found and "1 turns" not in found, found
+
+
+def test_a_session_with_no_turn_yet_stores_no_summary(tmp_path: Path, rt: object) -> None:
+    """A transcript that holds no turn yet (Gemini writes its chat file before the first
+    answer; here only a hook's output): capture stores nothing, so search finds no empty
+    `(0 turns)` summary; once a turn is there, it is captured with its summary (before: a
+    `(0 turns)` milestone was stored and returned by search)."""
+    from imprint.capture.session import capture_event, session_project
+    from imprint.writes import Writes
+    from tests.capture_support import Transcript, session_records
+
+    cwd = tmp_path / "demo-project"
+    cwd.mkdir()
+    t = Transcript(tmp_path / "claude" / "s2.jsonl", "s2", cwd)
+    t.hook_output()
+    writes = Writes(rt)  # type: ignore[arg-type]
+    assert capture_event(writes, rt.data_dir, t.event()) == 0  # type: ignore[attr-defined]
+    project = session_project(str(cwd))
+    assert session_records(rt, project, "session:s2") == []  # type: ignore[arg-type]
+    t.turn("what about the falcon", "The falcon stays.")
+    assert capture_event(writes, rt.data_dir, t.event()) == 1  # type: ignore[attr-defined]
+    records = session_records(rt, project, "session:s2")  # type: ignore[arg-type]
+    summary = [r.content for r in records if r.source_type == "memory"]
+    assert len(summary) == 1 and "(1 turn," in summary[0], summary
+
+
+def test_saying_a_decision_was_stored_is_no_decision_stated() -> None:
+    """An assistant's "Stored the decision." (it called Imprint's store) is not listed under
+    "Decisions stated"; a real one beside it still is (before: it was listed)."""
+    from imprint.capture.summary import Notes
+    from imprint.capture.transcript import Turn
+
+    notes = Notes()
+    texts = ["Stored the decision.", "I recorded the decision in Imprint.",
+             "We'll use MkDocs for the docs instead of Sphinx."]  # fmt: skip
+    notes.add(Turn(key="t1", prompt="docs?", texts=texts, tools=[]))  # type: ignore[call-arg]
+    assert notes.decisions == ["We'll use MkDocs for the docs instead of Sphinx."], notes

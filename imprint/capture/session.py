@@ -170,6 +170,10 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
                 )
             )
             state.chunks += 1
+    if state.notes.turns == 0:
+        # Nothing said yet (Gemini writes its chat file before the first answer): no
+        # `(0 turns)` summary for search to find; the next capture reads from here again.
+        return 0
     summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))
     records.append(
         Record(

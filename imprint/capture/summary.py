@@ -27,6 +27,12 @@ _DECISION = re.compile(
     r"(?:use|go with|keep)|let's (?:use|go with|keep)|going with|chose|choose to|"
     r"instead of|the fix (?:is|was)|fixed (?:it|this|the) by|root cause)\b"
 )
+# A sentence that says a decision was stored or noted (the assistant called Imprint's
+# `store`, or a note-taking tool) reports an action: it states no decision of its own.
+_RECORDED = re.compile(
+    r"(?i)^\W*(?:(?:i|we)(?:'ve| have)?\s+)?(?:stored|saved|recorded|noted|logged|"
+    r"remembered|added|kept|captured)\b[^.!?]{0,60}\bdecisions?\b"
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 KEEP = {"asked": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 12}
 
@@ -67,7 +73,11 @@ class Notes(BaseModel):
                 self.open_error = ""
         for text in turn.texts:
             for sentence in _SENTENCE.split(text):
-                if _DECISION.search(sentence) and 20 <= len(sentence) <= 300:
+                if (
+                    _DECISION.search(sentence)
+                    and 20 <= len(sentence) <= 300
+                    and not _RECORDED.search(sentence)
+                ):
                     self._keep("decisions", _line(sentence, 220))
 
     def _keep(self, name: str, value: str) -> None:
