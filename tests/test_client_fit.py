@@ -396,3 +396,53 @@ def test_saying_a_decision_was_stored_is_no_decision_stated() -> None:
              "We'll use MkDocs for the docs instead of Sphinx."]  # fmt: skip
     notes.add(Turn(key="t1", prompt="docs?", texts=texts, tools=[]))  # type: ignore[call-arg]
     assert notes.decisions == ["We'll use MkDocs for the docs instead of Sphinx."], notes
+
+
+# -- 6: hooks status says what the user needs ------------------------------------------------
+
+
+def test_status_shows_the_plugin_and_each_clients_captures_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hooks status` with the Claude Code plugin installed and enabled (no hooks in the
+    settings): the plugin, not `not installed`; per client its last capture and its last
+    capture failure in words (a hook that queued fine says `0 failed` while the capture
+    failed); with no daemon, the last log line that says something, not a line of dashes
+    (before: `claude-code: not installed`, the failure only as "N events waiting", the log
+    line `-----`)."""
+    import json
+    import time
+
+    from imprint.hooks.state import record_run
+    from imprint.hooks.status import status_lines
+
+    monkeypatch.setattr("imprint.hooks.status.codex_executable", lambda: None)
+    home, data = tmp_path / "home", tmp_path / "data"
+    plugins = home / ".claude" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "installed_plugins.json").write_text(
+        json.dumps({"version": 2, "plugins": {"imprint@imprint-local": [{"scope": "user"}]}})
+    )
+    (home / ".claude" / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"imprint@imprint-local": True}})
+    )
+    record_run(data, "claude-code", "stop")
+    (data / "capture").mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    stats = {
+        "claude-code": {
+            "captures": 2, "turns": 7, "failures": 1, "last_capture_at": now - 60,
+            "last_failure_at": now, "last_error": "capture: session s1: no transcript at '/x'",
+        }
+    }  # fmt: skip
+    (data / "capture" / "clients.json").write_text(json.dumps(stats))
+    (data / "run").mkdir(parents=True, exist_ok=True)
+    (data / "run" / "daemon.stderr.log").write_text(
+        "2026-12-04T10:00:00Z [error    ] daemon.start.failed  error=disk full\n" + "-" * 40 + "\n\n"
+    )
+    lines = status_lines(data, home=home, project=tmp_path)
+    text = "\n".join(lines)
+    assert lines[0] == "claude-code: plugin imprint@imprint-local (enabled)", text
+    assert "  capture: 2 captures (7 turns), the last at " in text, text
+    assert "1 failed, the last at " in text and "no transcript at '/x'" in text, text
+    assert "daemon.start.failed error=disk full" in text and "-----" not in text, text
