@@ -438,7 +438,9 @@ def test_status_shows_the_plugin_and_each_clients_captures_in_words(
     (data / "capture" / "clients.json").write_text(json.dumps(stats))
     (data / "run").mkdir(parents=True, exist_ok=True)
     (data / "run" / "daemon.stderr.log").write_text(
-        "2026-12-04T10:00:00Z [error    ] daemon.start.failed  error=disk full\n" + "-" * 40 + "\n\n"
+        "2026-12-04T10:00:00Z [error    ] daemon.start.failed  error=disk full\n"
+        + "-" * 40
+        + "\n\n"
     )
     lines = status_lines(data, home=home, project=tmp_path)
     text = "\n".join(lines)
@@ -446,3 +448,60 @@ def test_status_shows_the_plugin_and_each_clients_captures_in_words(
     assert "  capture: 2 captures (7 turns), the last at " in text, text
     assert "1 failed, the last at " in text and "no transcript at '/x'" in text, text
     assert "daemon.start.failed error=disk full" in text and "-----" not in text, text
+
+
+# -- 2: a search beside a daemon imports only the light client --------------------------------
+
+from tests.test_daemon import StartDaemon, private_env, serve, shared_tmp  # noqa: E402, F401
+
+_HEAVY = ("typer", "click", "rich", "chromadb", "pykka", "mcp", "pydantic", "structlog", "numpy")
+_RECORD_MODULES = """
+import atexit, sys
+out = sys.argv[1]
+def _dump():
+    with open(out, "w") as f:
+        f.write("\\n".join(sorted(sys.modules)))
+atexit.register(_dump)
+sys.argv = ["imprint", *sys.argv[2:]]
+from imprint.launch import main
+main()
+"""
+
+
+def _search_recorded(
+    tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    modules = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.txt"
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run(
+        [sys.executable, "-c", _RECORD_MODULES, str(modules), "search", *args],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    return done, set(modules.read_text().split()) if modules.exists() else set()
+
+
+def test_a_search_beside_a_daemon_loads_no_heavy_library(
+    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """`imprint search` beside a running daemon asks it over the socket with the standard
+    library alone: none of typer, click, rich, chromadb, pykka, MCP, pydantic, structlog or
+    numpy is imported (before: all of them, about 3 s of CPU), and it prints what the full
+    command line prints for the same search, filters and budget included; a tool error is
+    one line and exit 2, as there."""
+    from imprint.cli._daemon import via_daemon
+
+    d, _ = serve(warm_embedder=False)
+    args = {"query": "heron", "project": "", "type": "", "lang": "", "layer": "", "limit": 3}
+    args |= {"mode": "lexical", "max_chars": None, "since": "2026-01-01", "workspace": ""}
+    done, modules = _search_recorded(
+        tmp_path, "heron", "--limit", "3", "--mode=lexical", "--since", "2026-01-01"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == via_daemon(d.data_dir, "search", args) + "\n"
+    assert modules and not {m.split(".")[0] for m in modules} & set(_HEAVY), sorted(
+        m for m in modules if m.split(".")[0] in _HEAVY
+    )
+    bad, _ = _search_recorded(tmp_path, "heron", "--mode", "fuzzy")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "mode" in bad.stderr, bad.stderr

@@ -44,6 +44,7 @@ __all__ = [
     "ask_sync",
     "ask_watch",
     "bridge_stdio",
+    "call_tool",
     "connect",
     "daemon_alive",
     "open_session",
@@ -289,6 +290,63 @@ def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     _pump(sock.recv, write_out, lambda: None)
     sock.close()
     return 0
+
+
+# What a command line session opens with: a handshake the daemon's front answers from its
+# snapshot at once (imprint.daemon.front), so no MCP code loads on either side to say hello.
+_CLI_PROTOCOL = "2025-06-18"
+
+
+def _reply(reader: Any, rid: int) -> dict[str, Any]:
+    """The JSON-RPC reply with id `rid`; notifications (progress, logs) before it skipped."""
+    while line := reader.readline():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("id") == rid:
+            return message
+    raise StoreError("daemon: it closed the session before answering; see its log")
+
+
+def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
+    """Call one MCP tool of the data dir's running daemon over its socket, in plain
+    newline-delimited JSON-RPC (the standard library only, no MCP client: a command the
+    daemon answers starts in tens of milliseconds): (is_error, the tool's text)."""
+    from imprint import __version__
+
+    sock = open_session(data_dir)
+    try:
+        reader = sock.makefile("rb")
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": _CLI_PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "imprint-cli", "version": __version__},
+            },
+        }
+        sock.sendall((json.dumps(hello) + "\n").encode())
+        opened = _reply(reader, 1)
+        if "result" not in opened:
+            raise StoreError(f"daemon: it refused the session: {opened.get('error')}")
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        call["params"] = {"name": tool, "arguments": args}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        sock.sendall((json.dumps(ready) + "\n" + json.dumps(call) + "\n").encode())
+        answer = _reply(reader, 2)
+    finally:
+        sock.close()
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        error = answer.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        raise StoreError(f"{tool}: {message or 'the daemon gave no result'}")
+    content = result.get("content") or [{}]
+    text = content[0].get("text", "") if isinstance(content[0], dict) else ""
+    return bool(result.get("isError")), str(text)
 
 
 def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[str, Any]]:

@@ -162,7 +162,9 @@ def plugin_state(home: Path, project: Path) -> list[str]:
     installed_plugins.json, enabled nowhere)."""
     installed = _json_object(home / ".claude" / "plugins" / "installed_plugins.json")
     listed = installed.get("plugins")
-    ids = {k for k in listed if k.split("@")[0] == PLUGIN_NAME} if isinstance(listed, dict) else set()
+    ids = (
+        {k for k in listed if k.split("@")[0] == PLUGIN_NAME} if isinstance(listed, dict) else set()
+    )
     enabled: dict[str, bool] = {}
     for settings in (
         home / ".claude" / "settings.json",
