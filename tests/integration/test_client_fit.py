@@ -97,3 +97,71 @@ def test_five_clients_hanging_up_mid_answer_leave_no_traceback(
     assert len(lines) == HANGUPS, stderr_log[-3000:]
     assert all("[debug" in line and "error=BrokenPipeError" in line for line in lines), lines
     assert "daemon.session.disconnected" not in log
+
+
+def test_a_cold_bridge_answers_the_handshake_and_tools_list_before_the_daemon_is_up(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """With no daemon, `imprint serve` answers `initialize` and tools/list from the handshake
+    snapshot while the daemon cannot start yet (this test holds the start lock, as a slow
+    start under load does): the client has Imprint's 17 tools before any daemon runs; once
+    the lock is let go the daemon starts and answers the held tool call (before: nothing
+    came until the daemon listened, 2.3-3.7 s under load, and Claude Code's `-p` sent its
+    first request without Imprint's tools)."""
+    import select
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    from imprint.daemon.runfile import run_dir
+    from tests.integration.conftest import owner_env
+
+    run_dir(data_dir).mkdir(parents=True, exist_ok=True)
+    lock = FileLock(run_dir(data_dir) / "start.lock", thread_local=False)
+    lock.acquire()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from imprint.launch import main; main()", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=owner_env(data_dir),
+        cwd=tmp_path,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+
+        def send(*messages: dict[str, object]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+            proc.stdin.flush()
+
+        def reply() -> dict[str, object]:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 60)  # a failing test's bound
+            assert ready, "no reply while the daemon could not start"
+            return dict(json.loads(proc.stdout.readline()))
+
+        send(
+            initialize_request("cold"),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+             "params": {"name": "store", "arguments": {"content": "the cold heron"}}},
+        )  # fmt: skip
+        opened = reply()
+        assert opened["id"] == 1 and "result" in opened, opened
+        listed = reply()
+        assert listed["id"] == 2, listed
+        assert len(listed["result"]["tools"]) == 17  # type: ignore[index]
+        assert daemon_pid(data_dir) is None  # all of it before any daemon ran
+        lock.release()
+        stored = reply()
+        assert stored["id"] == 3, stored
+        text = stored["result"]["content"][0]["text"]  # type: ignore[index]
+        assert str(text).startswith("stored "), stored
+    finally:
+        if lock.is_locked:
+            lock.release()
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        proc.stdout.close()
