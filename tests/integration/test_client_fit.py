@@ -165,3 +165,47 @@ def test_a_cold_bridge_answers_the_handshake_and_tools_list_before_the_daemon_is
         proc.stdin.close()
         proc.wait(timeout=60)
         proc.stdout.close()
+
+
+COLD_RUNS = 10
+
+
+def test_a_cold_claude_p_has_imprints_tools_in_its_first_request(tmp_path: Path) -> None:
+    """Ten `claude -p` runs of the real Claude Code, each with no daemon running (a fresh
+    data dir): in every one the first request to the model carries Imprint's tools (before:
+    Claude Code's `-p` does not wait for a server, and with the daemon still starting the
+    tools were missing from it in 1 of 2 cold runs)."""
+    import sys
+
+    from tests.integration.model_server import scripted_model, text
+    from tests.integration.node_clients import client, client_env, run_client
+    from tests.integration.test_two_sessions import stop_daemon
+    from tests.integration.test_two_sessions_clients import DUMMY_KEY
+
+    claude = client("@anthropic-ai/claude-code")
+    imprint = str(Path(sys.executable).with_name("imprint"))
+    home, project = tmp_path / "home", tmp_path / "birdwatch"
+    home.mkdir()
+    project.mkdir()
+    had: list[bool] = []
+    with scripted_model([[text("Noted.")] for _ in range(COLD_RUNS)]) as model:
+        for n in range(COLD_RUNS):
+            data = tmp_path / f"data-{n}"
+            entry = {"command": imprint, "args": ["serve"], "env": {"IMPRINT_DATA_DIR": str(data)}}
+            config = tmp_path / f"mcp-{n}.json"
+            config.write_text(json.dumps({"mcpServers": {"imprint": entry}}))
+            env = client_env(home, ANTHROPIC_BASE_URL=model.url, **{"ANTHROPIC_API_KEY": DUMMY_KEY})
+            model.requests.clear()
+            try:
+                done = run_client(
+                    [claude, "-p", "hi", "--output-format", "json", "--mcp-config", str(config)],
+                    project,
+                    env,
+                )
+                assert done.returncode == 0, done.stderr[-2000:]
+                first = model.agent_requests()[0]
+                names = [t.get("name", "") for t in first.get("tools", [])]
+                had.append(any(name.startswith("mcp__imprint__") for name in names))
+            finally:
+                stop_daemon(data)
+    assert had == [True] * COLD_RUNS, had
