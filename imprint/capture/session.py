@@ -13,17 +13,21 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
+from imprint.actors.read_messages import ProjectRoots
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
 from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
+from imprint.hooks.compose import pick_project, record_root, session_roots
+from imprint.hooks.settings import excluded_folder, hook_settings
+from imprint.reads.deadline import Deadline
 from imprint.redact import redact
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
@@ -35,10 +39,11 @@ from imprint.store.records import (
 )
 from imprint.writes.gateway import Writes
 
-__all__ = ["SessionState", "capture_event", "load_state", "session_project"]
+__all__ = ["Captured", "SessionState", "capture", "capture_event", "load_state", "session_project"]
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 PIECE_CHARS = 4_000  # a turn longer than this is stored in pieces
+READ_TIMEOUT_SEC = 30.0
 
 
 class SessionState(BaseModel):
@@ -69,8 +74,34 @@ def load_state(data_dir: Path, session_id: str) -> SessionState | None:
 
 
 def session_project(cwd: str) -> str:
-    """The project a session's folder maps to: its name, as a folder's ingest names it."""
+    """The name a session's folder gives a project, as a folder's ingest names it (which
+    project it maps to is `mapped_project`'s, by its resolved root)."""
     return project_from_folder(Path(cwd).name) if cwd else ""
+
+
+def mapped_project(writes: Writes, data_dir: Path, cwd: str) -> tuple[str, str]:
+    """The project of a session in `cwd`, by its resolved root as the briefing maps it
+    (`imprint.hooks.compose.pick_project`), and the root to record it for ("" when an
+    ingested folder or an earlier record names it)."""
+    if not cwd:
+        return "", ""
+    try:
+        here = Path(cwd).expanduser().resolve()
+    except (OSError, RuntimeError):
+        here = Path(cwd)
+    ws = writes.open("", create=True)
+    roots = Deadline(READ_TIMEOUT_SEC).wait(writes.reads.ask(ProjectRoots(workspace=ws)), "capture")
+    return pick_project(here, roots, session_roots(data_dir), project_from_folder)
+
+
+def excluded_session(data_dir: Path, cwd: str) -> bool:
+    """Whether `hooks.exclude` names the session's folder (links resolved) or its project.
+    Judged here, in the daemon, for every event whatever queued it (a client's hook, a
+    backfill, a hand-written queue line), by the daemon's own settings."""
+    exclude = hook_settings(data_dir).exclude
+    if not exclude or not cwd:
+        return False
+    return excluded_folder(Path(cwd).expanduser(), exclude) or session_project(cwd) in exclude
 
 
 def _redact_value(value: Any) -> Any:
@@ -119,31 +150,56 @@ def _pieces(text: str) -> list[str]:
     return pieces
 
 
+class Captured(NamedTuple):
+    """What one capture did: turns written, and what of the transcript it passed over (a
+    line too long to read, a turn too long to read whole), one line each."""
+
+    turns: int
+    skipped: tuple[str, ...] = ()
+    excluded: bool = False  # `hooks.exclude` names the session's folder or project
+
+
 def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     """Capture what the event's transcript holds past the session's saved offset; how many
-    turns were written. InputError for an event that names no readable transcript.
+    turns were written (`capture` also says what it passed over)."""
+    return capture(writes, data_dir, event).turns
+
+
+def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
+    """Capture what the event's transcript holds past the session's saved offset.
+    InputError for an event that names no readable transcript.
 
     A Cursor event is counted and captures nothing: Cursor's hooks name no transcript in a
     format Imprint reads (and no Cursor build is pinned here to check one against), and the
     events Imprint installs for it (session start, stop, pre-compact, session end) carry no
     text of the conversation."""
     if event.get("client") == "cursor":
-        return 0
+        return Captured(0)
+    cwd = event.get("cwd", "")
+    if excluded_session(data_dir, cwd):
+        return Captured(0, excluded=True)
     sid = event.get("session_id", "")
     if not _SESSION_ID.match(sid):
         raise InputError(f"capture: {sid!r} is not a session id")
     path = Path(event.get("transcript_path", "")).expanduser()
     if not path.is_absolute() or not path.is_file():
         raise InputError(f"capture: session {sid}: no transcript at {str(path)!r}")
-    state = load_state(data_dir, sid) or SessionState(
-        session_id=sid,
-        client=event.get("client", "claude-code"),
-        transcript=str(path),
-        project=session_project(event.get("cwd", "")),
-    )
+    state = load_state(data_dir, sid)
+    root = ""
+    if state is None:
+        project, root = mapped_project(writes, data_dir, cwd)
+        state = SessionState(
+            session_id=sid,
+            client=event.get("client", "claude-code"),
+            transcript=str(path),
+            project=project,
+        )
+    if state.project in hook_settings(data_dir).exclude:  # the project, as it was mapped
+        return Captured(0, excluded=True)
     batch = read_new(path, state.offset, state.client)
-    if batch.end in (state.offset, state.read_to):
-        return 0
+    skipped = tuple(batch.skipped)
+    if batch.end in (state.offset, state.read_to) and batch.resume == state.offset and not skipped:
+        return Captured(0)  # nothing new (a re-read open turn included)
     source = f"session:{sid}"
     records: list[Record] = []
     for turn in batch.turns:
@@ -173,7 +229,7 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     if state.notes.turns == 0:
         # Nothing said yet (Gemini writes its chat file before the first answer): no
         # `(0 turns)` summary for search to find; the next capture reads from here again.
-        return 0
+        return Captured(0, skipped)
     summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))
     records.append(
         Record(
@@ -190,7 +246,9 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     ws = writes.open("", create=True)
     writes.write(ws, WriteBatch(upserts=tuple(records)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
+    if root:
+        record_root(data_dir, root, state.project)  # the briefing maps this root so too
     state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()
     atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())
-    return len(batch.turns)
+    return Captured(len(batch.turns), skipped)

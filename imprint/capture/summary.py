@@ -63,7 +63,10 @@ class Notes(BaseModel):
             if command:
                 self._keep("commands", _line(command, 160))
             if call.is_error:
-                error = f"{call.name}: {_line(call.output, 140)}"
+                # What failed, never its output: a script's output is text anyone could
+                # have written (to steer the next session's assistant), and the summary
+                # is briefed. The output stays in the session's own turn records.
+                error = f"{_line(_describe(call), 140)} failed"
                 if self.open_error and self.open_error != error:
                     self._keep("errors", self.open_error)
                 self.open_error = error

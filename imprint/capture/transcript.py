@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 __all__ = [
     "MAX_READ_BYTES",
@@ -74,6 +74,10 @@ class Batch:
     # rewrites its messages by appending them again (Gemini CLI): that turn is read again
     # whole next time, and written again in place.
     resume: int = -1
+
+    # Lines over MAX_READ_BYTES passed over, and a Gemini CLI turn whose copies pass it,
+    # closed where the read stopped (each a line: what was skipped, at which offset).
+    skipped: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.resume < 0:
@@ -187,19 +191,42 @@ def _reader(client: str) -> LineReader:
     return ClaudeCodeReader()
 
 
+def _past_line(handle: BinaryIO, at: int) -> int:
+    """The offset after the newline that ends the line going on at `at`; -1 when the file
+    ends first (the line is still being written)."""
+    handle.seek(at)
+    while piece := handle.read(1024 * 1024):
+        found = piece.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(piece)
+    return -1
+
+
 def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
     """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
     as `client`'s format. A file shorter than `offset` (replaced, or cut) is read again from
-    its start."""
+    its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
+    the read goes on after it, so one huge line (a tool's output) never stops capture."""
+    skipped: list[str] = []
     with path.open("rb") as handle:
         size = handle.seek(0, 2)
         if offset > size:
             offset = 0
         handle.seek(offset)
         data = handle.read(MAX_READ_BYTES)
+        while len(data) == MAX_READ_BYTES and b"\n" not in data:
+            after = _past_line(handle, offset + len(data))
+            if after < 0:
+                break
+            skipped.append(f"a line of {after - offset} bytes at offset {offset}")
+            offset = after
+            handle.seek(offset)
+            data = handle.read(MAX_READ_BYTES)
+    limited = len(data) == MAX_READ_BYTES
     cut = data.rfind(b"\n")
     if cut < 0:
-        return Batch(turns=[], end=offset)
+        return Batch(turns=[], end=offset, skipped=skipped)
     data = data[: cut + 1]
     reader = _reader(client)
     at = offset
@@ -213,4 +240,12 @@ def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
             reader.line(obj, str(obj.get("uuid") or f"offset-{start}"), start)
     resume = reader.finish()
     end = offset + len(data)
-    return Batch(turns=reader.turns, end=end, resume=end if resume is None else resume)
+    if resume is not None and resume <= offset and limited:
+        # The open turn alone (Gemini CLI's copies of its messages) fills a whole read: read
+        # from its start again, it never ends. It is closed as far as this read got; what
+        # comes after is read as new.
+        skipped.append(f"a turn of over {MAX_READ_BYTES} bytes at offset {offset}, closed there")
+        resume = None
+    return Batch(
+        turns=reader.turns, end=end, resume=end if resume is None else resume, skipped=skipped
+    )

@@ -39,7 +39,8 @@ def _stats_file(data_dir: Path) -> Path:
 
 def client_stats(data_dir: Path) -> dict[str, dict[str, Any]]:
     """Per client: captures, turns, failures, when the last capture and the last failure
-    were, and the last failure's line (redacted)."""
+    were, and the last failure's line (redacted); `skipped`, with `last_skip` and
+    `last_skip_at`, counts what captures passed over (a line or turn too long to read)."""
     path = _stats_file(data_dir)
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
@@ -96,7 +97,7 @@ class CaptureWorker:
 
     def drain(self, writes: Any) -> int:
         """Capture every queued session once; how many sessions were captured."""
-        from imprint.capture.session import capture_event
+        from imprint.capture.session import capture
 
         taken = take(self.data_dir)
         latest: dict[str, dict[str, str]] = {}
@@ -109,18 +110,26 @@ class CaptureWorker:
                 return captured  # the taken file stays: the next daemon takes it again
             client = event.get("client", "claude-code")
             started = time.monotonic()
+            session = event.get("session_id", "")
             try:
-                turns = capture_event(writes, self.data_dir, event)
+                turns, skipped, excluded = capture(writes, self.data_dir, event)
             except Exception as exc:
                 self._failed(event, client, exc)
                 continue
+            if excluded:
+                log.info("capture.excluded", client=client, session=session)
+                continue
             captured += 1
-            self._count(client, turns=turns)
+            for line in skipped:
+                log.warning("capture.skipped", client=client, session=session, what=line)
+            last_skip = f"session {session}: {skipped[-1]}" if skipped else ""
+            self._count(client, turns=turns, skipped=len(skipped), last_skip=last_skip)
             log.info(
                 "capture.done",
                 client=client,
-                session=event.get("session_id", ""),
+                session=session,
                 turns=turns,
+                skipped=len(skipped),
                 elapsed_ms=round((time.monotonic() - started) * 1000),
             )
         self._finish(taken)
@@ -141,10 +150,16 @@ class CaptureWorker:
         if attempts < MAX_ATTEMPTS:
             enqueue(self.data_dir, {**event, "attempts": str(attempts)})
 
-    def _count(self, client: str, *, turns: int = 0, error: str = "") -> None:
+    def _count(
+        self, client: str, *, turns: int = 0, error: str = "", skipped: int = 0, last_skip: str = ""
+    ) -> None:
         stats = client_stats(self.data_dir)
         row = stats.setdefault(client, {"captures": 0, "turns": 0, "failures": 0})
         now = time.time()
+        if skipped:
+            row["skipped"] = int(row.get("skipped", 0)) + skipped
+            row["last_skip_at"] = now
+            row["last_skip"] = last_skip[:300]
         if error:
             row["failures"] = int(row.get("failures", 0)) + 1
             row["last_failure_at"] = now

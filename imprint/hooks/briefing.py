@@ -25,13 +25,15 @@ from imprint.actors.read_messages import (
 )
 from imprint.hooks.compose import (
     FACTS_SHOWN,
+    FENCE,
+    FRAME,
     MEMORY_SECTIONS,
     SESSIONS_SHOWN,
     compose_briefing,
     item,
     pick_project,
     record_entry,
-    repo_name,
+    session_roots,
 )
 from imprint.hooks.settings import excluded_folder
 from imprint.reads.deadline import Deadline, call_deadline
@@ -84,17 +86,21 @@ def excluded(cwd: Path, project: str, exclude: Sequence[str]) -> bool:
     return project in exclude or excluded_folder(cwd, exclude)
 
 
-def project_for(reads: Reads, ws: WorkspaceName, cwd: Path, deadline: Deadline) -> str:
+def project_for(
+    reads: Reads, ws: WorkspaceName, cwd: Path, deadline: Deadline, data_dir: Path | None = None
+) -> str:
     """The project a session in `cwd` works on: the one whose ingested folder holds `cwd`
-    (the deepest), else the known project named after its repository's folder (as
-    `ingest_path` names one); "" when neither."""
+    (the deepest), else the one capture recorded for its resolved root (`data_dir`'s
+    record), else the known project named after that root, when no other folder holds
+    that name (`pick_project`); "" when none."""
     here = cwd.resolve()
     roots = deadline.wait(reads.ask(ProjectRoots(workspace=ws)), "briefing")
-    ingested = pick_project(here, roots, (), "")
-    if ingested:
-        return ingested
-    known = [name for name, _ in deadline.wait(reads.ask(Projects(workspace=ws)), "briefing")]
-    return pick_project(here, roots, known, project_from_folder(repo_name(here)))
+    recorded = session_roots(data_dir) if data_dir is not None else {}
+    project, new = pick_project(here, roots, recorded, project_from_folder)
+    if not new:
+        return project
+    known = {name for name, _ in deadline.wait(reads.ask(Projects(workspace=ws)), "briefing")}
+    return project if project in known else ""
 
 
 def briefing_text(
@@ -149,15 +155,15 @@ def prompt_context(
         if rid in found and found[rid].kind in ("memory", SUMMARY_KIND)
     ][:PROMPT_MAX_MEMORIES]
     head = f"Imprint memories of project {project} that may bear on this prompt:"
-    lines = [head]
-    size = len(head)
+    lines = [head, FRAME, FENCE]
+    size = sum(len(line) + 1 for line in lines) + len(FENCE)
     for record in memories:
         line = item(record_entry(record))
         if size + 1 + len(line) > PROMPT_MAX_CHARS - 1:
             break
         lines.append(line)
         size += 1 + len(line)
-    return "\n".join(lines) if len(lines) > 1 else ""
+    return "\n".join([*lines, FENCE]) if len(lines) > 3 else ""
 
 
 def hook_context(runtime: Runtime, asked: HookRequest) -> str:
@@ -167,7 +173,7 @@ def hook_context(runtime: Runtime, asked: HookRequest) -> str:
     ws = reads.open(asked.workspace)
     cwd = Path(asked.cwd)
     with call_deadline(asked.deadline_ms / 1000) as deadline:
-        project = project_for(reads, ws, cwd, deadline)
+        project = project_for(reads, ws, cwd, deadline, runtime.data_dir)
         if not project or excluded(cwd, project, asked.exclude):
             return ""
         if asked.event == "session-start":

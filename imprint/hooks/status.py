@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from imprint.errors import InputError
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -30,7 +31,7 @@ from imprint.hooks.install import (
     our_commands,
     ours_in,
 )
-from imprint.hooks.report import plugin_misses, when
+from imprint.hooks.report import plugin_misses, skip_line, when
 from imprint.hooks.state import read_state
 
 __all__ = ["plugin_state", "status_lines"]
@@ -73,10 +74,11 @@ def _codex_notes(
         notes.append(f"  {REVIEW}")
     stale = []
     for scope in scopes:
-        config = client_files("codex", scope, home, project).mcp
+        files = client_files("codex", scope, home, project)
+        config = files.mcp
         try:
-            features = tomllib.loads(config.read_text("utf-8")).get("features", {})
-        except (OSError, tomllib.TOMLDecodeError):
+            features = tomllib.loads(files.open(config).text or "").get("features", {})
+        except (InputError, tomllib.TOMLDecodeError):
             continue
         if isinstance(features, dict) and "codex_hooks" in features:
             stale.append(config)
@@ -226,8 +228,10 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     lines: list[str] = []
     for client in CLIENTS:
         scopes: tuple[Scope, ...] = ("user", "project")
+        unread: list[str] = []
         commands = {
-            scope: our_commands(client, scope, home=home, project=project) for scope in scopes
+            scope: our_commands(client, scope, home=home, project=project, unread=unread)
+            for scope in scopes
         }
         where = [f"{s}: {', '.join(e)}" for s, e in commands.items() if e]
         plugin = plugin_state(home, project) if client == "claude-code" else []
@@ -237,6 +241,7 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
                 "  both the plugin and the hooks in its settings run: each hook runs twice; "
                 "`imprint hooks uninstall --client claude-code` keeps the plugin's"
             )
+        lines += [f"  not read: {reason}" for reason in unread]
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
         with_hooks = [scope for scope, found in commands.items() if found]
@@ -263,6 +268,9 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             lines.append(line)
         if isinstance(captured.get(client), dict):
             lines.append(_capture_line(captured[client]))
+        skips = captured.get(client, {})
+        if skips.get("skipped"):
+            lines.append(f"  {skip_line(int(skips['skipped']), str(skips.get('last_skip', '')))}")
         if client == "codex" and installed:
             lines += _codex_notes(trust, with_hooks, home, project)
         lines += _data_dir_notes(client, commands, data_dir, home, project)

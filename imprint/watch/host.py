@@ -77,6 +77,9 @@ class WatchHost:
         self._lock = threading.Lock()
         self._folders: list[WatchedFolder] = []
         self._watchers: dict[str, FolderWatcher] = {}
+        # Per folder, each file whose chunking failed and its mtime then: not read again by
+        # a later batch until it changes (only that folder's batch thread touches its own).
+        self._failures: dict[str, dict[str, float]] = {}
         self._stopped = False
 
     def start(self) -> WatchHost:
@@ -184,6 +187,7 @@ class WatchHost:
             progress=progress,
             roots=roots,
             group_chunks=GROUP_CHUNKS,
+            failures=self._failures.setdefault(folder.path, {}),
         )
 
 

@@ -239,6 +239,7 @@ class FolderWatcher:
             head_moved=head_moved,
             changed=changed,
             files=report.files,
+            failed=len(report.failed),
             removed=report.removed,
             chunks=report.chunks,
             seconds=round(report.seconds, 3),
@@ -252,9 +253,10 @@ class FolderWatcher:
             what = "rescan" if rescan else f"{changed} changed paths"
             if head_moved and not rescan:
                 what += " and a new HEAD"
+            failed = f"{len(report.failed)} failed, " if report.failed else ""
             self._last_batch = (
                 f"{what}: {report.files} files indexed ({report.chunks} chunks), "
-                f"{report.removed} removed, {report.seconds:.1f} s"
+                f"{failed}{report.removed} removed, {report.seconds:.1f} s"
             )
             self._error = ""
             self._cond.notify_all()
