@@ -24,10 +24,12 @@ from imprint.actors.read_messages import (
     VectorQuery,
 )
 from imprint.hooks.compose import (
+    FACTS_HEADING,
     FACTS_SHOWN,
     FENCE,
     FRAME,
     MEMORY_SECTIONS,
+    SESSIONS_HEADING,
     SESSIONS_SHOWN,
     compose_briefing,
     item,
@@ -48,7 +50,10 @@ __all__ = [
     "PROMPT_MAX_CHARS",
     "PROMPT_MIN_SCORE",
     "SUMMARY_KIND",
+    "BriefingPreview",
     "HookRequest",
+    "LeftOut",
+    "briefing_preview",
     "briefing_text",
     "excluded",
     "hook_context",
@@ -130,6 +135,63 @@ def briefing_text(
         deadline.wait(sessions, "briefing"),
         max_chars,
     )
+
+
+class LeftOut(BaseModel):
+    """An item a briefing read but did not give, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    heading: str
+    id: str
+    text: str
+    why: str  # "superseded" or "over the budget"
+
+
+class BriefingPreview(BaseModel):
+    """The briefing a new session of a project would be given now, as the hook gives it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    text: str
+    budget: int
+    left_out: tuple[LeftOut, ...]
+
+
+def briefing_preview(
+    reads: Reads, ws: WorkspaceName, project: str, max_chars: int, deadline: Deadline
+) -> BriefingPreview:
+    """`briefing_text` itself (the very text the session-start hook prints), and the items
+    it read but left out: superseded memories, and those the budget had no room for (an
+    item is in the text when its id is)."""
+    text = briefing_text(reads, ws, project, max_chars, deadline)
+    asks = [
+        (heading, reads.ask(Newest(workspace=ws, project=project, types=t, kinds=k, limit=n)))
+        for heading, t, k, n in MEMORY_SECTIONS
+    ]
+    sessions = reads.ask(
+        Newest(workspace=ws, project=project, kinds=(SUMMARY_KIND,), limit=SESSIONS_SHOWN)
+    )
+    facts = reads.ask(FactQuery(workspace=ws, subject=project, limit=FACTS_SHOWN))
+    read = [(heading, deadline.wait(pending, "briefing")) for heading, pending in asks]
+    ids = tuple(r.id for _, records in read for r in records)
+    links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
+    superseded = {link.old for link in links} if ids else set()
+    read.append((SESSIONS_HEADING, deadline.wait(sessions, "briefing")))
+    entries: list[tuple[str, str, str, bool]] = [
+        (h, r.id, r.content, r.id in superseded) for h, records in read for r in records
+    ]
+    entries += [
+        (FACTS_HEADING, f"fact:{f.id}", f"{f.subject} {f.predicate} {f.object}", False)
+        for f in deadline.wait(facts, "briefing")
+    ]
+    left = [
+        LeftOut(heading=h, id=i, text=c, why="superseded" if gone else "over the budget")
+        for h, i, c, gone in entries
+        if gone or (f"id {i}," not in text and f"id {i})" not in text)
+    ]
+    return BriefingPreview(project=project, text=text, budget=max_chars, left_out=tuple(left))
 
 
 def prompt_context(

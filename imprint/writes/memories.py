@@ -7,7 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks, VectorQuery
+from imprint.actors.read_messages import (
+    FetchRecords,
+    SameText,
+    SourceChunks,
+    SupersedeLinks,
+    VectorQuery,
+)
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
@@ -35,7 +41,10 @@ __all__ = [
     "Stored",
     "delete_records",
     "remember",
+    "restore_memory",
+    "retag_memory",
     "store_memory",
+    "supersede_memory",
 ]
 
 MAX_MEMORY_CHARS = 8_000
@@ -251,3 +260,65 @@ def delete_records(
         )
     writes.write(ws, WriteBatch(drop_sources=((projects[0], source),)))
     return f"deleted source {source} ({total} chunks)"
+
+
+def _memory(writes: Writes, ws: WorkspaceName, rid: MemoryId, argument: str) -> Record:
+    """The stored memory `rid` of this workspace; InputError naming `argument` else."""
+    found = Deadline(30).wait(writes.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), argument)
+    if rid not in found:
+        raise InputError(f"{argument}: no memory {rid!r} in workspace {ws!r}")
+    if found[rid].source_type != "memory":
+        raise InputError(f"{argument}: {rid!r} is a chunk of {found[rid].source!r}, not a memory")
+    return found[rid]
+
+
+def supersede_memory(writes: Writes, old: str, new: str, workspace: str = "") -> str:
+    """Mark memory `old` superseded by memory `new` (both stored already): what `store(...,
+    supersedes=[old])` records, for two memories that exist. Reversible (`restore_memory`)."""
+    ws = writes.open(workspace, create=False)
+    old_id, new_id = check_id(old, "id"), check_id(new, "by")
+    if old_id == new_id:
+        raise InputError(f"by: {new_id!r} is the memory itself; name the memory that replaces it")
+    _memory(writes, ws, old_id, "id")
+    _memory(writes, ws, new_id, "by")
+    links = Deadline(30).wait(
+        writes.reads.ask(SupersedeLinks(workspace=ws, ids=(new_id,))), "supersede"
+    )
+    if any(link.old == new_id and link.new == old_id for link in links):
+        raise InputError(f"by: {new_id!r} is itself superseded by {old_id!r}; restore it first")
+    link = SupersedeLink(old=old_id, new=new_id, at=time.time())
+    writes.write(ws, WriteBatch(supersede=(link,)))
+    return f"{old_id} superseded by {new_id}"
+
+
+def restore_memory(writes: Writes, id: str, workspace: str = "") -> str:
+    """Bring a superseded memory back: the links marking it superseded are dropped, so search,
+    recall and the briefing show it again; the memory that replaced it stays as it is."""
+    ws = writes.open(workspace, create=False)
+    rid = check_id(id)
+    _memory(writes, ws, rid, "id")
+    links = Deadline(30).wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=(rid,))), "restore")
+    newer = [link.new for link in links if link.old == rid]
+    if not newer:
+        raise InputError(f"id: {rid!r} is not superseded; nothing to restore")
+    writes.write(ws, WriteBatch(restore=(rid,)))
+    return f"restored {rid} (was superseded by {', '.join(newer)})"
+
+
+def retag_memory(
+    writes: Writes, id: str, type: str, topics: list[str] | None = None, workspace: str = ""
+) -> str:
+    """Give a stored memory another type (and, when `topics` is given, those topics); its
+    text, id and date stay. The record is written again whole, so both indexes agree."""
+    if type not in RECORD_TYPES:
+        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    ws = writes.open(workspace, create=False)
+    rid = check_id(id)
+    record = _memory(writes, ws, rid, "id")
+    update: dict[str, Any] = {"type": type, "tagged_by": "person"}
+    if topics is not None:
+        update["topics"] = _words(topics, "topics")
+    if all(getattr(record, k) == v for k, v in update.items() if k != "tagged_by"):
+        return f"{rid} unchanged (type {type})"
+    writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
+    return f"retagged {rid} as {type}"
