@@ -169,7 +169,8 @@ def test_a_hook_runs_against_the_data_dir_its_command_names(tmp_path: Path) -> N
 
     named, other = tmp_path / "named", tmp_path / "other"
     words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code", named))
-    env = {**os.environ, "IMPRINT_DATA_DIR": str(other)}
+    # The daemon the hook starts for its capture goes away at once (idle exit).
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(other), "IMPRINT_SERVER_IDLE_EXIT_SEC": "1"}
     event = {
         "session_id": "s1",
         "transcript_path": str(tmp_path / "none.jsonl"),
