@@ -153,7 +153,7 @@ def main() -> None:
     try:
         # Without standalone mode click hands back a command's `typer.Exit` code instead of
         # exiting: pass it on, or `imprint status` on damaged indexes would exit 0.
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="imprint")
         if isinstance(code, int) and code:
             sys.exit(code)
     except ImprintError as exc:
@@ -163,12 +163,17 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except typer.TyperException as exc:
+        # Usage errors (an unknown command, a missing argument, a bad value): typer raises
+        # its own vendored click's exceptions, which are no `click.ClickException`, and
+        # they carry their short message and exit code (2).
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):  # usage errors carry their own exit codes
-            exc.show()
-            sys.exit(exc.exit_code)
         # A damaged store file, the file system, Chroma: one line, as an Imprint error is.
         # Anything else is a bug and keeps its traceback.
         line = failure_line(exc)
