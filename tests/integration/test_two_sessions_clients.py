@@ -56,7 +56,7 @@ class _Client:
     model: type[AbstractContextManager[ScriptedModel]] | Any
     first: list[list[Block]]  # session 1's scripted turns
     second: list[list[Block]]
-    error_line: str  # how the summary names the failed command and what followed
+    error_line: str  # how the summary names the failed command (never its output) and what followed
 
 
 CLIENTS = {
@@ -72,7 +72,7 @@ CLIENTS = {
             [message(FINAL)],
         ],
         [[message("Noted.")]],
-        "birds.toml: No such file or directory (exit code 1) -> then printf",
+        "cat birds.toml failed -> then printf",
     ),
     "gemini": _Client(
         "@google/gemini-cli",
@@ -86,7 +86,7 @@ CLIENTS = {
             [words(FINAL)],
         ],
         [[words("Noted.")]],
-        "birds.toml: No such file or directory Exit Code: 1 -> then printf",
+        "cat birds.toml failed -> then printf",
     ),
 }
 
