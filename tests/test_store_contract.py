@@ -10,8 +10,15 @@ import numpy as np
 import pytest
 
 from imprint.store.embedder import Embedder
-from imprint.store.records import Fact, Filters, Record, SourceEntry, SupersedeLink, WriteBatch
-from imprint.store.records import text_key
+from imprint.store.records import (
+    Fact,
+    Filters,
+    Record,
+    SourceEntry,
+    SupersedeLink,
+    WriteBatch,
+    text_key,
+)
 from imprint.store.seam import MemoryStore
 from imprint.types import MemoryId, WorkspaceName
 from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
@@ -142,9 +149,8 @@ def test_a_source_written_again_loses_its_old_chunks(store: MemoryStore) -> None
     )
     got, total = store.source_chunks("p", "a.py", 1, 5)
     assert [r.chunk_index for r in got] == [1, 2] and total == 3
-    store.write(
-        WriteBatch(upserts=(chunk("a.py", 0, 1, "alpha again"),), set_sources=(entry("a.py", 1, "s2"),))
-    )  # fmt: skip
+    again = chunk("a.py", 0, 1, "alpha again")
+    store.write(WriteBatch(upserts=(again,), set_sources=(entry("a.py", 1, "s2"),)))
     got, total = store.source_chunks("p", "a.py", 0, 9)
     assert [r.content for r in got] == ["alpha again"] and total == 1
     rows, count = store.list_sources("p", "", "", 10)
@@ -173,14 +179,9 @@ def test_delete_leaves_a_tombstone_and_drops_links(store: MemoryStore) -> None:
 
 def test_facts_hold_until_ended(store: MemoryStore) -> None:
     """Facts match subject and predicate without case; ended ones only when asked."""
-    store.write(
-        WriteBatch(
-            add_facts=(
-                Fact(id="f1", subject="Imprint", predicate="uses", object="SQLite", valid_from=1.0),
-                Fact(id="f2", subject="imprint", predicate="uses", object="Postgres", valid_from=2.0),
-            )
-        )
-    )  # fmt: skip
+    first = Fact(id="f1", subject="Imprint", predicate="uses", object="SQLite", valid_from=1.0)
+    second = first.model_copy(update={"id": "f2", "subject": "imprint", "object": "PG"})
+    store.write(WriteBatch(add_facts=(first, second.model_copy(update={"valid_from": 2.0}))))
     assert [f.id for f in store.facts("IMPRINT", "USES", False, 10)] == ["f2", "f1"]
     store.write(WriteBatch(end_facts=(("f1", 3.0),)))
     assert [f.id for f in store.facts("imprint", "", False, 10)] == ["f2"]

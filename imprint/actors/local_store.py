@@ -14,8 +14,15 @@ import numpy as np
 
 from imprint.actors.writer import Writer
 from imprint.store.embedder import Embedder
-from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow, SupersedeLink
-from imprint.store.records import WriteBatch
+from imprint.store.records import (
+    Fact,
+    Filters,
+    Record,
+    SourceEntry,
+    SourceRow,
+    SupersedeLink,
+    WriteBatch,
+)
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import MemoryId, WorkspaceName
 

@@ -24,6 +24,7 @@ __all__ = [
     "hooks_app",
     "main",
     "setup",
+    "team_app",
     "version_text",
     "workspace_app",
 ]
@@ -44,6 +45,11 @@ hooks_app = typer.Typer(
 app.add_typer(workspace_app, name="workspace")
 app.add_typer(config_app, name="config")
 app.add_typer(hooks_app, name="hooks")
+team_app = typer.Typer(
+    help="The team store on PostgreSQL: create or upgrade it, try it locally, audit it.",
+    no_args_is_help=True,
+)
+app.add_typer(team_app, name="team")
 
 err = Console(stderr=True)
 

