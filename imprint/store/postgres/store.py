@@ -242,7 +242,7 @@ class PostgresStore:
     def _stale_ids(self, cur: psycopg.Cursor[Any], batch: WriteBatch) -> list[str]:
         """The batch's deletes plus every id a replaced or dropped source loses."""
         keep = {r.id for r in batch.upserts}
-        stale = list(batch.delete_ids)
+        stale: list[str] = list(batch.delete_ids)
         upserted = {(r.project, r.source) for r in batch.upserts}
         replaced = [(e.project, e.source) for e in batch.set_sources]
         for project, source in [s for s in replaced if s in upserted] + list(batch.drop_sources):
@@ -336,7 +336,7 @@ class PostgresStore:
         return MemoryId(rows[0][0]) if rows else None
 
     def facts(self, subject: str, predicate: str, include_ended: bool, limit: int) -> list[Fact]:
-        clauses, params = ["workspace = %s"], [self.name]
+        clauses, params = ["workspace = %s"], [str(self.name)]
         if subject:
             clauses.append("lower(subject) = lower(%s)")
             params.append(subject)
