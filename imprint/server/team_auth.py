@@ -142,7 +142,7 @@ class JwtVerifier:
         scopes = scope.split() if isinstance(scope, str) else []
         client = claims.get("client_id") or claims.get("azp") or sub
         return AccessToken(
-            token=token,
+            token=str(token),
             client_id=str(client),
             scopes=scopes,
             expires_at=int(claims["exp"]),
