@@ -12,6 +12,7 @@ processes may open the same database.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -24,6 +25,7 @@ from psycopg_pool import ConnectionPool
 
 from imprint.errors import StoreError
 from imprint.store.embedder import Embedder
+from imprint.store.lexical import TERM_DOC_BUDGET
 from imprint.store.postgres.schema import migrate
 from imprint.store.records import (
     Fact,
@@ -47,6 +49,9 @@ EF_SEARCH = 100
 # Chunk a long id list so one statement's array stays modest.
 _ID_CHUNK = 1000
 POOL_MAX = 8
+# BM25's parameters, FTS5's defaults.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
 def open_pool(url: str, *, max_size: int = POOL_MAX) -> ConnectionPool:
@@ -81,6 +86,12 @@ def lexical_text(record: Record) -> str:
     text = f"{record.content}\n{record.context}"
     parts = [p for word in _WORD.findall(text) for p in identifier_parts(word) if p != word]
     return text + ("\n" + " ".join(parts) if parts else "")
+
+
+def _query_text(query: str) -> str:
+    """The query's words and their identifier parts, as one text to_tsvector splits."""
+    words = _WORD.findall(query)
+    return " ".join([*words, *(p for w in words for p in identifier_parts(w) if p != w)])
 
 
 def _terms(query: str) -> str:
@@ -274,18 +285,62 @@ class PostgresStore:
         return out
 
     def match(self, query: str, limit: int, filters: Filters) -> list[tuple[MemoryId, float]]:
-        """Records holding the exact phrase first, then any of the words, by ts_rank_cd."""
+        """Records holding the exact phrase first, then any of the words, by BM25.
+
+        BM25 from PostgreSQL's own data: each query lexeme's document frequency counted
+        through the GIN index, the workspace's record count and mean length, and each
+        candidate's term frequencies read from its `tsvector` (a record's length is its count
+        of distinct lexemes there, an approximation of FTS5's token count). `ts_rank_cd`
+        alone has no IDF: on a generated 10k corpus its top-1 agreed with FTS5's 64.5% of the
+        time."""
         terms = _terms(query)
         if not terms:
             return []
         where, params = _filters(filters)
-        rows = self._all(
-            "SELECT id, ts_rank_cd(lexical, q) AS score, lexical @@ p AS phrase "
-            "FROM records, to_tsquery('simple', %s) q, phraseto_tsquery('simple', %s) p "
-            f"WHERE workspace = %s AND lexical @@ q{where} "
-            "ORDER BY phrase DESC, score DESC, id LIMIT %s",
-            [terms, query, self.name, *params, limit],
-        )
+        with self.pool.connection() as conn:
+            stats = conn.execute(
+                "WITH t AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('simple', %s))) "
+                "SELECT t.lexeme, (SELECT count(*) FROM records WHERE workspace = %s "
+                "AND lexical @@ quote_literal(t.lexeme)::tsquery) FROM t",
+                (_query_text(query), self.name),
+            ).fetchall()
+            size = conn.execute(
+                "SELECT count(*), coalesce(avg(length(lexical)), 1) FROM records "
+                "WHERE workspace = %s",
+                (self.name,),
+            ).fetchone()
+            total, mean = (int(size[0]), float(size[1])) if size else (0, 1.0)
+            held = sorted(((str(lex), int(df)) for lex, df in stats if df), key=lambda t: t[1])
+            if not held:
+                return []
+            # As the local store's bound (`lexical.TERM_DOC_BUDGET`): the rarest lexemes while
+            # the records holding them add up to at most the budget, the rarest always.
+            kept, seen = held[:1], held[0][1]
+            for lex, df in held[1:]:
+                if seen + df > TERM_DOC_BUDGET:
+                    break
+                kept.append((lex, df))
+                seen += df
+            held = kept
+            lexemes = [lex for lex, _ in held]
+            # BM25's (Robertson-Sparck Jones, floored at 0 as Lucene's +1) idf per lexeme.
+            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for _, df in held]
+            rows = conn.execute(
+                (
+                    "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(lexeme, idf)), "
+                    "c AS (SELECT id, lexical, length(lexical) AS dl, "
+                    "lexical @@ phraseto_tsquery('simple', %s) AS phrase FROM records "
+                    "WHERE workspace = %s AND lexical @@ (SELECT string_agg(quote_literal(l), "
+                    f"' | ')::tsquery FROM unnest(%s::text[]) l){where}) "
+                    "SELECT c.id, sum(q.idf * (cardinality(u.positions) * (%s + 1)) / "
+                    "(cardinality(u.positions) + %s * (1 - %s + %s * c.dl / %s))) AS score, "
+                    "bool_or(c.phrase) AS phrase "
+                    "FROM c CROSS JOIN LATERAL unnest(c.lexical) u JOIN q ON q.lexeme = u.lexeme "
+                    "GROUP BY c.id ORDER BY phrase DESC, score DESC, c.id LIMIT %s"
+                ).encode(),
+                [lexemes, idf, query, self.name, lexemes, *params,
+                 BM25_K1, BM25_K1, BM25_B, BM25_B, mean, limit],
+            ).fetchall()  # fmt: skip
         return [(MemoryId(r[0]), float(r[1])) for r in rows]
 
     def query(
