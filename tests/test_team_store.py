@@ -3,7 +3,11 @@ several servers on one database, the audit trail, a database restart, `imprint t
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import uuid
@@ -175,3 +179,76 @@ def test_team_local_prints_the_same_url_until_stopped(pg_folder: Path) -> None:
         stopped = runner.invoke(app, ["team", "local", "--dir", str(folder), "--stop"])
     assert stopped.exit_code == 0
     assert not LocalPostgres(folder).running()
+
+
+_WRITER = """
+import sys
+from imprint.store.embedder import Embedder
+from imprint.store.postgres import PostgresStore, open_pool
+from imprint.store.records import Record, WriteBatch
+import numpy as np
+
+url, workspace = sys.argv[1], sys.argv[2]
+store = PostgresStore(open_pool(url, max_size=1), workspace, Embedder(threads=1))
+vector = np.ones((1, 384), dtype=np.float32)
+i = 0
+while True:
+    rec = Record(id=f"k{i}", content=f"acknowledged write {i}", source_type="memory")
+    store.write(WriteBatch(upserts=(rec,)), vector, actor="writer")
+    print(rec.id, flush=True)
+    i += 1
+"""
+
+
+def test_a_server_killed_mid_write_loses_nothing_it_acknowledged(
+    team_database: str,  # noqa: F811
+    embedder: Embedder,
+) -> None:
+    """A writer process SIGKILLed while writing: every write it acknowledged (printed after
+    its commit) is read through another connection pool, whole."""
+    workspace = fresh_workspace()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, team_database, workspace],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert proc.stdout is not None
+    acked = [proc.stdout.readline().strip() for _ in range(40)]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    assert acked[-1] == "k39"
+    pool = open_pool(team_database, max_size=1)
+    try:
+        reader = PostgresStore(pool, workspace, embedder)
+        found = reader.fetch(acked)
+        assert sorted(found) == sorted(acked)
+        assert all(found[MemoryId(i)].content == f"acknowledged write {i[1:]}" for i in acked)
+        assert len(reader.audit(limit=1000)) >= len(acked)
+    finally:
+        pool.close()
+
+
+def test_team_audit_lists_writes_newest_first(
+    team_database: str,  # noqa: F811
+    embedder: Embedder,
+) -> None:
+    """`imprint team audit` shows each write of the workspace: who, how many, which ids."""
+    workspace = fresh_workspace("team")
+    pool = open_pool(team_database, max_size=1)
+    try:
+        store = PostgresStore(pool, workspace, embedder)
+        store.write(WriteBatch(upserts=(memory("m1", "first"),)), actor="alice")
+        store.write(WriteBatch(delete_ids=(MemoryId("m1"),)), actor="bob")
+    finally:
+        pool.close()
+    result = CliRunner().invoke(
+        app, ["team", "audit", "--database", team_database, "--workspace", workspace]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert [line.split("\t")[2:] for line in lines] == [
+        ["bob", "0 written; 1 deleted", "-m1"],
+        ["alice", "1 written; 0 deleted", "m1"],
+    ]
