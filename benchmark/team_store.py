@@ -144,13 +144,24 @@ def _readme(res: Result, command: str) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=10000)
-    parser.add_argument("--queries", type=int, default=200)
+def _bounded(name: str, low: int, high: int) -> Any:
+    def check(text: str) -> int:
+        value = int(text) if text.isdigit() else -1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name}: must be {low:,} to {high:,}")
+        return value
+
+    return check
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=_bounded("--records", 100, 1_000_000), default=10000)
+    parser.add_argument("--queries", type=_bounded("--queries", 20, 10_000), default=200)
     parser.add_argument("--publish", action="store_true")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "published")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    args.queries = min(args.queries, args.records)
 
     from imprint.actors.local_store import LocalStore
     from imprint.store.embedder import Embedder
@@ -192,7 +203,8 @@ def main() -> None:
         a, b = tops["local"][i], tops["postgres"][i]
         res.agreement[kind] = sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
     conclude(res, _table, _readme if args.publish else None, args.out, "team-store")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -252,3 +252,14 @@ def test_team_audit_lists_writes_newest_first(
         ["bob", "0 written; 1 deleted", "-m1"],
         ["alice", "1 written; 0 deleted", "m1"],
     ]
+
+
+def test_team_init_against_no_server_is_one_line() -> None:
+    """A database that does not answer: one line naming --database, nothing else."""
+    from imprint.store.postgres.local import free_port
+
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    result = CliRunner().invoke(app, ["team", "init", "--database", url])
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert message.startswith("--database: cannot connect:") and "\n" not in message
