@@ -12,7 +12,7 @@ import typer
 
 from imprint.errors import InputError, StoreError
 
-__all__ = ["team_audit", "team_init", "team_local"]
+__all__ = ["import_to_team", "team_audit", "team_init", "team_local"]
 
 DatabaseOpt = Annotated[
     str,
@@ -106,3 +106,24 @@ def team_audit(
         typer.echo(f"{seq}\t{when}\t{actor or '-'}\t{'; '.join(parts)}\t{ids}")
     if not rows:
         typer.echo(f"no writes in {workspace}")
+
+
+def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> str:
+    """`imprint import FILE --database URL --workspace user:<sub>`: the checked export into
+    that team workspace; its one summary line."""
+    from imprint.store.embedder import Embedder
+    from imprint.store.postgres import PostgresStore, open_pool
+    from imprint.types import WorkspaceName
+    from imprint.writes.team_import import check_team_workspace, import_into
+
+    if not workspace:
+        raise InputError("--workspace: give the team workspace, user:<sub> or team:<name>")
+    check_team_workspace(workspace)
+    _connect(database).close()  # a bad URL or an unreachable server: one line, first
+    pool = open_pool(database, max_size=1)
+    try:
+        embedder = Embedder.from_config(config.embedding)
+        store = PostgresStore(pool, WorkspaceName(workspace), embedder)
+        return import_into(parsed, store, actor="import").line(workspace)
+    finally:
+        pool.close()
