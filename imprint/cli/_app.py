@@ -25,6 +25,7 @@ __all__ = [
     "main",
     "memory_app",
     "setup",
+    "team_app",
     "version_text",
     "workspace_app",
 ]
@@ -47,6 +48,11 @@ app.add_typer(workspace_app, name="workspace")
 app.add_typer(memory_app, name="memory")
 app.add_typer(config_app, name="config")
 app.add_typer(hooks_app, name="hooks")
+team_app = typer.Typer(
+    help="The team store on PostgreSQL: create or upgrade it, try it locally, audit it.",
+    no_args_is_help=True,
+)
+app.add_typer(team_app, name="team")
 
 err = Console(stderr=True)
 
