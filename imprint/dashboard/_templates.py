@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 from markupsafe import Markup
 from starlette.templating import Jinja2Templates
@@ -82,7 +82,14 @@ def duration(seconds: float) -> str:
 
 def _environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("imprint.dashboard", "templates"),
+        # The trace package's templates too: a page draws a recall's waterfall from the same
+        # `waterfall.svg` that `imprint trace --svg` writes.
+        loader=ChoiceLoader(
+            [
+                PackageLoader("imprint.dashboard", "templates"),
+                PackageLoader("imprint.trace", "templates"),
+            ]
+        ),
         autoescape=True,
         finalize=_escaped,
         undefined=StrictUndefined,
