@@ -27,6 +27,7 @@ R = TypeVar("R")
 class DirectReads:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self.applying = runtime.applying
 
         def embed_query(text: str) -> np.ndarray:
             # Unbatched and uncached, unlike the runtime's query embedder.

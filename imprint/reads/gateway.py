@@ -16,6 +16,7 @@ from imprint.actors import read_messages as m
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Hits
 from imprint.reads.deadline import Deadline, Pending, call_deadline
+from imprint.store.applying import Applying
 from imprint.types import WorkspaceName
 
 __all__ = ["ActorReads", "Hits", "Reads"]
@@ -25,6 +26,7 @@ R = TypeVar("R")
 
 class Reads(Protocol):
     runtime: Runtime
+    applying: Applying  # what the writers are applying now (`store.applying`)
 
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
@@ -54,6 +56,7 @@ class _Picked:
 class ActorReads:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self.applying = runtime.applying
         # Each entry answers the very VectorQuery it is keyed by, so it is of that query's
         # answer type; typed loosely because `ask` cannot name R from an isinstance.
         self._primed: Primed[_Key, Pending[Any]] = Primed()
