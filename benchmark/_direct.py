@@ -17,6 +17,8 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Family, ReadMessage, VectorQuery
 from imprint.actors.readers import Reading, reading_for
 from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
+from imprint.reads.gateway import ActorReads
+from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName
 
 __all__ = ["DirectReads"]
@@ -48,6 +50,10 @@ class DirectReads:
         ws = self.runtime.resolve(workspace)
         self.runtime.workspace(ws)
         return ws
+
+    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck:
+        """The writer's check, as the actor gateway asks it (a writer answers it either way)."""
+        return ActorReads(self.runtime).check(ws, deep)
 
     def prime_vectors(self, queries: list[VectorQuery]) -> None:
         """Nothing: each vector query is read alone, in the caller's thread, here."""

@@ -297,3 +297,19 @@ def test_stop_tries_every_part_and_reports_each_failure(
     alive[0].stop(block=True)
     logged = log_path(data).read_text(encoding="utf-8")
     assert '"runtime.stop_failed"' in logged
+
+
+def test_the_status_row_is_a_read_through_reads(rt: Runtime) -> None:
+    """The status row lives with the reads and takes a `Reads`: the writer's check of the
+    workspace through `Reads.check`, the same row the old address gives."""
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.status import status_row
+    from imprint.writes import repair
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import store_memory
+
+    store_memory(Writes(rt), "Tealmoth status: one memory for the status row to count.")
+    row = status_row(ActorReads(rt), "", check=True)
+    assert row.records == 1 and row.consistent and row.store == "embedded"
+    assert repair.status_row(rt, "", True) == row
+    assert not hasattr(Writes, "check")  # one copy of the check, in the reads gateway

@@ -15,11 +15,15 @@ from imprint._primed import Primed
 from imprint.actors import read_messages as m
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Hits
+from imprint.actors.write_messages import Check
 from imprint.reads.deadline import Deadline, Pending, call_deadline
 from imprint.store.applying import Applying
+from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName
 
-__all__ = ["ActorReads", "Hits", "Reads"]
+__all__ = ["STATUS_TIMEOUT_SEC", "ActorReads", "Hits", "Reads"]
+
+STATUS_TIMEOUT_SEC = 120.0
 
 R = TypeVar("R")
 
@@ -33,6 +37,7 @@ class Reads(Protocol):
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
     def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def ask(self, msg: m.ReadMessage[R]) -> Pending[R]: ...
+    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck: ...
 
 
 _Key = tuple[WorkspaceName, str, int, Any]
@@ -98,3 +103,10 @@ class ActorReads:
         ws = self.runtime.resolve(workspace)
         self.runtime.workspace(ws)
         return ws
+
+    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck:
+        """The workspace's counts and whether its two indexes agree (record by record with
+        `deep`). A read the writer answers: in its mailbox, no write is half-applied while
+        the indexes are compared."""
+        with call_deadline(STATUS_TIMEOUT_SEC) as deadline:
+            return deadline.wait(self.runtime.writer(ws).check(Check(deep=deep)), "status")
