@@ -13,10 +13,10 @@ from typing import TypeVar
 
 import numpy as np
 
+from imprint.actors.deadline import Deadline, Done, Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Family, ReadMessage, VectorQuery
 from imprint.actors.readers import Reading, reading_for
-from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
 from imprint.reads.gateway import ActorReads
 from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName

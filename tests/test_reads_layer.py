@@ -313,3 +313,27 @@ def test_the_status_row_is_a_read_through_reads(rt: Runtime) -> None:
     assert row.records == 1 and row.consistent and row.store == "embedded"
     assert repair.status_row(rt, "", True) == row
     assert not hasattr(Writes, "check")  # one copy of the check, in the reads gateway
+
+
+def test_the_deadline_lives_once_below_reads_and_writes() -> None:
+    """One deadline piece, in the actors' floor that reads, writes and ingest all stand on:
+    the old `imprint.reads.deadline` address gives the very same objects, and no module of
+    writes/ or ingest/ reaches sideways into reads/ for it (imports: moved in parallel)."""
+    import imprint
+    from imprint.actors import deadline
+    from imprint.reads import deadline as old
+
+    assert (old.Deadline, old.Pending, old.Done, old.call_deadline) == (
+        deadline.Deadline,
+        deadline.Pending,
+        deadline.Done,
+        deadline.call_deadline,
+    )
+    root = Path(imprint.__file__).parent
+    sideways = [
+        str(p.relative_to(root))
+        for folder in ("writes", "ingest")
+        for p in sorted((root / folder).rglob("*.py"))
+        if "imprint.reads.deadline" in p.read_text(encoding="utf-8")
+    ]
+    assert sideways in ([], ["writes/imports.py"]), sideways

@@ -13,10 +13,10 @@ from typing import Any, Protocol, TypeVar
 
 from imprint._primed import Primed
 from imprint.actors import read_messages as m
+from imprint.actors.deadline import Deadline, Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Hits
 from imprint.actors.write_messages import Check
-from imprint.reads.deadline import Deadline, Pending, call_deadline
 from imprint.store.applying import Applying
 from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName

@@ -17,6 +17,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from imprint._faults import fail
+from imprint.actors.deadline import Deadline, Pending
 from imprint.actors.read_messages import (
     FetchRecords,
     LexicalAndPhrase,
@@ -27,7 +28,6 @@ from imprint.actors.read_messages import (
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
-from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import (
     Block,

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from imprint.actors.deadline import Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Backup, Repair, SourceState, Write
 from imprint.actors.writer import WriteAck
-from imprint.reads.deadline import Pending, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
 from imprint.store.check import RepairReport
 from imprint.store.records import SourceEntry, WriteBatch
