@@ -119,9 +119,9 @@ def _question(start: Event) -> str:
     return f"question of {chars} chars, sha {sha}" if isinstance(chars, int) else ""
 
 
-def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
-    """The rows of one recall: gather, each step with its reads under it, model phases."""
-    wf = Waterfall(recall_id=recall_id)
+def _recall_events(wf: Waterfall, events: list[Event]) -> tuple[Event | None, list[str]]:
+    """What the recall's own events say (its start, question, timeout, outcome, total) into
+    `wf`; its start event and the tools of its plan's steps."""
     start_event = next((e for e in events if e.get("event") == "recall.start"), None)
     tools: list[str] = []
     if start_event is not None:
@@ -130,16 +130,27 @@ def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
         if isinstance(start_event.get("timeout_sec"), int | float):
             wf.timeout_sec = float(start_event["timeout_sec"])
         tools = [str(t) for t in start_event.get("tools") or []]
-    timed_out: dict[int, Event] = {}
     for e in events:
-        if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int):
-            timed_out[e["step"]] = e
-            if wf.timeout_sec is None and isinstance(e.get("timeout_sec"), int | float):
-                wf.timeout_sec = float(e["timeout_sec"])
+        timeout = e.get("timeout_sec")
+        late = e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int)
+        if late and wf.timeout_sec is None and isinstance(timeout, int | float):
+            wf.timeout_sec = float(timeout)
         if e.get("event") == "recall.done":
             wf.outcome = read_outcome(e.get("outcome"))
             if isinstance(e.get("total_ms"), int | float):
                 wf.total_ms = float(e["total_ms"])
+    return start_event, tools
+
+
+def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
+    """The rows of one recall: gather, each step with its reads under it, model phases."""
+    wf = Waterfall(recall_id=recall_id)
+    start_event, tools = _recall_events(wf, events)
+    timed_out: dict[int, Event] = {
+        e["step"]: e
+        for e in events
+        if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int)
+    }
     messages = [e for e in events if e.get("event") == "actor.message" and _when(e) is not None]
     spans: list[tuple[Event, float, float, float]] = []
     for e in messages:
