@@ -17,7 +17,7 @@ from imprint.actors.deadline import Deadline, Done, Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Family, ReadMessage, VectorQuery
 from imprint.actors.readers import Reading, reading_for
-from imprint.reads.gateway import ActorReads
+from imprint.reads.gateway import STATUS_TIMEOUT_SEC, ActorReads
 from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName
 
@@ -51,9 +51,11 @@ class DirectReads:
         self.runtime.workspace(ws)
         return ws
 
-    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck:
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck:
         """The writer's check, as the actor gateway asks it (a writer answers it either way)."""
-        return ActorReads(self.runtime).check(ws, deep)
+        return ActorReads(self.runtime).check(ws, deep, seconds=seconds)
 
     def prime_vectors(self, queries: list[VectorQuery]) -> None:
         """Nothing: each vector query is read alone, in the caller's thread, here."""

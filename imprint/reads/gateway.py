@@ -37,7 +37,9 @@ class Reads(Protocol):
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
     def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def ask(self, msg: m.ReadMessage[R]) -> Pending[R]: ...
-    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck: ...
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck: ...
 
 
 _Key = tuple[WorkspaceName, str, int, Any]
@@ -104,9 +106,11 @@ class ActorReads:
         self.runtime.workspace(ws)
         return ws
 
-    def check(self, ws: WorkspaceName, deep: bool = False) -> IndexCheck:
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck:
         """The workspace's counts and whether its two indexes agree (record by record with
         `deep`). A read the writer answers: in its mailbox, no write is half-applied while
         the indexes are compared."""
-        with call_deadline(STATUS_TIMEOUT_SEC) as deadline:
+        with call_deadline(seconds) as deadline:
             return deadline.wait(self.runtime.writer(ws).check(Check(deep=deep)), "status")
