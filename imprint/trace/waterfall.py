@@ -28,6 +28,7 @@ __all__ = [
     "SvgPicture",
     "Waterfall",
     "build_waterfall",
+    "escaped",
     "recall_summaries",
     "render_svg",
     "svg_picture",
@@ -340,8 +341,10 @@ class SvgPicture:
     chart_x: int = _CHART_X
 
 
-def _escaped(value: object) -> Markup:
-    """Escaped the way `html.escape` spells it, as the dashboard's pages are (`&#x27;`)."""
+def escaped(value: object) -> Markup:
+    """Every value put into a template: markup stays (a macro's output), the rest escaped the
+    way `html.escape` spells it (`&#x27;`, `&quot;`), for this picture and the dashboard's
+    pages alike."""
     if isinstance(value, Markup):
         return value
     return Markup(escape("" if value is None else str(value), quote=True))
@@ -350,7 +353,7 @@ def _escaped(value: object) -> Markup:
 _TEMPLATES = Environment(
     loader=PackageLoader("imprint.trace", "templates"),
     autoescape=True,
-    finalize=_escaped,
+    finalize=escaped,
     undefined=StrictUndefined,
     # Block tags sit on lines of their own; the lines between them are the output's lines.
     trim_blocks=True,
