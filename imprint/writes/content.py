@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import SourceEntryQuery
 from imprint.errors import InputError
 from imprint.ingest.fetch import fetch_page, page_text
 from imprint.ingest.pipeline import IngestReport, Progress, build_records, ingest_path
-from imprint.reads.deadline import Deadline
 from imprint.store.records import SourceEntry, SourceType, WriteBatch, check_project, content_sha
 from imprint.types import WorkspaceName
 from imprint.writes.gateway import Writes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import FactById, FactQuery
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline
 from imprint.store.records import Fact, WriteBatch, make_id
 from imprint.writes.gateway import Writes
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import (
     FetchRecords,
     Newest,
@@ -17,7 +18,6 @@ from imprint.actors.read_messages import (
 )
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
-from imprint.reads.deadline import Deadline
 from imprint.reads.memory import check_id
 from imprint.reads.neighbors import superseded_among
 from imprint.store.records import (
