@@ -12,8 +12,10 @@ line shape, with its own seed, is held out: the rules were tuned on the other pa
 A secret counts as caught when no 8 characters of it survive; a benign string is a false
 positive when redaction changes it at all. "Before" is `imprint/redact.py` as the `main`
 branch has it (`git show main:imprint/redact.py`, loaded as a module); "after" is this
-tree's. The hostile lines are 4,000 characters of what makes a redactor backtrack (secret
-words, assignments, long tokens), and the 81 KB transcript is the attack review's.
+tree's. The hostile lines are 4,000 (and 8,000) characters of what makes a redactor
+backtrack (secret words, assignments, long tokens), and the transcript is 81 KB like the
+attack review's. Times are CPU milliseconds, the least of three runs (one for the
+8,000-character lines: main takes 27 s on one).
 No secret text is written to the run folder: only forms and counts.
 """
 
@@ -91,12 +93,13 @@ def transcript(size: int = 81_000) -> str:
 
 
 def timed(redact: Redact, text: str, repeat: int = 3) -> float:
-    """The fastest of `repeat` runs, in milliseconds (the least disturbed by other load)."""
+    """The least CPU time of `repeat` runs, in milliseconds: CPU time, so the wait for a
+    core on a loaded machine does not count; the least, as the least disturbed."""
     best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         redact(text)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best * 1000.0
 
 
@@ -108,17 +111,13 @@ def measure_side(redact: Redact) -> dict[str, Any]:
         benign = benign_strings(held_out=held)
         missed: Counter[str] = Counter()
         for s in secrets:
-            t0 = time.perf_counter()
-            ok = caught(redact, s.line, s.secret)
-            slowest = max(slowest, time.perf_counter() - t0)
-            if not ok:
+            slowest = max(slowest, timed(redact, s.line))
+            if not caught(redact, s.line, s.secret):
                 missed[s.form] += 1
         flagged: Counter[str] = Counter()
         for b in benign:
-            t0 = time.perf_counter()
-            changed = redact(b.text) != b.text
-            slowest = max(slowest, time.perf_counter() - t0)
-            if changed:
+            slowest = max(slowest, timed(redact, b.text))
+            if redact(b.text) != b.text:
                 flagged[b.form] += 1
         side[part] = {
             "secrets": len(secrets),
@@ -130,14 +129,14 @@ def measure_side(redact: Redact) -> dict[str, Any]:
             "false_positive_pct": round(100.0 * sum(flagged.values()) / len(benign), 1),
             "false_positives_by_form": dict(sorted(flagged.items())),
         }
-    side["slowest_corpus_line_ms"] = round(slowest * 1000.0, 2)
+    side["slowest_corpus_line_ms"] = round(slowest, 2)
     side["hostile_4000_ms"] = {
         name: round(timed(redact, line), 2) for name, line in hostile_lines().items()
     }
     side["hostile_8000_ms"] = {
         name: round(timed(redact, line, repeat=1), 1) for name, line in hostile_lines(8_000).items()
     }
-    side["transcript_81kb_ms"] = round(timed(redact, transcript(), repeat=1), 1)
+    side["transcript_81kb_ms"] = round(timed(redact, transcript()), 1)
     return side
 
 

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterator
 from functools import cache
 
-__all__ = ["find_secrets", "redact"]
+__all__ = ["find_secrets", "redact", "redact_counted"]
 
 Span = tuple[int, int, str]
 
@@ -427,15 +427,22 @@ def find_secrets(text: str) -> list[Span]:
     return merged
 
 
-def redact(text: str) -> str:
-    """`text` with each secret replaced by `[redacted:KIND]`."""
+def redact_counted(text: str) -> tuple[str, list[str]]:
+    """`text` with each secret replaced by `[redacted:KIND]`, and the kinds replaced."""
     if not text:
-        return text
+        return text, []
     out = []
+    kinds = []
     at = 0
     for start, end, kind in find_secrets(text):
         out.append(text[at:start])
         out.append(f"[redacted:{kind}]")
+        kinds.append(kind)
         at = end
     out.append(text[at:])
-    return "".join(out)
+    return "".join(out), kinds
+
+
+def redact(text: str) -> str:
+    """`text` with each secret replaced by `[redacted:KIND]`."""
+    return redact_counted(text)[0]
