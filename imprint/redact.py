@@ -343,7 +343,8 @@ def _keyword_spans(text: str) -> Iterator[Span]:
             found = detector.analyze_line(filename="capture.txt", line=line, line_number=0)  # type: ignore[attr-defined]
             for secret in found:
                 value = secret.secret_value or ""
-                if len(value) >= 4 and not _PLACEHOLDER.match(value):
+                # `"detect-secrets": "1.5.0"`: a package's version, not its secret.
+                if len(value) >= 4 and not _PLACEHOLDER.match(value) and not _NUMBER.match(value):
                     for m in re.finditer(re.escape(value), line):
                         yield offset + m.start(), offset + m.end(), "keyword-secret"
         offset += len(line)

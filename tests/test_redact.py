@@ -127,6 +127,7 @@ def test_the_corpus_covers_the_providers_named_in_the_issue() -> None:
         "getAttributeNodeNSWithQualifiedName and camelCaseIdentifiersAreFine",
         "[code-search-20261203T135914Z](code-search-20261203T135914Z/README.md)",
         "see benchmark/published/near-duplicate-20261202T041655Z/README.md for the run",
+        '"versions": {"detect-secrets": "1.5.0", "passlib": "1.7.4"}',
     ],
 )
 def test_ordinary_code_and_prose_are_left_alone(text: str) -> None:
