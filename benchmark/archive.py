@@ -126,7 +126,9 @@ class StandInEmbedder(Embedder):
         self.batch_size, self.threads, self.model_file = 32, 1, Path("stand-in")
         self.seconds = 0.0
 
-    def embed(self, texts: Sequence[str], *, starting: Any = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], *, starting: Any = None, between: Any = None
+    ) -> np.ndarray:
         started = time.perf_counter()
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for i, text in enumerate(texts):

@@ -10,15 +10,19 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = [
     "DEFAULT_DATA_DIR",
     "PRIVATE_UMASK",
     "atomic_write_lines",
     "atomic_write_text",
+    "bounded_lines",
     "data_dir",
+    "instance_id",
+    "made_dir",
     "private_dir",
     "private_file",
     "read_regular",
@@ -40,6 +44,28 @@ def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
 
 
+def instance_id(data_dir: Path) -> str:
+    """The data dir's random id (`{data_dir}/instance_id`), made once by whoever asks first.
+
+    Linked into place, never renamed over: two processes making it at once agree on the
+    first one's id (a rename would let the second replace an id the first already used)."""
+    path = data_dir / "instance_id"
+    with contextlib.suppress(FileNotFoundError):
+        return path.read_text(encoding="utf-8").strip()
+    private_dir(data_dir)
+    fd, tmp = tempfile.mkstemp(prefix=".instance_id.", dir=data_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(os.urandom(4).hex() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
+
+
 def private_dir(path: Path) -> Path:
     """Create `path` (and missing parents) as 0700; an existing folder is narrowed to 0700."""
     missing = []
@@ -49,6 +75,22 @@ def private_dir(path: Path) -> Path:
         probe = probe.parent
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     for folder in [path, *missing]:
+        with contextlib.suppress(OSError):
+            if folder.stat().st_mode & 0o077:
+                os.chmod(folder, 0o700)
+    return path
+
+
+def made_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) as 0700; a folder that already exists keeps its
+    mode: it is not Imprint's to narrow (a shared 2775 folder, a 1777 one)."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in missing:  # mkdir's parents get the umask's mode, not 0700
         with contextlib.suppress(OSError):
             if folder.stat().st_mode & 0o077:
                 os.chmod(folder, 0o700)
@@ -76,10 +118,11 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_lines(path, [text])
 
 
-def atomic_write_lines(path: Path, lines: Iterable[str]) -> int:
+def atomic_write_lines(path: Path, lines: Iterable[str], narrow: bool = True) -> int:
     """`atomic_write_text` of text given a piece at a time (never all held at once); how
-    many pieces were written."""
-    private_dir(path.parent)
+    many pieces were written. The folder is made private (`private_dir`), or with
+    `narrow=False` (a folder outside the data dir) only the folders it makes are."""
+    (private_dir if narrow else made_dir)(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     count = 0
     try:
@@ -134,3 +177,31 @@ def read_utf8(file: Path, max_bytes: int) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+# How much of a line is read at a time while its length is not yet known.
+_PIECE = 1 << 20
+
+
+def bounded_lines(handle: BinaryIO, max_bytes: int) -> Iterator[bytes | None]:
+    """Each line of a regular file's `handle` (its line end kept; the last one may lack it),
+    or None for a line longer than `max_bytes` (its line end not counted). A line longer
+    than a piece is measured first, a piece at a time, and read whole only when it fits: a
+    line too long is skipped without ever being held."""
+    while first := handle.readline(_PIECE):
+        if first.endswith(b"\n") or len(first) < _PIECE:  # a short line, or the file's end
+            yield first
+            continue
+        start = handle.tell() - len(first)
+        size, ended = len(first), False
+        while size <= max_bytes and (piece := handle.readline(_PIECE)):
+            size += len(piece)
+            if ended := piece.endswith(b"\n"):
+                break
+        if size - ended > max_bytes:
+            while not ended and (piece := handle.readline(_PIECE)):
+                ended = piece.endswith(b"\n")
+            yield None
+            continue
+        handle.seek(start)
+        yield handle.read(size)

@@ -51,6 +51,50 @@ def ingested_runtime(data: Path, tree: Path, embedder: Embedder | None) -> Itera
         configure_logging(None, level="warning", to_file=False)
 
 
+# What `remembered` stores in project proj: one memory of each type, a decision that a
+# later one reverses, and two captured sessions (their summaries are milestones too).
+REMEMBERED = {
+    "decision": "We chose SQLite FTS5 for lexical search over Tantivy.",
+    "reversal": "We now keep Tantivy out for good; FTS5 stays, revisited in March.",
+    "bug": "Fixed: the writer lost a batch when Chroma timed out; it now retries once.",
+    "preference": "The user prefers short commit subjects with the measured figure.",
+    "finding": "BM25 ranks exact identifiers first once phrases lead.",
+    "pattern": "Every actor message carries the deadline of the call that caused it.",
+    "architecture": "One process owns a data dir; every session bridges to its daemon.",
+    "milestone": "Release 0.9 shipped the hooks for four clients.",
+    "note": "The corpus for benchmarks lives beside the repository.",
+}
+SESSIONS = ("sess-alpha", "sess-beta")
+
+
+def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]:
+    """Store REMEMBERED in project proj (the reversal superseding the decision), a fact
+    about proj, and capture two sessions in proj's own folder (the writes' cwd, the tree
+    ingested as proj: a session maps to a project by its resolved root) through the capture
+    queue and worker (so the log holds their hook runs); the stored ids by name."""
+    from imprint.capture.queue import enqueue
+    from imprint.capture.worker import CaptureWorker
+    from tests.capture_support import Transcript
+
+    ids = {
+        name: store_memory(writes, text, "proj", name if name != "reversal" else "decision")
+        for name, text in REMEMBERED.items()
+        if name != "reversal"
+    }
+    ids["reversal"] = store_memory(
+        writes, REMEMBERED["reversal"], "proj", "decision", supersedes=[ids["decision"]]
+    )
+    edit_facts(writes, "add", "proj", "stores", "sqlite")
+    cwd = writes.cwd
+    worker = CaptureWorker(runtime.data_dir, lambda _: runtime)
+    for sid in SESSIONS:
+        t = Transcript(folder / "claude" / f"{sid}.jsonl", sid, cwd)
+        t.turn(f"what did {sid} decide about the kestrel cache?", f"{sid}: keep it in memory")
+        enqueue(runtime.data_dir, {**t.event(), "client": "claude-code"})
+    assert worker.drain(writes) == len(SESSIONS)
+    return ids
+
+
 def owner() -> Owner:
     return Owner(kind="test", clients=lambda: 1)
 

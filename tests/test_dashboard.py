@@ -30,7 +30,7 @@ from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_
 PORT = 8766
 BASE = f"http://127.0.0.1:{PORT}"
 ORIGIN = {"Origin": BASE}
-PAGES = ["/", "/search", "/recall", "/traces", "/settings", "/sources"]
+PAGES = ["/", "/memory", "/search", "/recall", "/traces", "/settings", "/sources"]
 
 
 class Dash:

@@ -85,10 +85,10 @@ def test_the_briefing_holds_each_kind_under_its_heading(rt: Runtime) -> None:
     ]
     decisions = lines[lines.index("Decisions:") + 1 : lines.index("Bugs and their fixes:")]
     assert [d.split(" (id ")[0] for d in decisions] == [
-        "- Payments go through Stripe.",
-        "- Use PostgreSQL for orders, not MySQL.",
+        '- "Payments go through Stripe."',
+        '- "Use PostgreSQL for orders, not MySQL."',
     ]
-    assert any("shop deploys to fly.io (id fact:" in ln for ln in lines)
+    assert any('"shop deploys to fly.io" (id fact:' in ln for ln in lines)
     assert any("Asked to fix checkout" in ln for ln in lines)
     assert "plain note" not in text and "Another project" not in text
     assert lines[-1].startswith('For more: search(query, project="shop")')

@@ -257,3 +257,26 @@ def test_dashboard_pages_show_hostile_names_escaped(dash: Dash) -> None:  # noqa
         shown = re.sub(r'<input type="hidden"[^>]*>', "", html)
         assert "\\u202e" in shown
         assert not any(c in shown for c in RAW), ascii(shown)[:300]
+
+
+def test_memory_pages_show_hostile_memories_inert(dash: Dash) -> None:  # noqa: F811
+    """A memory (and its supersede) whose text is markup, terminal escapes, bidi and
+    zero-width characters: the Memory page, its timeline, its next briefing and the
+    delete page show it escaped and with visible escapes, never live."""
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import remember
+
+    writes = Writes(dash.runtime)
+    text = f"Decided <script>alert(1)</script> {HOSTILE}"
+    old = remember(writes, text, "proj", "decision").id
+    remember(writes, f"Reversed: {HOSTILE} <b>x</b>", "proj", "decision", supersedes=[old])
+    dash.sign_in()
+    page = dash.client.get("/memory", params={"project": "proj"})
+    assert page.status_code == 200, page.text
+    delete = dash.client.get("/delete", params={"id": old})
+    assert delete.status_code == 200, delete.text
+    for html in (page.text, delete.text):
+        shown = re.sub(r'<input type="hidden"[^>]*>', "", html)
+        assert "<script>alert" not in shown and "<b>x</b>" not in shown
+        assert "\\u202e" in shown
+        assert not any(c in shown for c in RAW), ascii(shown)[:300]

@@ -42,7 +42,26 @@ def client() -> Iterator[TestClient]:
 
 
 def _names_the_token(text: str) -> bool:
-    return str(TOKEN_FILE) in text and "Authorization header" in text
+    """The hint names the token's file and the header, never where the data dir is."""
+    return "http_token" in text and "Authorization header" in text and "/home" not in text
+
+
+def test_no_refusal_names_a_local_path(client: TestClient) -> None:
+    """Issue 43 (low): a 401 (no token, a wrong one) or a 404 (OAuth discovery) names no
+    local path, neither in its body nor in its challenge: only the token file's name, in
+    the data dir (whose path `serve --http` prints on its own terminal)."""
+    answers = [
+        client.post("/mcp", json=INIT, headers=ACCEPT),
+        client.post("/mcp", json=INIT, headers={**ACCEPT, "Authorization": "Bearer no"}),
+        client.get("/.well-known/oauth-protected-resource"),
+        client.post("/register", json={}),
+    ]
+    for answer in answers:
+        assert answer.status_code in (401, 404)
+        shown = answer.text + answer.headers.get("www-authenticate", "")
+        for part in ("/home", "someone", ".local", "share/imprint"):
+            assert part not in shown, (part, shown)
+        assert "http_token" in answer.json()["error_description"]
 
 
 def test_no_header_gets_a_json_401_and_a_bare_bearer_challenge(client: TestClient) -> None:
@@ -113,12 +132,12 @@ def test_the_right_token_still_reaches_the_server(client: TestClient) -> None:
 
 
 def test_a_token_file_path_outside_latin_1_still_gives_a_valid_challenge() -> None:
-    """A token file under a non-latin-1 folder: the challenge is still a header (the JSON
-    body keeps the exact path)."""
+    """A token file under a non-latin-1 folder: the challenge is still a header (and
+    neither it nor the JSON body names the folder)."""
     server = build_server(Runtime(Path(os.devnull), Config()))
     odd = Path("/home/юзер/imprint/http_token")
     with TestClient(http_app(server, PORT, TOKEN, odd), base_url=BASE) as test_client:
         answer = test_client.post("/mcp", json=INIT, headers={"Authorization": "Bearer no"})
     assert answer.status_code == 401
-    assert str(odd) in answer.json()["error_description"]
+    assert "юзер" not in answer.text and "http_token" in answer.json()["error_description"]
     assert "error_description=" in answer.headers["www-authenticate"]

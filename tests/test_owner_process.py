@@ -134,3 +134,42 @@ def test_sigterm_ends_the_process_inside_a_call_that_holds_the_interpreter_lock(
         child.communicate()
         pytest.fail("SIGTERM did not end a process whose thread held the interpreter lock")
     assert child.returncode == -signal.SIGTERM and "survived" not in rest
+
+
+DEAF = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    from imprint.daemon import runfile
+    data_dir = Path(sys.argv[1])
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a daemon whose handler cannot run
+    info = {"pid": os.getpid(), "socket": "", "proc_start": runfile.proc_start(os.getpid()),
+            "kind": "daemon", "serves": runfile.identity(data_dir)}
+    runfile.run_dir(data_dir)
+    (data_dir / "run" / "daemon.json").write_text(json.dumps(info))
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_stop_kills_a_daemon_that_does_not_exit_on_sigterm(tmp_path: Path) -> None:
+    """`imprint stop` of a daemon that ignores SIGTERM (its Python handler cannot run: a
+    thread held the interpreter lock for minutes) sends SIGKILL after the grace and says
+    so, instead of failing and leaving it running."""
+    data_dir = tmp_path / "data"
+    with subprocess.Popen(
+        [sys.executable, "-c", DEAF, str(data_dir), "imprint"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as deaf:
+        try:
+            assert deaf.stdout is not None and deaf.stdout.readline() == "ready\n"
+            said = daemon_mod.stop_daemon(data_dir, wait_sec=0)
+            assert said.startswith(f"killed the imprint daemon (process {deaf.pid})"), said
+            assert "did not exit within 0 s of SIGTERM" in said
+            assert deaf.wait(timeout=60) == -signal.SIGKILL
+        finally:
+            if deaf.poll() is None:
+                deaf.kill()

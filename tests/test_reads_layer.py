@@ -227,7 +227,7 @@ def test_every_read_message_kind_is_distinct() -> None:
         for c in classes
         if isinstance(c, type) and issubclass(c, ReadMessage) and c is not ReadMessage
     ]
-    assert len(kinds) == 20 and len(set(kinds)) == len(kinds), sorted(kinds)
+    assert len(kinds) == 21 and len(set(kinds)) == len(kinds), sorted(kinds)
     assert (LexicalQuery.kind, LexicalAndPhrase.kind) == ("lexical_query", "lexical_and_phrase")
 
 

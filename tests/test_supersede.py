@@ -283,3 +283,59 @@ def test_an_older_store_gains_memory_keys_and_supersede_links_on_open(tmp_path: 
         assert reopened.supersede_links([old.id]) == []
     finally:
         reopened.close()
+
+
+def test_supersede_restore_and_retag_writes_hold_across_a_restart(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The dashboard's corrections as writes: supersede two stored memories (search leaves
+    the older out), restore it (search shows it again, the newer stays), retag a memory's
+    type; refusals (itself, a cycle, not superseded, an unknown type) are one line and
+    change nothing; after a restart the store says the same."""
+    from imprint.errors import InputError
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.memory import GetMemoryArgs, memory_row
+    from imprint.reads.search import SearchArgs, search
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import (
+        remember,
+        restore_memory,
+        retag_memory,
+        supersede_memory,
+    )
+
+    def found(rt: Runtime, **filters: str) -> list[str]:
+        asked = SearchArgs(query=QUERY, project="jobs", limit=10, **filters)
+        return [h.record.id for h in search(ActorReads(rt), asked).hits]
+
+    data = tmp_path / "data"
+    with_runtime = Runtime(data, Config(), embedder=embedder).start()
+    try:
+        w = Writes(with_runtime)
+        a = remember(w, OLD, "jobs", "decision").id
+        b = remember(w, MID, "jobs", "decision").id
+        assert supersede_memory(w, a, b) == f"{a} superseded by {b}"
+        assert a not in found(with_runtime) and b in found(with_runtime)
+        for bad, why in (
+            (lambda: supersede_memory(w, a, a), "is the memory itself"),
+            (lambda: supersede_memory(w, b, a), "is itself superseded by"),
+            (lambda: retag_memory(w, a, "gossip"), "type: 'gossip' is not allowed"),
+            (lambda: restore_memory(w, b), "is not superseded"),
+            (lambda: restore_memory(w, "0" * 16), "no memory"),
+        ):
+            with pytest.raises(InputError, match=why):
+                bad()
+        assert restore_memory(w, a) == f"restored {a} (was superseded by {b})"
+        assert a in found(with_runtime) and b in found(with_runtime)
+        assert retag_memory(w, b, "finding") == f"retagged {b} as finding"
+        assert found(with_runtime, type="finding") == [b]
+    finally:
+        with_runtime.stop()
+    again = Runtime(data, Config(), embedder=embedder).start()
+    try:
+        reads = ActorReads(again)
+        row = memory_row(reads, reads.open(""), GetMemoryArgs(id=a))
+        assert row.superseded_by is None and row.record.type == "decision"
+        assert memory_row(reads, reads.open(""), GetMemoryArgs(id=b)).record.type == "finding"
+    finally:
+        again.stop()

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from imprint.errors import SQLITE_FILE, InputError
 from imprint.reads.export import export_lines
 from imprint.store.dump import dump
 from imprint.store.embedder import Embedder
-from imprint.store.records import SupersedeLink
+from imprint.store.records import SESSION_SUMMARY_KIND, SupersedeLink, make_id
 from imprint.types import WorkspaceName
 from imprint.workspaces import list_workspaces, workspace_dir
 from imprint.writes import Writes
@@ -262,16 +263,19 @@ def test_a_session_summary_rewritten_in_place_travels_as_its_newer_version(
     pair: tuple[Path, Path, Path, dict[str, str]], embedder: Embedder
 ) -> None:
     """Capture rewrites a session's summary memory under one id: a newer summary in the
-    folder replaces the older one here instead of being refused as other content."""
+    folder replaces the older one here instead of being refused as other content. (A summary
+    is taken only under the id capture gives its project and session, and a time no later
+    than now: round 3 of the hardening.)"""
     a, _b, folder, ids = pair
+    head = "Session in project proj (2 turns, id s1):\nDecisions stated:\n- "
     summary = _line_by_id(export(a), ids["pg"]) | {
-        "id": "00000000000000dd",
-        "content": "Session s1: decided the queue",
+        "id": make_id(SESSION_SUMMARY_KIND, "proj", "s1"),
+        "content": head + "the queue",
         "tags": {"domains": [], "kind": "session-summary", "lang": "", "layer": "", "topics": []},
     }
     path = _planted(folder, [summary])
     sync(a, folder, embedder)
-    newer = summary | {"content": "Session s1: decided the queue, then fixed CI", "created_at": 9e9}
+    newer = summary | {"content": head + "the queue, then fixed CI", "created_at": time.time()}
     header = json.loads(path.read_text().splitlines()[0]) | {"seq": 2}
     (path.parent / "000002.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(newer) + "\n")
     said = sync(a, folder, embedder)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +20,8 @@ import numpy as np
 import pykka
 
 from imprint._faults import fail
-from imprint._fs import atomic_write_text, private_dir
+from imprint._fs import instance_id, private_dir
+from imprint._priority import Priority
 from imprint.actors._rechunk import Rechunk
 from imprint.actors.inference import Inference, InferenceActor, InferenceProxy
 from imprint.actors.read_messages import Family
@@ -91,6 +91,8 @@ class Runtime:
         self._pools: dict[Family, ReaderPool] = {}
         self._services: dict[str, Service] = {}
         self._services_lock = threading.Lock()
+        # Interactive calls in flight; background work waits for a turn between its units.
+        self.priority = Priority()
         self._started = False
 
     # -- start ---------------------------------------------------------------------------
@@ -200,7 +202,7 @@ class Runtime:
                 )
                 logic.recover()
                 upkeep = logic.reembed_due() or store.sqlite.text_format() < TEXT_FORMAT
-                ref = WriterActor.start(logic)
+                ref = WriterActor.start(logic, self.priority)
             except BaseException:
                 store.close()
                 raise
@@ -219,10 +221,7 @@ class Runtime:
 
     def namespace(self) -> str:
         """A random id for this data dir, made once, so a shared Chroma server keeps dirs apart."""
-        path = self.data_dir / "instance_id"
-        if not path.exists():
-            atomic_write_text(path, uuid.uuid4().hex[:8] + "\n")
-        return path.read_text(encoding="utf-8").strip()
+        return instance_id(self.data_dir)
 
     def inference(self) -> InferenceProxy:
         """The process's one InferenceActor, started on first use; the model loads later still,

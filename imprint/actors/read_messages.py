@@ -28,6 +28,7 @@ __all__ = [
     "ListSources",
     "Neighbors",
     "Newest",
+    "ProjectMemories",
     "ProjectRoots",
     "ProjectSources",
     "Projects",
@@ -198,6 +199,18 @@ class Newest(ReadMessage[list[Record]]):
     types: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     limit: int = 10
+
+
+class ProjectMemories(ReadMessage[tuple[list[Record], int]]):
+    """One page of a project's memories, superseded ones included, newest first, and how
+    many it has in all; with `source`, only those of that source or its parts (`source#n`)."""
+
+    kind = "project_memories"
+    family = Family.LEXICAL
+    project: str
+    offset: int = 0
+    limit: int = 200
+    source: str = ""
 
 
 class ProjectRoots(ReadMessage[list[tuple[str, str]]]):

@@ -30,6 +30,7 @@ from imprint.actors.read_messages import (
     ListSources,
     Neighbors,
     Newest,
+    ProjectMemories,
     ProjectRoots,
     Projects,
     ProjectSources,
@@ -162,6 +163,10 @@ class LexicalReading:
                 return answer(msg, conn.topics(msg.project, msg.limit))
             case Newest():
                 return answer(msg, conn.newest(msg.project, msg.types, msg.kinds, msg.limit))
+            case ProjectMemories():
+                return answer(
+                    msg, conn.project_memories(msg.project, msg.offset, msg.limit, msg.source)
+                )
             case ProjectRoots():
                 return answer(msg, conn.project_roots())
             case WithTopic():

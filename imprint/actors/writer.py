@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from pykka.typing import proxy_method
 
 from imprint._faults import delay, fail, failpoint, hold
+from imprint._priority import Priority
 from imprint._watchdog import sigterm_kills
 from imprint.actors._checks import IndexChecks
 from imprint.actors._rechunk import Rechunk, reindexed
@@ -491,9 +492,11 @@ class Writer:
 class WriterActor(pykka.ThreadingActor):
     """Recovery runs on the logic object before the actor starts, so its errors reach the caller."""
 
-    def __init__(self, logic: Writer) -> None:
+    def __init__(self, logic: Writer, priority: Priority | None = None) -> None:
         super().__init__()
         self.logic = logic
+        self._priority = priority
+        self._proxy: pykka.ActorProxy[WriterActor] | None = None  # for the deferred re-index
         self.actor_name = logic.actor_name
         self._merging = False  # a MergeIndex is in the mailbox
 
@@ -535,9 +538,26 @@ class WriterActor(pykka.ThreadingActor):
     @traced("reindex", skip_late=False)
     def reindex(self, msg: Reindex) -> bool:
         more = self.logic.reindex_step()
+        if more and self._proxy is None:
+            # Made here, once: the deferred send runs in the thread of the last interactive
+            # call to finish, before that call returns, and must cost it nothing.
+            self._proxy = self.actor_ref.proxy()
         if more:
-            self.actor_ref.proxy().reindex(Reindex())
+            # The next step (re-chunking, re-embedding) waits until no recall is in flight:
+            # it takes the cores for a batch of records. Queued writes still go first.
+            if self._priority is None:
+                self._next_reindex()
+            else:
+                self._priority.after_interactive(self._next_reindex)
         return more
+
+    def _next_reindex(self) -> None:
+        try:
+            if self._proxy is None:
+                self._proxy = self.actor_ref.proxy()
+            self._proxy.reindex(Reindex())
+        except pykka.ActorDeadError:  # stopped meanwhile: the next open goes on from here
+            log.info("writer.reindex.stopped", workspace=self.logic.store.name)
 
     @traced("check")
     def check(self, msg: Check) -> IndexCheck:

@@ -24,6 +24,9 @@ from imprint.capture.transcript import (
     Turn,
     TurnsReader,
     clip,
+    echo_free,
+    imprint_tool,
+    timestamp,
 )
 
 __all__ = ["CodexReader"]
@@ -51,6 +54,14 @@ def _texts(content: Any, kind: str) -> list[str]:
         for b in content
         if isinstance(b, dict) and b.get("type") == kind and str(b.get("text", "")).strip()
     ]
+
+
+def _name(payload: dict[str, Any]) -> str:
+    """A call's tool name; an MCP tool's with its server (`namespace`) where Codex gives it
+    apart, as `server.tool`."""
+    name = str(payload.get("name") or "shell")
+    space = payload.get("namespace") or payload.get("server")
+    return f"{space}.{name}" if isinstance(space, str) and space and "." not in name else name
 
 
 def _input(payload: dict[str, Any]) -> dict[str, Any]:
@@ -93,27 +104,28 @@ class CodexReader(TurnsReader):
         if obj.get("type") != "response_item" or not isinstance(payload, dict):
             return
         kind = payload.get("type")
+        at = timestamp(obj.get("timestamp"))
         if kind == "message":
-            self._message(payload, key)
+            self._message(payload, key, at)
         elif kind in _CALLS:
-            call = ToolCall(name=str(payload.get("name") or "shell"), input=_input(payload))
-            self._current(key).tools.append(call)
+            call = ToolCall(name=_name(payload), input=_input(payload))
+            self._current(key, at).tools.append(call)
             self.pending[str(payload.get("call_id", ""))] = call
         elif kind in _OUTPUTS:
             done = self.pending.pop(str(payload.get("call_id", "")), None)
-            if done is not None:
+            if done is not None and not imprint_tool(done.name):
                 text, done.is_error = _output(payload.get("output"))
                 done.output = clip(text, TOOL_OUTPUT_CHARS)
 
-    def _message(self, payload: dict[str, Any], key: str) -> None:
+    def _message(self, payload: dict[str, Any], key: str, at: float) -> None:
         role = payload.get("role")
         content = payload.get("content")
         if role == "user":
             text = "\n".join(_texts(content, "input_text"))
-            text = _AGENTS_MD.sub("", _INJECTED.sub("", text)).strip()
+            text = echo_free(_AGENTS_MD.sub("", _INJECTED.sub("", text)).strip())
             if text:
-                self.turns.append(Turn(key=key, prompt=clip(text, TEXT_CHARS)))
+                self.turns.append(Turn(key=key, at=at, prompt=clip(text, TEXT_CHARS)))
         elif role == "assistant":
-            texts = _texts(content, "output_text")
+            texts = [t for t in (echo_free(t) for t in _texts(content, "output_text")) if t]
             if texts:
-                self._current(key).texts.extend(clip(t, TEXT_CHARS) for t in texts)
+                self._current(key, at).texts.extend(clip(t, TEXT_CHARS) for t in texts)

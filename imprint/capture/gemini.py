@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from imprint.capture.transcript import TEXT_CHARS, TOOL_OUTPUT_CHARS, ToolCall, Turn, clip
+from imprint.capture.transcript import (
+    TEXT_CHARS,
+    TOOL_OUTPUT_CHARS,
+    ToolCall,
+    Turn,
+    clip,
+    echo_free,
+    imprint_tool,
+    timestamp,
+)
 
 __all__ = ["GeminiReader"]
 
@@ -84,24 +93,26 @@ class GeminiReader:
         for message in self._messages.values():
             key = str(message["id"])
             if message["type"] == "user":
-                text = _INJECTED.sub("", _text(message.get("content"))).strip()
+                text = echo_free(_INJECTED.sub("", _text(message.get("content"))).strip())
+                at = timestamp(message.get("timestamp"))
                 if text:
-                    self.turns.append(Turn(key=key, prompt=clip(text, TEXT_CHARS)))
+                    self.turns.append(Turn(key=key, at=at, prompt=clip(text, TEXT_CHARS)))
                 continue
             if not self.turns:
-                self.turns.append(Turn(key=key))
+                self.turns.append(Turn(key=key, at=timestamp(message.get("timestamp"))))
             turn = self.turns[-1]
-            text = _text(message.get("content")).strip()
+            text = echo_free(_text(message.get("content")).strip())
             if text:
                 turn.texts.append(clip(text, TEXT_CHARS))
             for raw in message.get("toolCalls") or []:
                 if not isinstance(raw, dict):
                     continue
                 args = raw.get("args")
-                output, failed = _result(raw)
+                name = str(raw.get("name") or "tool")
+                output, failed = ("", False) if imprint_tool(name) else _result(raw)
                 turn.tools.append(
                     ToolCall(
-                        name=str(raw.get("name") or "tool"),
+                        name=name,
                         input=args if isinstance(args, dict) else {},
                         output=clip(output, TOOL_OUTPUT_CHARS),
                         is_error=failed,

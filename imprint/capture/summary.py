@@ -27,7 +27,14 @@ _DECISION = re.compile(
     r"instead of|the fix (?:is|was)|fixed (?:it|this|the) by|root cause)\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-KEEP = {"asked": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 12}
+KEEP = {
+    "asked": 12, "files": 30, "commands": 20, "errors": 10, "decisions": 12, "concluded": 12
+}  # fmt: skip
+# How a summary names what a turn concluded (`imprint.capture.observe`'s kinds).
+_CONCLUDED = {
+    "decision": "Decided", "fix": "Fixed", "preference": "Preference", "fact": "Fact",
+    "open": "Open",
+}  # fmt: skip
 
 
 class Notes(BaseModel):
@@ -38,6 +45,7 @@ class Notes(BaseModel):
     commands: list[str] = []
     errors: list[str] = []  # "error -> what came after it"
     decisions: list[str] = []
+    concluded: list[str] = []  # the observations the session's turns stated, by kind
     turns: int = 0
     open_error: str = ""  # the last error no later call has got past yet (even turns later)
     last_turn: str = ""  # the key of the last turn added: a turn read again is not counted
@@ -56,7 +64,10 @@ class Notes(BaseModel):
             if command:
                 self._keep("commands", _line(command, 160))
             if call.is_error:
-                error = f"{call.name}: {_line(call.output, 140)}"
+                # What failed, never its output: a script's output is text anyone could
+                # have written (to steer the next session's assistant), and the summary
+                # is briefed. The output stays in the session's own turn records.
+                error = f"{_line(_describe(call), 140)} failed"
                 if self.open_error and self.open_error != error:
                     self._keep("errors", self.open_error)
                 self.open_error = error
@@ -68,6 +79,12 @@ class Notes(BaseModel):
             for sentence in _SENTENCE.split(text):
                 if _DECISION.search(sentence) and 20 <= len(sentence) <= 300:
                     self._keep("decisions", _line(sentence, 220))
+
+    def conclude(self, kind: str, text: str) -> None:
+        """An observation a turn stated (a decision, a fix, ...): the summary leads with it."""
+        label = _CONCLUDED.get(kind, kind)
+        said = text if text.lower().startswith(label.lower()) else f"{label}: {text}"
+        self._keep("concluded", _line(said, 220))
 
     def _keep(self, name: str, value: str) -> None:
         items: list[str] = getattr(self, name)
@@ -128,12 +145,19 @@ def render_turn(turn: Turn) -> str:
     return "\n".join(parts)
 
 
+def _said(line: str, decisions: list[str]) -> bool:
+    """Whether a concluded line is a decision the summary already states."""
+    body = line.split(": ", 1)[-1].rstrip("…")
+    return any(body[:80] in d or d.rstrip("…")[:80] in body for d in decisions)
+
+
 def summary_text(session_id: str, project: str, notes: Notes) -> str:
     """The summary memory's content: one line per kind of note that has any, what holds
     beyond the session first (decisions, then errors and their fixes: a briefing clips a
     summary to its first line or two), then what was asked, touched and run."""
     lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
     sections = (
+        ("Concluded", [c for c in notes.concluded if not _said(c, notes.decisions)]),
         ("Decisions stated", notes.decisions),
         (
             "Errors and what followed",

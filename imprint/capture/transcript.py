@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 __all__ = [
     "MAX_READ_BYTES",
@@ -32,7 +33,10 @@ __all__ = [
     "Turn",
     "TurnsReader",
     "clip",
+    "echo_free",
+    "imprint_tool",
     "read_new",
+    "timestamp",
 ]
 
 MAX_READ_BYTES = 8 * 1024 * 1024  # one capture reads at most this; the next goes on
@@ -44,6 +48,20 @@ _INJECTED = re.compile(
     r"<(system-reminder|user-prompt-submit-hook|session-start-hook|local-command-stdout|"
     r"command-message|command-args)>.*?</\1>",
     re.DOTALL,
+)
+# Imprint's own tools as each client names them: Claude Code `mcp__imprint__search` (or,
+# installed as a plugin, `mcp__plugin_imprint_imprint__search`), Codex `imprint.search` or
+# `mcp__imprint__search`, Gemini CLI `mcp_imprint_search`. Their outputs are what Imprint
+# already holds: captured back, they would outrank the memory they repeat.
+_IMPRINT_TOOL = re.compile(
+    r"^(?:mcp__(?:plugin_[a-z0-9_-]*?_)?imprint__|imprint[.:/]|mcp_imprint_|imprint__)",
+    re.IGNORECASE,
+)
+# Imprint's briefing and prompt context (`imprint.hooks.compose`, `imprint.hooks.briefing`)
+# where a client copied them into the conversation's text: from the head to the foot line.
+_BRIEFING_ECHO = re.compile(
+    r"^Imprint (?:memory for project|memories of project) .*?(?:^For more: search\(.*?$|\Z)",
+    re.DOTALL | re.MULTILINE,
 )
 _SKIPPED_TYPES = frozenset(
     {"attachment", "system", "summary", "file-history-snapshot", "queue-operation"}
@@ -61,6 +79,7 @@ class ToolCall:
 @dataclass
 class Turn:
     key: str  # the uuid (else the byte offset) of its first line: stable across re-reads
+    at: float = 0.0  # when its first line was written (epoch seconds; 0 when unknown)
     prompt: str = ""
     texts: list[str] = field(default_factory=list)
     tools: list[ToolCall] = field(default_factory=list)
@@ -75,6 +94,10 @@ class Batch:
     # whole next time, and written again in place.
     resume: int = -1
 
+    # Lines over MAX_READ_BYTES passed over, and a Gemini CLI turn whose copies pass it,
+    # closed where the read stopped (each a line: what was skipped, at which offset).
+    skipped: list[str] = field(default_factory=list)
+
     def __post_init__(self) -> None:
         if self.resume < 0:
             self.resume = self.end
@@ -85,6 +108,31 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit].rstrip() + f" [... {len(text) - limit} more characters]"
+
+
+def imprint_tool(name: str) -> bool:
+    """Whether a tool call is one of Imprint's own (any client's naming)."""
+    return bool(_IMPRINT_TOOL.match(name))
+
+
+def echo_free(text: str) -> str:
+    """`text` without an Imprint briefing or prompt context a client copied into it."""
+    return _BRIEFING_ECHO.sub("", text).strip() if "Imprint memor" in text else text
+
+
+def timestamp(value: Any) -> float:
+    """An ISO 8601 time (`2026-11-02T10:00:00.000Z`) or epoch seconds/ms as epoch seconds;
+    0.0 for anything else."""
+    if isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float):
+        return float(value) / (1000.0 if value > 1e11 else 1.0)
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -126,9 +174,9 @@ class TurnsReader:
         self.turns: list[Turn] = []
         self.pending: dict[str, ToolCall] = {}
 
-    def _current(self, key: str) -> Turn:
+    def _current(self, key: str, at: float = 0.0) -> Turn:
         if not self.turns:
-            self.turns.append(Turn(key=key))
+            self.turns.append(Turn(key=key, at=at))
         return self.turns[-1]
 
     def finish(self) -> int | None:
@@ -150,21 +198,25 @@ class ClaudeCodeReader(TurnsReader):
             results = [b for b in blocks if b.get("type") == "tool_result"]
             for b in results:
                 call = self.pending.pop(str(b.get("tool_use_id", "")), None)
-                if call is not None:
+                if call is not None and not imprint_tool(call.name):
                     call.output = clip(_result_text(b.get("content")), TOOL_OUTPUT_CHARS)
                     call.is_error = bool(b.get("is_error"))
             if results:
                 return
-            text = _user_text(
-                "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+            text = echo_free(
+                _user_text(
+                    "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+                )
             )
             if text:
-                self.turns.append(Turn(key=key, prompt=clip(text, TEXT_CHARS)))
+                at = timestamp(obj.get("timestamp"))
+                self.turns.append(Turn(key=key, at=at, prompt=clip(text, TEXT_CHARS)))
             return
-        turn = self._current(key)
+        turn = self._current(key, timestamp(obj.get("timestamp")))
         for b in blocks:
-            if b.get("type") == "text" and str(b.get("text", "")).strip():
-                turn.texts.append(clip(str(b["text"]), TEXT_CHARS))
+            text = echo_free(str(b.get("text", ""))) if b.get("type") == "text" else ""
+            if text.strip():
+                turn.texts.append(clip(text, TEXT_CHARS))
             elif b.get("type") == "tool_use":
                 raw = b.get("input")
                 call = ToolCall(
@@ -187,19 +239,42 @@ def _reader(client: str) -> LineReader:
     return ClaudeCodeReader()
 
 
+def _past_line(handle: BinaryIO, at: int) -> int:
+    """The offset after the newline that ends the line going on at `at`; -1 when the file
+    ends first (the line is still being written)."""
+    handle.seek(at)
+    while piece := handle.read(1024 * 1024):
+        found = piece.find(b"\n")
+        if found >= 0:
+            return at + found + 1
+        at += len(piece)
+    return -1
+
+
 def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
     """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
     as `client`'s format. A file shorter than `offset` (replaced, or cut) is read again from
-    its start."""
+    its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
+    the read goes on after it, so one huge line (a tool's output) never stops capture."""
+    skipped: list[str] = []
     with path.open("rb") as handle:
         size = handle.seek(0, 2)
         if offset > size:
             offset = 0
         handle.seek(offset)
         data = handle.read(MAX_READ_BYTES)
+        while len(data) == MAX_READ_BYTES and b"\n" not in data:
+            after = _past_line(handle, offset + len(data))
+            if after < 0:
+                break
+            skipped.append(f"a line of {after - offset} bytes at offset {offset}")
+            offset = after
+            handle.seek(offset)
+            data = handle.read(MAX_READ_BYTES)
+    limited = len(data) == MAX_READ_BYTES
     cut = data.rfind(b"\n")
     if cut < 0:
-        return Batch(turns=[], end=offset)
+        return Batch(turns=[], end=offset, skipped=skipped)
     data = data[: cut + 1]
     reader = _reader(client)
     at = offset
@@ -213,4 +288,12 @@ def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
             reader.line(obj, str(obj.get("uuid") or f"offset-{start}"), start)
     resume = reader.finish()
     end = offset + len(data)
-    return Batch(turns=reader.turns, end=end, resume=end if resume is None else resume)
+    if resume is not None and resume <= offset and limited:
+        # The open turn alone (Gemini CLI's copies of its messages) fills a whole read: read
+        # from its start again, it never ends. It is closed as far as this read got; what
+        # comes after is read as new.
+        skipped.append(f"a turn of over {MAX_READ_BYTES} bytes at offset {offset}, closed there")
+        resume = None
+    return Batch(
+        turns=reader.turns, end=end, resume=end if resume is None else resume, skipped=skipped
+    )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text
+from imprint._priority import background_thread
 from imprint.capture.queue import Taken, capture_dir, done, enqueue, take
 from imprint.errors import failure_line
 from imprint.logs import get_logger
@@ -39,7 +40,8 @@ def _stats_file(data_dir: Path) -> Path:
 
 def client_stats(data_dir: Path) -> dict[str, dict[str, Any]]:
     """Per client: captures, turns, failures, when the last capture and the last failure
-    were, and the last failure's line (redacted)."""
+    were, and the last failure's line (redacted); `skipped`, with `last_skip` and
+    `last_skip_at`, counts what captures passed over (a line or turn too long to read)."""
     path = _stats_file(data_dir)
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
@@ -58,6 +60,7 @@ class CaptureWorker:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.drains = 0  # drains finished: tests wait on this moving
+        self._runtime: Runtime | None = None
 
     def start(self) -> CaptureWorker:
         self._thread = threading.Thread(target=self._run, name="imprint-capture", daemon=True)
@@ -72,12 +75,15 @@ class CaptureWorker:
         """Let the capture under way finish (what is still queued stays for the next daemon)."""
         self._stopping.set()
         self._poked.set()
+        if self._runtime is not None:
+            self._runtime.priority.wake()  # a turn waiting for a recall looks at `stopping`
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.error("capture.worker.stuck", timeout_sec=timeout)
 
     def _run(self) -> None:
+        background_thread()  # capture is background work: interactive calls go first
         try:
             runtime = self._wait_runtime(None)
         except Exception as exc:
@@ -85,6 +91,7 @@ class CaptureWorker:
             return
         from imprint.writes.gateway import Writes
 
+        self._runtime = runtime
         writes = Writes(runtime)
         while not self._stopping.is_set():
             self._poked.clear()
@@ -96,7 +103,7 @@ class CaptureWorker:
 
     def drain(self, writes: Any) -> int:
         """Capture every queued session once; how many sessions were captured."""
-        from imprint.capture.session import capture_event
+        from imprint.capture.session import capture
 
         taken = take(self.data_dir)
         latest: dict[str, dict[str, str]] = {}
@@ -108,19 +115,29 @@ class CaptureWorker:
             if self._stopping.is_set():
                 return captured  # the taken file stays: the next daemon takes it again
             client = event.get("client", "claude-code")
+            # A recall in flight goes first: capture's reads, redaction and embedding wait.
+            writes.runtime.priority.turn("capture", self._stopping)
             started = time.monotonic()
+            session = event.get("session_id", "")
             try:
-                turns = capture_event(writes, self.data_dir, event)
+                turns, skipped, excluded = capture(writes, self.data_dir, event)
             except Exception as exc:
                 self._failed(event, client, exc)
                 continue
+            if excluded:
+                log.info("capture.excluded", client=client, session=session)
+                continue
             captured += 1
-            self._count(client, turns=turns)
+            for line in skipped:
+                log.warning("capture.skipped", client=client, session=session, what=line)
+            last_skip = f"session {session}: {skipped[-1]}" if skipped else ""
+            self._count(client, turns=turns, skipped=len(skipped), last_skip=last_skip)
             log.info(
                 "capture.done",
                 client=client,
-                session=event.get("session_id", ""),
+                session=session,
                 turns=turns,
+                skipped=len(skipped),
                 elapsed_ms=round((time.monotonic() - started) * 1000),
             )
         self._finish(taken)
@@ -141,10 +158,16 @@ class CaptureWorker:
         if attempts < MAX_ATTEMPTS:
             enqueue(self.data_dir, {**event, "attempts": str(attempts)})
 
-    def _count(self, client: str, *, turns: int = 0, error: str = "") -> None:
+    def _count(
+        self, client: str, *, turns: int = 0, error: str = "", skipped: int = 0, last_skip: str = ""
+    ) -> None:
         stats = client_stats(self.data_dir)
         row = stats.setdefault(client, {"captures": 0, "turns": 0, "failures": 0})
         now = time.time()
+        if skipped:
+            row["skipped"] = int(row.get("skipped", 0)) + skipped
+            row["last_skip_at"] = now
+            row["last_skip"] = last_skip[:300]
         if error:
             row["failures"] = int(row.get("failures", 0)) + 1
             row["last_failure_at"] = now

@@ -22,12 +22,15 @@ from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
-__all__ = ["SIGNATURE_CHARS", "TREE_LANGUAGES", "Chunk", "tree_chunks"]
+__all__ = ["MAX_NESTING", "SIGNATURE_CHARS", "TREE_LANGUAGES", "Chunk", "tree_chunks"]
 
 # A signature longer than this (a long parameter list) is not repeated on a later piece.
 SIGNATURE_CHARS = 400
 # A signature's last lines that start so are a comment opening the body, not signature.
 _OPENERS = ("#", "//")
+# Definitions inside definitions deeper than this are cut like prose within the deepest
+# one: real code nests a few levels, and the split recurses once per level.
+MAX_NESTING = 24
 
 
 @dataclass(frozen=True)
@@ -177,24 +180,29 @@ def _name(node: Node) -> str:
 
 
 def _walk(node: Node) -> Iterable[Node]:
-    yield node
-    for child in node.named_children:
-        yield from _walk(child)
+    """`node` and every named node below it, in document order. A stack, not recursion: a
+    file may nest a thousand levels deep (a Go receiver of 1,000 `*`, a 1,000-term string
+    concatenation), far past Python's recursion limit."""
+    stack = [node]
+    while stack:
+        found = stack.pop()
+        yield found
+        stack.extend(reversed(found.named_children))
 
 
 def _definition(node: Node, top: bool = True) -> tuple[str, Node] | None:
     """The name and the defining node of a definition (unwrapping decorators, `export`);
     a variable is one only at the top of a file (inside a function it is a local)."""
-    if node.type in _VARIABLES and not top:
-        return None
-    if node.type in _WRAPPERS:
+    while node.type in _WRAPPERS:  # a loop: C++ templates nest as deep as a file likes
         field = _WRAPPERS[node.type]
         inner = node.child_by_field_name(field) if field else None
         if inner is None:
             inner = next((c for c in node.named_children if _name(c)), None)
         if inner is None:
             return None
-        return _definition(inner, top)
+        node = inner
+    if node.type in _VARIABLES and not top:
+        return None
     name = _name(node)
     return (name, node) if name else None
 
@@ -293,6 +301,7 @@ class _Builder:
         self.out: list[Chunk] = []
         # Each split definition's first row and signature (`signature`), by symbol path.
         self.signatures: dict[str, tuple[int, str]] = {}
+        self.nesting = 0  # definitions being split, one inside another
 
     def size(self, seg: _Seg) -> int:
         return sum(len(line) for line in self.lines[seg.first : seg.last + 1])
@@ -384,12 +393,20 @@ class _Builder:
         if seg.symbol and seg.node is not None:
             opening = _opening(seg.node, body)
             self.signatures[seg.symbol] = (seg.first, self.signature(seg, opening))
-        inner = _segments(body.named_children, seg.symbol, seg.first, seg.last) if body else []
+        inner = (
+            _segments(body.named_children, seg.symbol, seg.first, seg.last)
+            if body is not None and self.nesting < MAX_NESTING
+            else []
+        )
         defs = [s for s in inner if s.symbol]
         if defs:
             # The header (signature, docstring, fields) packs with what follows if small.
             head = [_Seg(seg.first, defs[0].first - 1, "")] if defs[0].first > seg.first else []
-            self.emit(head + [s for s in inner if s.first >= defs[0].first], seg.symbol)
+            self.nesting += 1
+            try:
+                self.emit(head + [s for s in inner if s.first >= defs[0].first], seg.symbol)
+            finally:
+                self.nesting -= 1
             return
         symbol = seg.symbol or parent
         text = "".join(self.lines[seg.first : seg.last + 1])
@@ -420,7 +437,8 @@ def tree_chunks(
     text: str, lang: str, source: str, target: int, overlap: int, cut: Any
 ) -> list[Chunk] | None:
     """The chunks of a file in a language tree-sitter parses here; None for other languages
-    (or a grammar that fails to load), which keep the line-pattern chunker."""
+    (or a grammar that fails to load), which keep the line-pattern chunker; None too for a
+    tree too deep for what is left of the stack (the line chunker takes the file whole)."""
     try:
         parser = _parser(lang, source)
     except (ImportError, OSError, ValueError):
@@ -432,5 +450,8 @@ def tree_chunks(
     if not lines:
         return []
     builder = _Builder(lines, target, overlap, cut)
-    builder.emit(_segments(tree.root_node.named_children, "", 0, len(lines) - 1), "")
+    try:
+        builder.emit(_segments(tree.root_node.named_children, "", 0, len(lines) - 1), "")
+    except RecursionError:
+        return None
     return builder.out

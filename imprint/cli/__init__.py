@@ -11,7 +11,15 @@ running daemon. The commands are registered here, in the order `imprint --help` 
 from __future__ import annotations
 
 from imprint.cli import archive, capture, hooks, processes, reads, settings, sync, watch, writes
-from imprint.cli._app import app, config_app, hooks_app, main, version_text, workspace_app
+from imprint.cli._app import (
+    app,
+    config_app,
+    hooks_app,
+    main,
+    memory_app,
+    version_text,
+    workspace_app,
+)
 
 __all__ = ["app", "main", "version_text"]
 
@@ -36,6 +44,7 @@ app.command()(archive.backup)
 app.command()(archive.restore)
 app.command()(sync.sync)
 app.command(hidden=True)(processes.daemon)
+memory_app.command("restore")(writes.memory_restore)
 workspace_app.command("list")(settings.workspace_list)
 workspace_app.command("create")(settings.workspace_create)
 workspace_app.command("switch")(settings.workspace_switch)

@@ -23,6 +23,7 @@ __all__ = [
     "err",
     "hooks_app",
     "main",
+    "memory_app",
     "setup",
     "version_text",
     "workspace_app",
@@ -41,7 +42,9 @@ hooks_app = typer.Typer(
     help="Install, remove and check the clients' hooks (briefing and capture).",
     no_args_is_help=True,
 )
+memory_app = typer.Typer(help="Act on one stored memory.", no_args_is_help=True)
 app.add_typer(workspace_app, name="workspace")
+app.add_typer(memory_app, name="memory")
 app.add_typer(config_app, name="config")
 app.add_typer(hooks_app, name="hooks")
 

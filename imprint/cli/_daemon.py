@@ -67,6 +67,7 @@ def via_daemon(
     args: dict[str, object],
     *,
     allow: list[str] | None = None,
+    cwd_root: bool = True,
     progress: object = None,
 ) -> str | None:
     """When a daemon owns the data dir, ask it through MCP: the same tool, the same text.
@@ -78,7 +79,7 @@ def via_daemon(
     import anyio
     from mcp.client import Client
 
-    sock = open_session(root, allow)
+    sock = open_session(root, allow, cwd_root=cwd_root)
 
     async def go() -> tuple[bool, str]:
         async with Client(_socket_transport(sock)) as client:

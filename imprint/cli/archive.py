@@ -43,8 +43,9 @@ def export(
         sys.stdout.flush()
         return
     target = Path(file).expanduser().resolve()
-    # Written beside the target and renamed over it: a file named FILE is always whole.
-    lines = atomic_write_lines(target, export_lines(root, names))
+    # Written beside the target and renamed over it: a file named FILE is always whole. Its
+    # folder, when it exists, keeps its mode (a share's 2775 is not Imprint's to narrow).
+    lines = atomic_write_lines(target, export_lines(root, names), narrow=False)
     err.print(f"exported {', '.join(names) or 'no workspaces'}: {lines} lines to {target}")
 
 

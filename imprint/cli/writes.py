@@ -13,7 +13,7 @@ from imprint.cli._app import WorkspaceOpt, err, setup
 from imprint.cli._daemon import via_daemon
 from imprint.errors import ImprintError
 
-__all__ = ["ingest", "repair"]
+__all__ = ["ingest", "memory_restore", "repair"]
 
 
 def ingest(
@@ -25,6 +25,7 @@ def ingest(
     from imprint.actors.lifecycle import running
     from imprint.ingest.pipeline import ingest_path
     from imprint.reads.layout import escape_field
+    from imprint.writes.content import ingest_roots
 
     root, config = setup()
     target = str(path.expanduser().resolve())
@@ -34,7 +35,9 @@ def ingest(
         err.print(line, end="\r", markup=False, highlight=False)
 
     args: dict[str, object] = {"path": target, "project": project, "workspace": workspace}
-    text = via_daemon(root, "ingest_path", args, allow=[target], progress=shown)
+    # Through the daemon the session's cwd is no root: both ways read under exactly
+    # ingest.allowed_roots and the path named here (`ingest_roots`).
+    text = via_daemon(root, "ingest_path", args, allow=[target], cwd_root=False, progress=shown)
     if text is not None:
         typer.echo(text)
         return
@@ -58,7 +61,7 @@ def ingest(
             bar.update(task, completed=done, total=total, description=name)
 
         # The path named here, and the configured roots: a link inside may lead only there.
-        roots = [Path(r) for r in config.ingest.allowed_roots] + [Path(target)]
+        roots = ingest_roots(config.ingest.allowed_roots, None, [Path(target)])
         report = ingest_path(
             runtime, path, project=project, workspace=workspace, progress=progress, roots=roots
         )
@@ -87,3 +90,22 @@ def repair(workspace: WorkspaceOpt = "") -> None:
         typer.echo("nothing to repair: the indexes agree record by record")
     if result.left:
         raise typer.Exit(1)
+
+
+def memory_restore(
+    ids: Annotated[list[str], typer.Argument(help="ids of superseded memories")],
+    workspace: WorkspaceOpt = "",
+) -> None:
+    """Show superseded memories again (undo a supersede, a store's or capture's); the memory
+    that replaced each stays."""
+    from imprint.actors.lifecycle import running
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import restore_memories
+
+    root, config = setup()
+    args: dict[str, object] = {"content": "", "restore": ids, "workspace": workspace}
+    text = via_daemon(root, "store", args)
+    if text is None:
+        with running(root, config, reindex=False) as runtime:
+            text = restore_memories(Writes(runtime), ids, workspace)
+    typer.echo(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import signal
@@ -19,14 +20,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from imprint._fs import atomic_write_text, private_file
-from imprint.daemon.hello import CONNECT_WAIT_SEC, send_hello
+from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, check_served, send_hello
 from imprint.daemon.runfile import (
+    KILL_AFTER_SEC,
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
     exited,
+    identity,
     is_our_daemon,
     proc_start,
     rotate_log,
@@ -116,12 +119,17 @@ def _try_paths(paths: list[Path]) -> socket.socket | None:
     return None
 
 
-def connect(data_dir: Path) -> socket.socket:
+def connect(data_dir: Path, *, trust_run_file: bool = True) -> socket.socket:
     """A connection to the data dir's daemon, starting one if none runs.
 
     A daemon that runs but does not answer yet (binding its socket again, or still
-    starting) is waited for, never doubled."""
-    sock = _try_paths(socket_paths(data_dir, running_daemon(data_dir)))
+    starting) is waited for, never doubled. Without `trust_run_file` (its daemon answered
+    that it serves another data dir) only this data dir's own socket path is tried."""
+
+    def named() -> dict[str, Any] | None:
+        return running_daemon(data_dir) if trust_run_file else None
+
+    sock = _try_paths(socket_paths(data_dir, named()))
     if sock is not None:
         return sock
     # One starter at a time: the others wait here, then find the daemon it started.
@@ -136,7 +144,7 @@ def connect(data_dir: Path) -> socket.socket:
         log_start = 0
         spawned = 0
         while time.monotonic() < deadline:
-            info = running_daemon(data_dir)
+            info = named()
             sock = _try_paths(socket_paths(data_dir, info))
             if sock is not None:
                 return sock
@@ -162,7 +170,11 @@ def _spawned_alive(data_dir: Path) -> bool:
         info = json.loads((run_dir(data_dir) / "spawned.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return False
+    if "serves" in info and info["serves"] != identity(data_dir):
+        return False  # copied with its folder: it names the original's daemon
+    pid = info.get("pid")
     return isinstance(pid, int) and is_our_daemon(pid, info.get("proc_start")) and not exited(pid)
 
 
@@ -173,7 +185,9 @@ def poke_capture(data_dir: Path) -> bool:
     if sock is not None:
         with contextlib.closing(sock), contextlib.suppress(OSError):
             sock.settimeout(1.0)
-            sock.sendall(b'{"capture": {}}\n')  # no answer is read: nothing to wait for
+            # No answer is read (nothing to wait for); a daemon of another data dir ignores it.
+            poke = {"capture": {}, "serves": identity(data_dir)}
+            sock.sendall((json.dumps(poke) + "\n").encode())
         return True
     if running_daemon(data_dir) is not None or _spawned_alive(data_dir):
         return False  # one is binding its socket again, or starting: it drains at its start
@@ -189,7 +203,11 @@ def poke_capture(data_dir: Path) -> bool:
             proc, _ = _spawn_daemon(data_dir)
             # Until it writes its run file, this names it: the next hook's poke (a few
             # ms later) finds it starting instead of starting another.
-            spawned = {"pid": proc.pid, "proc_start": proc_start(proc.pid)}
+            spawned = {
+                "pid": proc.pid,
+                "proc_start": proc_start(proc.pid),
+                "serves": identity(data_dir),
+            }
             atomic_write_text(run_dir(data_dir) / "spawned.json", json.dumps(spawned))
             # Reaped when it exits, should this process (a test, a long-lived caller)
             # outlive it; a hook's process exits first and leaves it to init.
@@ -224,10 +242,24 @@ def daemon_alive(data_dir: Path) -> bool:
     return True
 
 
-def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
+KILL_WAIT_SEC = 30.0  # after SIGKILL: only a process stuck in the kernel takes longer
+
+
+def _wait_exit(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not exited(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    return True
+
+
+def stop_daemon(data_dir: Path, wait_sec: float = KILL_AFTER_SEC) -> str:
     """SIGTERM the process that owns the data dir (the daemon, or `serve --http`) and wait
-    until it has exited, its stores closed; a one-line report. Its socket is not needed:
-    the pid comes from its run file, once that is known to be our daemon."""
+    until it has exited, its stores closed; SIGKILL it when it has not within `wait_sec`
+    (every acknowledged write is journaled: its next start finishes or rolls back the one
+    in flight). A one-line report. Its socket is not needed: the pid comes from its run
+    file, once that is known to be this data dir's daemon."""
     info_file = data_dir / "run" / "daemon.json"
     info = running_daemon(data_dir)
     if info is None:
@@ -239,27 +271,47 @@ def stop_daemon(data_dir: Path, wait_sec: float = 60.0) -> str:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return f"no imprint daemon is running for {data_dir}"
-    deadline = time.monotonic() + wait_sec
-    while time.monotonic() < deadline:
-        if exited(pid):
-            return f"stopped the imprint daemon (process {pid}) for {data_dir}"
-        time.sleep(0.05)  # waiting for another process to exit; nothing to wait on
+    if _wait_exit(pid, wait_sec):
+        return f"stopped the imprint daemon (process {pid}) for {data_dir}"
+    log_file = run_dir(data_dir) / "daemon.stderr.log"
+    if is_our_daemon(pid, info.get("proc_start")):  # still the one we signalled
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if _wait_exit(pid, KILL_WAIT_SEC):
+        return (
+            f"killed the imprint daemon (process {pid}) for {data_dir}: it did not exit "
+            f"within {wait_sec:g} s of SIGTERM (see {log_file}); its next start finishes "
+            "the write it was in"
+        )
     raise StoreError(
-        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM; "
-        f"see {run_dir(data_dir) / 'daemon.stderr.log'}"
+        f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM nor "
+        f"{KILL_WAIT_SEC:g} s of SIGKILL (stuck in the kernel?); see {log_file}"
     )
 
 
-def open_session(data_dir: Path, allow: list[str] | None = None) -> socket.socket:
+def open_session(
+    data_dir: Path, allow: list[str] | None = None, *, cwd_root: bool = True
+) -> socket.socket:
     """A connection to the data dir's daemon (started if none runs) past its hello: what
     follows on it is one MCP session, newline-delimited JSON-RPC. `allow`: folders this
-    session may also ingest under."""
+    session may also ingest under; without `cwd_root` the working directory is not one of
+    them by default (`imprint ingest PATH` allows PATH and ingest.allowed_roots only)."""
     roots = [str(Path(p).expanduser().resolve()) for p in allow or []]
-    hello = json.dumps({"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots}) + "\n"
+    serves = identity(data_dir)
+    fields = {"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots, "serves": serves}
+    if cwd_root is False:
+        fields["cwd_root"] = False
+    hello = json.dumps(fields) + "\n"
+    trust = True
     for _attempt in range(3):
-        sock = connect(data_dir)
-        if send_hello(sock, hello.encode("utf-8")):
-            return sock
+        sock = connect(data_dir, trust_run_file=trust)
+        try:
+            if send_hello(sock, hello.encode("utf-8"), serves):
+                return sock
+        except OtherDataDir:
+            trust = False  # the run file led to another data dir's daemon: start our own
+            sock.close()
+            continue
         # It was exiting idle as we came: the next connect finds or starts its successor.
         sock.close()
         time.sleep(0.2)  # letting the old daemon release its lock; nothing to wait on
@@ -291,21 +343,39 @@ def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     return 0
 
 
+def _request(
+    data_dir: Path, request: dict[str, Any]
+) -> tuple[socket.socket, BinaryIO, dict[str, Any]]:
+    """Send a hello that is a request (not an MCP session), naming this data dir, and read
+    the first line of its answer (the reader holds what follows). A daemon of another data
+    dir (found through a copied run file) refuses it unrun: this data dir's own daemon is
+    asked instead, started if none runs."""
+    serves = identity(data_dir)
+    line = (json.dumps({**request, "pid": os.getpid(), "serves": serves}) + "\n").encode()
+    for trust in (True, False):
+        sock = connect(data_dir, trust_run_file=trust)
+        sock.sendall(line)
+        reader = sock.makefile("rb")
+        try:
+            reply = json.loads(reader.readline() or b"{}")
+        except ValueError:
+            reply = {}
+        reply = reply if isinstance(reply, dict) else {}
+        try:
+            check_served(reply, serves)
+        except OtherDataDir:
+            reader.close()
+            sock.close()
+            continue
+        return sock, reader, reply
+    raise StoreError(f"daemon: no daemon serving {data_dir} answered; see {data_dir}/run")
+
+
 def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[str, Any]]:
-    """Send a hello that is a request (not an MCP session) and read its one-line answer."""
-    sock = connect(data_dir)
-    sock.sendall((json.dumps({**request, "pid": os.getpid()}) + "\n").encode())
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        line += chunk
-    try:
-        reply = json.loads(line or b"{}")
-    except ValueError:
-        reply = {}
-    return sock, reply if isinstance(reply, dict) else {}
+    """Send a hello that is a request and read its one-line answer."""
+    sock, reader, reply = _request(data_dir, request)
+    reader.close()  # the socket stays open: the dashboard's is held while it serves
+    return sock, reply
 
 
 def ask_status(data_dir: Path, workspace: str, check: bool) -> dict[str, Any]:
@@ -384,12 +454,10 @@ def ask_import(
 ) -> str:
     """Have the data dir's owner import the export file at `path` (`imprint import` beside
     a daemon), reporting its progress; the line saying what it wrote."""
-    sock = connect(data_dir)
+    asked = {"path": str(path), "workspace": workspace, "replace": replace}
+    sock, reader, first = _request(data_dir, {"import": asked})
     try:
-        asked = {"path": str(path), "workspace": workspace, "replace": replace}
-        request = {"import": asked, "pid": os.getpid()}
-        sock.sendall((json.dumps(request) + "\n").encode())
-        for line in sock.makefile("r", encoding="utf-8"):
+        for line in itertools.chain([json.dumps(first).encode()] if first else [], reader):
             try:
                 reply = json.loads(line)
             except ValueError:
@@ -406,5 +474,6 @@ def ask_import(
                 why = reply.get("error") or "the owner's answer was not understood"
                 raise StoreError(str(why).splitlines()[0])
     finally:
+        reader.close()
         sock.close()
     raise StoreError("import: the owner closed the connection before it finished; see its log")

@@ -6,6 +6,12 @@ JSON line back (`{"ok": true}` or `{"error": "..."}`), then MCP's newline-delimi
 byte for byte as on stdio. `{"dashboard": {"port": ...}}` instead asks the owner to serve
 the dashboard while the connection stays open.
 
+Every hello of Imprint's clients also says which data dir it means (`"serves"`: resolved
+path and instance id, `imprint.daemon.runfile.identity`). A daemon serving another one (the
+original of a copied data dir, found through the copied run file) refuses it with its own
+`"serves"` and runs nothing; one serving it answers with its `"serves"`, which the client
+checks (`OtherDataDir` otherwise): the client then starts the copy's own daemon.
+
 Before its hello a connection is bounded: one line of at most HELLO_MAX_BYTES within
 hello_timeout_sec, at most max_connections open, and it does not keep the daemon alive.
 """
@@ -31,6 +37,9 @@ __all__ = [
     "HELLO_TIMEOUT_SEC",
     "MAX_CONNECTIONS",
     "Deadlines",
+    "OtherDataDir",
+    "check_served",
+    "other_data_dir",
     "peer_allowed",
     "read_hello",
     "refuse",
@@ -42,6 +51,35 @@ CONNECT_WAIT_SEC = 90.0
 HELLO_TIMEOUT_SEC = 10.0
 HELLO_MAX_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64
+
+
+class OtherDataDir(StoreError):
+    """The daemon that answered serves another data dir than the client's."""
+
+
+def other_data_dir(hello: dict[str, Any], serves: dict[str, str]) -> str | None:
+    """The daemon's refusal when `hello` names another data dir than the one it serves;
+    None when it names this one (or none: a hello of an older client)."""
+    asked = hello.get("serves")
+    if asked is None or asked == serves:
+        return None
+    log.warning("daemon.hello.other_data_dir")  # never the path asked: whatever was sent
+    return (
+        f"daemon: this daemon serves {serves['data_dir']} (instance {serves['instance']}), "
+        "not the data dir the hello names (a copied run file?); start that one's own daemon"
+    )
+
+
+def check_served(answer: dict[str, Any], expected: dict[str, str] | None) -> None:
+    """OtherDataDir when the daemon's answer says it serves another data dir than
+    `expected` (an answer without "serves" is an older daemon's: it proves nothing)."""
+    if expected is None or "serves" not in answer or answer["serves"] == expected:
+        return
+    theirs = answer["serves"] if isinstance(answer["serves"], dict) else {}
+    raise OtherDataDir(
+        f"daemon: the daemon that answered serves {theirs.get('data_dir')!s}, not "
+        f"{expected['data_dir']}"
+    )
 
 
 def shut(conn: socket.socket) -> None:
@@ -152,9 +190,10 @@ def read_hello(
     return raw, hello
 
 
-def send_hello(sock: socket.socket, hello: bytes) -> bool:
+def send_hello(sock: socket.socket, hello: bytes, expected: dict[str, str] | None = None) -> bool:
     """Send the hello and read the daemon's answer: True when it serves this session, False
-    when it closed first (it was stopping), an error when it refused."""
+    when it closed first (it was stopping), an error when it refused (OtherDataDir when it
+    serves another data dir than `expected`)."""
     sock.settimeout(CONNECT_WAIT_SEC)
     try:
         # A daemon at its connection cap writes its refusal and closes without reading the
@@ -178,6 +217,7 @@ def send_hello(sock: socket.socket, hello: bytes) -> bool:
         answer = None
     if not isinstance(answer, dict) or not (answer.get("ok") or answer.get("error")):
         raise StoreError("daemon: its answer to the hello is not one this version knows")
+    check_served(answer, expected)
     if answer.get("error"):
         raise StoreError(str(answer["error"]).splitlines()[0])
     return True

@@ -31,6 +31,7 @@ from imprint.daemon.hello import (
     HELLO_TIMEOUT_SEC,
     MAX_CONNECTIONS,
     Deadlines,
+    other_data_dir,
     peer_allowed,
     read_hello,
     refuse,
@@ -49,6 +50,8 @@ from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
     STDERR_LOG_MAX_BYTES,
+    STOP_GRACE_SEC,
+    identity,
     proc_start,
     rotate_log,
     run_dir,
@@ -67,7 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["Daemon", "run_daemon"]
 
 SOCKET_CHECK_SEC = 2.0
-STOP_GRACE_SEC = 30.0  # after SIGTERM the daemon exits within this, stuck or not
 # accept() failing with these is the process (or the system) short of something for now.
 TRANSIENT_ACCEPT_ERRORS = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED, errno.EPROTO}
@@ -101,6 +103,7 @@ class Daemon:
         # initialize and tools/list answered from this while MCP and the runtime load.
         self.handshake = load_handshake()
         self.path = socket_path(data_dir)
+        self.serves = identity(data_dir)  # proven in every hello's answer (`hello.check_served`)
         from filelock import FileLock
 
         self._lock = FileLock(run_dir(data_dir) / "daemon.lock", thread_local=False, mode=0o600)
@@ -158,6 +161,7 @@ class Daemon:
             "started_at": self.started_at,
             "proc_start": proc_start(os.getpid()),
             "kind": self.kind,
+            "serves": self.serves,
         }
         atomic_write_text(run_dir(self.data_dir) / "daemon.json", json.dumps(info))
         return True
@@ -335,6 +339,11 @@ class Daemon:
             if got is None:
                 return
             raw, hello = got
+            wrong = other_data_dir(hello, self.serves)
+            if wrong is not None:
+                # Before anything runs: a store through a copy must not land here.
+                conn.sendall((json.dumps({"error": wrong, "serves": self.serves}) + "\n").encode())
+                return
             with self._state:
                 if self._stopping.is_set():
                     return
@@ -374,7 +383,10 @@ class Daemon:
                     hello["import"], self.wait_runtime, lambda t: conn.sendall(t.encode())
                 )
                 return
-            conn.sendall((json.dumps({"ok": True}) + "\n").encode())
+            ok: dict[str, object] = {"ok": True}
+            if "serves" in hello:
+                ok["serves"] = self.serves  # what the client checks (`hello.check_served`)
+            conn.sendall((json.dumps(ok) + "\n").encode())
             reader: IO[str]
             writer: IO[str]
             if self.handshake is not None:
@@ -385,18 +397,21 @@ class Daemon:
                 writer = conn.makefile("w", encoding="utf-8", newline="\n")
             cwd = Path(hello.get("cwd") or os.getcwd())
             roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
+            # `imprint ingest PATH` allows PATH (and ingest.allowed_roots) only, as in-process.
+            cwd_root = hello.get("cwd_root") is not False
             log.info(
                 "daemon.session.start",
                 client_pid=hello.get("pid"),
                 cwd=str(cwd),
                 roots=[str(r) for r in roots],
+                cwd_root=cwd_root,
             )
             import anyio
 
             with self._state:
                 self.sessions += 1
             try:
-                anyio.run(self._session, reader, writer, cwd, roots)
+                anyio.run(self._session, reader, writer, cwd, roots, cwd_root)
             finally:
                 with self._state:
                     self.sessions -= 1
@@ -420,7 +435,7 @@ class Daemon:
                 log.info("daemon.session.end")
 
     async def _session(
-        self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path]
+        self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path], cwd_root: bool
     ) -> None:
         import anyio
 
@@ -430,7 +445,7 @@ class Daemon:
 
         # The tools register in the background once the runtime is up (or at the first tool
         # call, which waits for them): `initialize` and tools/list never wait for it.
-        server = build_server(self.wait_runtime, cwd, roots)
+        server = build_server(self.wait_runtime, cwd, roots, cwd_root=cwd_root)
         async with anyio.create_task_group() as tasks:
             if isinstance(server, ImprintServer):
                 tasks.start_soon(server.prepare_tools)

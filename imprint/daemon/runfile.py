@@ -1,8 +1,11 @@
 """What the data dir's owner leaves in `{data_dir}/run`: its run file and its stderr log.
 
-The run file `daemon.json` (0600, written atomically: its pid, its socket, when it started)
-says who owns the data dir. A pid is believed only when it is this user's imprint process
-that started when the file says, so `imprint stop` needs no socket at all.
+The run file `daemon.json` (0600, written atomically: its pid, its socket, when it started,
+which data dir it serves) says who owns the data dir. A pid is believed only when it is this
+user's imprint process that started when the file says, so `imprint stop` needs no socket at
+all; and the file only when it names this data dir (its resolved path and instance id,
+`identity`): a run file copied with its folder (`cp -r`, a file-level backup, a synced
+folder) names the original, whose daemon is not this copy's.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from imprint._fs import private_dir
+from imprint._fs import instance_id, private_dir
 
 __all__ = [
+    "KILL_AFTER_SEC",
     "STDERR_LOG_KEEP",
     "STDERR_LOG_MAX_BYTES",
+    "STOP_GRACE_SEC",
     "exited",
+    "identity",
     "is_our_daemon",
     "proc_start",
     "rotate_log",
@@ -28,10 +34,21 @@ __all__ = [
 
 STDERR_LOG_MAX_BYTES = 4 * 1_048_576
 STDERR_LOG_KEEP = 2
+STOP_GRACE_SEC = 30.0  # after SIGTERM the daemon exits within this, stuck or not
+# `imprint stop` sends SIGKILL this long after SIGTERM: the daemon's own watchdog should
+# have ended it by then, unless nothing in it could run (its SIGTERM handler is Python).
+KILL_AFTER_SEC = STOP_GRACE_SEC + 15.0
 
 
 def run_dir(data_dir: Path) -> Path:
     return private_dir(data_dir / "run")
+
+
+def identity(data_dir: Path) -> dict[str, str]:
+    """Which data dir a daemon serves: its resolved path and its instance id. The path tells
+    a copy from its original (the copy holds the same id); the id tells a data dir made
+    again at the same path from the one a daemon still holds open."""
+    return {"data_dir": str(data_dir.resolve()), "instance": instance_id(data_dir)}
 
 
 def proc_start(pid: int) -> str | None:
@@ -81,13 +98,20 @@ def is_our_daemon(pid: int, started: object) -> bool:
 
 
 def running_daemon(data_dir: Path) -> dict[str, Any] | None:
-    """The run file of the process that owns the data dir, when that process still runs."""
+    """The run file of the process that owns the data dir, when that process still runs and
+    the file names this data dir (a copied run file names its original's daemon)."""
     try:
         info = json.loads((data_dir / "run" / "daemon.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
+    # A file without "serves" was written before daemons said which data dir they serve.
+    try:
+        if "serves" in info and info["serves"] != identity(data_dir):
+            return None
+    except OSError:
+        return None  # no instance id to compare: only this data dir's own socket is tried
     return info if is_our_daemon(info["pid"], info.get("proc_start")) else None
 
 

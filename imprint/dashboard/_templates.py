@@ -26,6 +26,7 @@ __all__ = ["NAV", "TEMPLATES", "ago", "duration", "href", "stamp"]
 
 NAV = (
     ("/", "Overview"),
+    ("/memory", "Memory"),
     ("/search", "Search"),
     ("/recall", "Recall"),
     ("/traces", "Traces"),

@@ -24,14 +24,19 @@ from imprint.actors.read_messages import (
     VectorQuery,
 )
 from imprint.hooks.compose import (
+    FACTS_HEADING,
     FACTS_SHOWN,
+    FENCE,
+    FRAME,
     MEMORY_SECTIONS,
+    SESSIONS_HEADING,
     SESSIONS_SHOWN,
+    SUPERSEDED_SLACK,
     compose_briefing,
     item,
     pick_project,
     record_entry,
-    repo_name,
+    session_roots,
 )
 from imprint.hooks.settings import excluded_folder
 from imprint.reads.deadline import Deadline, call_deadline
@@ -46,7 +51,10 @@ __all__ = [
     "PROMPT_MAX_CHARS",
     "PROMPT_MIN_SCORE",
     "SUMMARY_KIND",
+    "BriefingPreview",
     "HookRequest",
+    "LeftOut",
+    "briefing_preview",
     "briefing_text",
     "excluded",
     "hook_context",
@@ -84,17 +92,21 @@ def excluded(cwd: Path, project: str, exclude: Sequence[str]) -> bool:
     return project in exclude or excluded_folder(cwd, exclude)
 
 
-def project_for(reads: Reads, ws: WorkspaceName, cwd: Path, deadline: Deadline) -> str:
+def project_for(
+    reads: Reads, ws: WorkspaceName, cwd: Path, deadline: Deadline, data_dir: Path | None = None
+) -> str:
     """The project a session in `cwd` works on: the one whose ingested folder holds `cwd`
-    (the deepest), else the known project named after its repository's folder (as
-    `ingest_path` names one); "" when neither."""
+    (the deepest), else the one capture recorded for its resolved root (`data_dir`'s
+    record), else the known project named after that root, when no other folder holds
+    that name (`pick_project`); "" when none."""
     here = cwd.resolve()
     roots = deadline.wait(reads.ask(ProjectRoots(workspace=ws)), "briefing")
-    ingested = pick_project(here, roots, (), "")
-    if ingested:
-        return ingested
-    known = [name for name, _ in deadline.wait(reads.ask(Projects(workspace=ws)), "briefing")]
-    return pick_project(here, roots, known, project_from_folder(repo_name(here)))
+    recorded = session_roots(data_dir) if data_dir is not None else {}
+    project, new = pick_project(here, roots, recorded, project_from_folder)
+    if not new:
+        return project
+    known = {name for name, _ in deadline.wait(reads.ask(Projects(workspace=ws)), "briefing")}
+    return project if project in known else ""
 
 
 def briefing_text(
@@ -104,7 +116,12 @@ def briefing_text(
     fixes, preferences, the facts about it that hold now and its last sessions, then how to
     search for more; at most `max_chars`. Empty when the project has none of these."""
     asks = [
-        (heading, reads.ask(Newest(workspace=ws, project=project, types=t, kinds=k, limit=n)))
+        (
+            heading,
+            reads.ask(
+                Newest(workspace=ws, project=project, types=t, kinds=k, limit=n + SUPERSEDED_SLACK)
+            ),
+        )
         for heading, t, k, n in MEMORY_SECTIONS
     ]
     sessions = reads.ask(
@@ -124,6 +141,63 @@ def briefing_text(
         deadline.wait(sessions, "briefing"),
         max_chars,
     )
+
+
+class LeftOut(BaseModel):
+    """An item a briefing read but did not give, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    heading: str
+    id: str
+    text: str
+    why: str  # "superseded" or "over the budget"
+
+
+class BriefingPreview(BaseModel):
+    """The briefing a new session of a project would be given now, as the hook gives it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    text: str
+    budget: int
+    left_out: tuple[LeftOut, ...]
+
+
+def briefing_preview(
+    reads: Reads, ws: WorkspaceName, project: str, max_chars: int, deadline: Deadline
+) -> BriefingPreview:
+    """`briefing_text` itself (the very text the session-start hook prints), and the items
+    it read but left out: superseded memories, and those the budget had no room for (an
+    item is in the text when its id is)."""
+    text = briefing_text(reads, ws, project, max_chars, deadline)
+    asks = [
+        (heading, reads.ask(Newest(workspace=ws, project=project, types=t, kinds=k, limit=n)))
+        for heading, t, k, n in MEMORY_SECTIONS
+    ]
+    sessions = reads.ask(
+        Newest(workspace=ws, project=project, kinds=(SUMMARY_KIND,), limit=SESSIONS_SHOWN)
+    )
+    facts = reads.ask(FactQuery(workspace=ws, subject=project, limit=FACTS_SHOWN))
+    read = [(heading, deadline.wait(pending, "briefing")) for heading, pending in asks]
+    ids = tuple(r.id for _, records in read for r in records)
+    links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
+    superseded = {link.old for link in links} if ids else set()
+    read.append((SESSIONS_HEADING, deadline.wait(sessions, "briefing")))
+    entries: list[tuple[str, str, str, bool]] = [
+        (h, r.id, r.content, r.id in superseded) for h, records in read for r in records
+    ]
+    entries += [
+        (FACTS_HEADING, f"fact:{f.id}", f"{f.subject} {f.predicate} {f.object}", False)
+        for f in deadline.wait(facts, "briefing")
+    ]
+    left = [
+        LeftOut(heading=h, id=i, text=c, why="superseded" if gone else "over the budget")
+        for h, i, c, gone in entries
+        if gone or (f"id {i}," not in text and f"id {i})" not in text)
+    ]
+    return BriefingPreview(project=project, text=text, budget=max_chars, left_out=tuple(left))
 
 
 def prompt_context(
@@ -146,18 +220,18 @@ def prompt_context(
     memories = [
         found[rid]
         for rid, _ in hits
-        if rid in found and found[rid].kind in ("memory", SUMMARY_KIND)
+        if rid in found and found[rid].kind in ("memory", "observation", SUMMARY_KIND)
     ][:PROMPT_MAX_MEMORIES]
     head = f"Imprint memories of project {project} that may bear on this prompt:"
-    lines = [head]
-    size = len(head)
+    lines = [head, FRAME, FENCE]
+    size = sum(len(line) + 1 for line in lines) + len(FENCE)
     for record in memories:
         line = item(record_entry(record))
         if size + 1 + len(line) > PROMPT_MAX_CHARS - 1:
             break
         lines.append(line)
         size += 1 + len(line)
-    return "\n".join(lines) if len(lines) > 1 else ""
+    return "\n".join([*lines, FENCE]) if len(lines) > 3 else ""
 
 
 def hook_context(runtime: Runtime, asked: HookRequest) -> str:
@@ -167,7 +241,7 @@ def hook_context(runtime: Runtime, asked: HookRequest) -> str:
     ws = reads.open(asked.workspace)
     cwd = Path(asked.cwd)
     with call_deadline(asked.deadline_ms / 1000) as deadline:
-        project = project_for(reads, ws, cwd, deadline)
+        project = project_for(reads, ws, cwd, deadline, runtime.data_dir)
         if not project or excluded(cwd, project, asked.exclude):
             return ""
         if asked.event == "session-start":

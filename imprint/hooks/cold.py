@@ -19,9 +19,10 @@ from imprint.hooks.compose import (
     FACTS_SHOWN,
     MEMORY_SECTIONS,
     SESSIONS_SHOWN,
+    SUPERSEDED_SLACK,
     compose_briefing,
     pick_project,
-    repo_name,
+    session_roots,
 )
 from imprint.workspaces import resolve_workspace, workspace_dir
 
@@ -56,14 +57,13 @@ def cold_briefing(data_dir: Path, cwd: Path, max_chars: int, exclude: tuple[str,
     try:
         here = cwd.resolve()
         roots = reader.project_roots()
-        project = pick_project(here, roots, (), "")
-        if not project:
-            known = [name for name, _ in reader.projects()]
-            project = pick_project(here, roots, known, project_from_folder(repo_name(here)))
+        project, new = pick_project(here, roots, session_roots(data_dir), project_from_folder)
+        if new and project not in {name for name, _ in reader.projects()}:
+            project = ""
         if not project or project in exclude:
             return ""
         newest = [
-            (heading, reader.newest(project, types, kinds, limit))
+            (heading, reader.newest(project, types, kinds, limit + SUPERSEDED_SLACK))
             for heading, types, kinds, limit in MEMORY_SECTIONS
         ]
         ids = [r.id for _, records in newest for r in records]

@@ -4,7 +4,9 @@ entry when it has none (`imprint hooks status` is `imprint.hooks.status`).
 Installing is idempotent: Imprint's own hooks (commands `<imprint> hook ...`) are taken out
 of the file and put back, every other setting stays as it was, and a file is written only
 when it changes, after a timestamped copy of it is kept beside it. A file that does not
-parse is never written over: the error names it.
+parse is never written over: the error names it. Every file is read and written through
+`imprint.hooks._confined`, never through a link out of the scope being edited, and an
+install writes all its files or none.
 
 Where each client keeps its configuration (user scope under the home folder, project scope
 under the project's folder):
@@ -24,17 +26,19 @@ import json
 import math
 import os
 import re
+import secrets
 import shlex
 import shutil
 import sys
-import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from imprint.errors import InputError
+from imprint.hooks._confined import ConfigFile, Pending, confined, write_all
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -108,23 +112,29 @@ def _is_ours(command: object) -> bool:
 class _Files:
     hooks: Path
     mcp: Path  # JSON with `mcpServers`, or Codex's config.toml
+    root: Path  # the scope's folder: no link takes a read or a write out of it
+    scope: Scope
+
+    def open(self, path: Path) -> ConfigFile:
+        return confined(path, self.root, self.scope)
 
 
 def client_files(client: str, scope: Scope, home: Path, project: Path) -> _Files:
     base = home if scope == "user" else project
     if client == "claude-code":
         mcp = home / ".claude.json" if scope == "user" else project / ".mcp.json"
-        return _Files(base / ".claude" / "settings.json", mcp)
+        return _Files(base / ".claude" / "settings.json", mcp, base, scope)
     if client == "codex":
-        folder = base / ".codex"
+        folder, root = base / ".codex", base
         if scope == "user" and os.environ.get("CODEX_HOME"):
-            folder = Path(os.environ["CODEX_HOME"]).expanduser()
-        return _Files(folder / "hooks.json", folder / "config.toml")
+            folder = root = Path(os.environ["CODEX_HOME"]).expanduser()
+        return _Files(folder / "hooks.json", folder / "config.toml", root, scope)
     if client == "gemini":
         settings = base / ".gemini" / "settings.json"
-        return _Files(settings, settings)
+        return _Files(settings, settings, base, scope)
     if client == "cursor":
-        return _Files(base / ".cursor" / "hooks.json", base / ".cursor" / "mcp.json")
+        cursor = base / ".cursor"
+        return _Files(cursor / "hooks.json", cursor / "mcp.json", base, scope)
     raise InputError(f"client: {client!r} is not one of {', '.join(CLIENTS)}")
 
 
@@ -144,16 +154,50 @@ def _client_timeout(client: str, budget_ms: int) -> int:
     return seconds * 1000 if client == "gemini" else seconds
 
 
-def _read_json(path: Path) -> Data:
-    if not path.exists():
-        return {}
+@dataclass(frozen=True)
+class _Number:
+    """A JSON number past a double (`1e400`), kept as written: as a float it would be
+    written back as `Infinity`, which is not JSON."""
+
+    text: str
+
+
+def _float(text: str) -> float | _Number:
+    value = float(text)
+    return value if math.isfinite(value) else _Number(text)
+
+
+def _constant(word: str) -> None:
+    raise ValueError(f"{word} is not JSON")
+
+
+def _read_json(file: ConfigFile) -> Data:
     try:
-        data = json.loads(path.read_text("utf-8") or "{}")
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc}); fix or move it, then run again") from exc
+        data = json.loads(file.text or "{}", parse_float=_float, parse_constant=_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(
+            f"{file.shown}: not valid JSON ({exc}); fix or move it, then run again"
+        ) from exc
     if not isinstance(data, dict):
-        raise InputError(f"{path}: not a JSON object; fix or move it, then run again")
+        raise InputError(f"{file.shown}: not a JSON object; fix or move it, then run again")
     return data
+
+
+def _dump_json(data: Data) -> str:
+    """`data` as JSON, a `_Number` as its own text."""
+    literal: dict[str, str] = {}
+
+    def number(value: object) -> str:
+        if not isinstance(value, _Number):
+            raise TypeError(f"{type(value).__name__} is not JSON")
+        stand_in = f"imprint-number-{secrets.token_hex(8)}"  # a string nothing else holds
+        literal[json.dumps(stand_in)] = value.text
+        return stand_in
+
+    text = json.dumps(data, indent=2, default=number, allow_nan=False)
+    for stand_in, value in literal.items():
+        text = text.replace(stand_in, value)
+    return text + "\n"
 
 
 def _without_ours(hooks: Data, client: str) -> Data:
@@ -303,40 +347,28 @@ def _edit_codex_toml(text: str, path: Path, feature: str = "hooks") -> str:
     return edited
 
 
-def _write(path: Path, before: str | None, after: str, report: list[str]) -> None:
-    """Write `after` unless the file already says it; keep a copy of the old file first."""
-    if before == after:
-        report.append(f"unchanged: {path}")
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    note = ""
-    if before is not None:
-        backup = path.with_name(f"{path.name}.imprint-{time.strftime('%Y%m%d-%H%M%S')}.bak")
-        shutil.copy2(path, backup)
-        note = f" (the old file is kept as {backup.name})"
-    tmp = path.with_name(f".{path.name}.imprint-tmp")
-    tmp.write_text(after, "utf-8")
-    if before is not None:
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
-    report.append(f"wrote: {path}{note}")
+def _edited_text(file: ConfigFile, after: str) -> Pending | ConfigFile:
+    """`after` to be written over `file`, or `file` itself when it already says it."""
+    return file if file.text == after else Pending(file, after)
 
 
-def _text(path: Path) -> str | None:
-    try:
-        return path.read_text("utf-8")
-    except FileNotFoundError:
-        return None
+def _edited_json(file: ConfigFile, edits: list[Callable[[Data], Data]]) -> Pending | ConfigFile:
+    """`file` as `edits` leave it, or `file` itself when they change nothing (a file that is
+    not valid JSON: InputError, naming it)."""
+    data = _read_json(file)
+    after = data
+    for edit in edits:
+        after = edit(after)
+    if after == data and file.data is not None:
+        return file
+    return Pending(file, _dump_json(after))
 
 
-def _json_file(path: Path, edit: Callable[[Data], Data], report: list[str]) -> None:
-    before = _text(path)
-    data = _read_json(path)
-    after = edit(data)
-    if after == data and before is not None:
-        report.append(f"unchanged: {path}")
-        return
-    _write(path, before, json.dumps(after, indent=2) + "\n", report)
+def _written(plan: list[Pending | ConfigFile], report: list[str]) -> None:
+    """Write what `plan` changes (all of it or nothing), then say what became of each file."""
+    write_all([p for p in plan if isinstance(p, Pending)])
+    for p in plan:
+        report.append(p.line() if isinstance(p, Pending) else f"unchanged: {p.shown}")
 
 
 def _codex_feature(codex: str | None, report: list[str]) -> str:
@@ -402,14 +434,21 @@ def install_hooks(
     files = client_files(client, scope, home, project)
     events = _events(client, settings)
     report: list[str] = []
-    _json_file(files.hooks, lambda d: _edit_hooks(d, client, events, settings), report)
+    hooks = files.open(files.hooks)
+    hook_edit = partial(_edit_hooks, client=client, events=events, settings=settings)
+    mcp_edit = partial(_edit_mcp_json, client=client)
+    # Every file is read and edited before any is written, so one that fails writes nothing.
     if client == "codex":
         codex = codex_executable()
-        before = _text(files.mcp)
-        edited = _edit_codex_toml(before or "", files.mcp, _codex_feature(codex, report))
-        _write(files.mcp, before, edited, report)
+        config = files.open(files.mcp)
+        feature = _codex_feature(codex, report)
+        toml = _edit_codex_toml(config.text or "", files.mcp, feature)
+        plan = [_edited_json(hooks, [hook_edit]), _edited_text(config, toml)]
+    elif files.mcp == files.hooks:  # Gemini's one settings.json: both edits, one write
+        plan = [_edited_json(hooks, [hook_edit, mcp_edit])]
     else:
-        _json_file(files.mcp, lambda d: _edit_mcp_json(d, client), report)
+        plan = [_edited_json(hooks, [hook_edit]), _edited_json(files.open(files.mcp), [mcp_edit])]
+    _written(plan, report)
     captured = [e for e in events if e in CAPTURE_EVENTS]
     report.append(f"hooks: {', '.join(events)}")
     if client == "codex":
@@ -431,21 +470,28 @@ def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> 
     """Take Imprint's hooks out of `client`'s configuration; its MCP server entry stays."""
     files = client_files(client, scope, home, project)
     report: list[str] = []
-    if files.hooks.exists():
-        _json_file(files.hooks, lambda d: _edit_hooks(d, client, [], HookSettings()), report)
+    hooks = files.open(files.hooks)
+    if hooks.data is not None:
+        edit = _edited_json(hooks, [lambda d: _edit_hooks(d, client, [], HookSettings())])
+        _written([edit], report)
     else:
         report.append(f"unchanged: {files.hooks} (no such file)")
     report.append(f"capture is off for {client}; its MCP server entry stays ({files.mcp})")
     return report
 
 
-def our_commands(client: str, scope: Scope, *, home: Path, project: Path) -> dict[str, list[str]]:
+def our_commands(
+    client: str, scope: Scope, *, home: Path, project: Path, unread: list[str] | None = None
+) -> dict[str, list[str]]:
     """Per Imprint event, the commands of Imprint's hooks in `client`'s configuration of
-    `scope`."""
-    path = client_files(client, scope, home, project).hooks
+    `scope`; a file that cannot be read (not JSON, or a link out of the scope, which is not
+    followed) has none, and the reason goes to `unread`."""
+    files = client_files(client, scope, home, project)
     try:
-        hooks = _read_json(path).get("hooks", {})
-    except InputError:
+        hooks = _read_json(files.open(files.hooks)).get("hooks", {})
+    except InputError as exc:
+        if unread is not None:
+            unread.append(str(exc))
         return {}
     found: dict[str, list[str]] = {}
     for event, native in NATIVE_EVENTS[client].items():

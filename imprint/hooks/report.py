@@ -19,6 +19,7 @@ __all__ = [
     "client_hooks",
     "hooks_lines",
     "plugin_misses",
+    "skip_line",
     "when",
 ]
 
@@ -46,6 +47,13 @@ class ClientHooks:
     last_capture_error: str
     missed: int = 0  # the plugin's hooks that found no `imprint`, since a hook last ran
     last_missed: float | None = None
+    capture_skips: int = 0  # lines or turns too long to read, passed over by capture
+    last_capture_skip: str = ""
+
+
+def skip_line(count: int, last: str) -> str:
+    """What capture passed over, in words (`imprint status`, `imprint hooks status`)."""
+    return f"capture skipped {count} lines or turns too long to read, the last: {last}"
 
 
 def _number(row: dict[str, object], key: str) -> float | None:
@@ -101,6 +109,8 @@ def client_hooks(data_dir: Path) -> list[ClientHooks]:
                 last_capture_error=str(captured.get("last_error", "")),
                 missed=missed if client == "claude-code" else 0,
                 last_missed=last_missed if client == "claude-code" and missed else None,
+                capture_skips=int(captured.get("skipped", 0)),
+                last_capture_skip=str(captured.get("last_skip", "")),
             )
         )
     return rows
@@ -122,6 +132,8 @@ def hooks_lines(rows: list[ClientHooks]) -> list[str]:
             lines.append(
                 f"    {row.capture_failures} captures failed, the last: {row.last_capture_error}"
             )
+        if row.capture_skips:
+            lines.append(f"    {skip_line(row.capture_skips, row.last_capture_skip)}")
         if row.missed:
             lines.append(
                 f"    the plugin's hooks found no `imprint` to run {row.missed} times, the "

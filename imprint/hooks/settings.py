@@ -102,15 +102,28 @@ def hook_settings(data_dir: Path, environ: Mapping[str, str] | None = None) -> H
     )
 
 
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a loop: judged as written
+        return path
+
+
 def excluded_folder(cwd: Path, exclude: Sequence[str]) -> bool:
     """Whether `hooks.exclude` names a folder holding `cwd`: a path or a glob (an entry
-    with a `/` or starting with `~`), or the name of `cwd` or of a folder above it. The
-    daemon also checks the project the folder maps to (`imprint.hooks.briefing.excluded`)."""
-    here = [cwd, *cwd.parents]
+    with a `/` or starting with `~`), or the name of `cwd` or of a folder above it. Both
+    sides are judged as written and with their links resolved, so a link into an excluded
+    folder (or an entry naming a link) excludes the same folder. The daemon also checks
+    the project the folder maps to (`imprint.hooks.briefing.excluded`)."""
+    if not exclude:
+        return False
+    real = _resolved(cwd)
+    here = [cwd, *cwd.parents, *([real, *real.parents] if real != cwd else [])]
     for entry in exclude:
         if "/" in entry or entry.startswith("~"):
-            pattern = str(Path(entry).expanduser())
-            if any(fnmatch(str(folder), pattern) for folder in here):
+            written = Path(entry).expanduser()
+            patterns = {str(written), str(_resolved(written))}
+            if any(fnmatch(str(folder), p) for folder in here for p in patterns):
                 return True
         elif any(folder.name == entry for folder in here):
             return True

@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from imprint.errors import InputError
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -21,7 +22,7 @@ from imprint.hooks.codex import (
 )
 from imprint.hooks.events import CLIENTS, EVENTS
 from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
-from imprint.hooks.report import plugin_misses, when
+from imprint.hooks.report import plugin_misses, skip_line, when
 from imprint.hooks.state import read_state
 
 __all__ = ["status_lines"]
@@ -62,10 +63,11 @@ def _codex_notes(
         notes.append(f"  {REVIEW}")
     stale = []
     for scope in scopes:
-        config = client_files("codex", scope, home, project).mcp
+        files = client_files("codex", scope, home, project)
+        config = files.mcp
         try:
-            features = tomllib.loads(config.read_text("utf-8")).get("features", {})
-        except (OSError, tomllib.TOMLDecodeError):
+            features = tomllib.loads(files.open(config).text or "").get("features", {})
+        except (InputError, tomllib.TOMLDecodeError):
             continue
         if isinstance(features, dict) and "codex_hooks" in features:
             stale.append(config)
@@ -100,16 +102,21 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
     failure with its reason; an installed hook that never ran, one whose command names a
     file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
-    state = read_state(data_dir)
+    from imprint.capture.worker import client_stats  # the daemon's counts: only when shown
+
+    state, captured = read_state(data_dir), client_stats(data_dir)
     order = {event: i for i, event in enumerate(EVENTS)}
     lines: list[str] = []
     for client in CLIENTS:
         scopes: tuple[Scope, ...] = ("user", "project")
+        unread: list[str] = []
         commands = {
-            scope: our_commands(client, scope, home=home, project=project) for scope in scopes
+            scope: our_commands(client, scope, home=home, project=project, unread=unread)
+            for scope in scopes
         }
         where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
         lines.append(f"{client}: {where or 'not installed'}")
+        lines += [f"  not read: {reason}" for reason in unread]
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
         with_hooks = [scope for scope, found in commands.items() if found]
@@ -134,6 +141,9 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             if event in trust:
                 line += f"; {trust[event]}"
             lines.append(line)
+        skips = captured.get(client, {})
+        if skips.get("skipped"):
+            lines.append(f"  {skip_line(int(skips['skipped']), str(skips.get('last_skip', '')))}")
         if client == "codex" and installed:
             lines += _codex_notes(trust, with_hooks, home, project)
         gone = sorted(

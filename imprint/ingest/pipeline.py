@@ -18,7 +18,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from imprint._faults import delay
 from imprint._fs import read_utf8
+from imprint._shown import shown
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
 from imprint.ingest.chunking import chunk_file
@@ -63,6 +64,8 @@ log = get_logger("imprint.ingest")
 
 Progress = Callable[[int, int, str], None]
 WRITE_TIMEOUT_SEC = 300.0
+# A summary names at most this many of the files that failed, then counts the rest.
+FAILED_NAMED = 5
 
 
 class IngestReport(BaseModel):
@@ -74,6 +77,7 @@ class IngestReport(BaseModel):
     skipped: int = 0
     removed: int = 0
     outside: int = 0
+    failed: list[str] = []  # files whose chunking failed: each skipped, the rest went on
     seconds: float = 0.0
 
     @property
@@ -81,9 +85,15 @@ class IngestReport(BaseModel):
         return self.chunks / self.seconds if self.seconds > 0 else 0.0
 
     def summary(self) -> str:
+        failed = ""
+        if self.failed:
+            names = ", ".join(shown(name) for name in self.failed[:FAILED_NAMED])
+            more = len(self.failed) - FAILED_NAMED
+            names += f" and {more} more" if more > 0 else ""
+            failed = f"{len(self.failed)} failed ({names}), "
         return (
             f"ingested {self.files} files ({self.chunks} chunks) into project {self.project!r}; "
-            f"{self.unchanged} unchanged, {self.skipped} skipped, {self.removed} removed, "
+            f"{self.unchanged} unchanged, {self.skipped} skipped, {failed}{self.removed} removed, "
             f"{self.outside} outside the allowed roots; "
             f"{self.seconds:.1f} s, {self.chunks_per_sec:.1f} chunks/s"
         )
@@ -230,11 +240,20 @@ def ingest_path(
     progress: Progress | None = None,
     roots: Sequence[Path] | None = None,
     group_chunks: int = 0,
+    failures: MutableMapping[str, float] | None = None,
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     """Ingest `path`; nothing whose real path is outside `roots` (default: the path
     itself) is read. While it runs, `running_ingests` shows its progress. With
     `group_chunks`, files are written together in batches of about that many chunks (a
-    watcher's burst of changes: a few writes, not one per file); without, one per file."""
+    watcher's burst of changes: a few writes, not one per file); without, one per file.
+
+    A file whose chunking fails is skipped alone and named in `failed`. `failures` (a
+    watcher's, kept across its batches) holds each such file's mtime: the file is not read
+    again until it changes, since the same text fails the same way.
+
+    `pace` is called before each inference of the embedder (a background ingest yields
+    there to interactive calls)."""
     key = next(_RUNNING_IDS)
     entry: dict[str, Any] = {
         "data_dir": str(runtime.data_dir),
@@ -262,10 +281,18 @@ def ingest_path(
             progress=shown,
             roots=roots,
             group_chunks=group_chunks,
+            failures={} if failures is None else failures,
+            pace=pace,
         )
     finally:
         with _RUNNING_LOCK:
             _RUNNING.pop(key, None)
+
+
+def _embedded(runtime: Runtime, texts: list[str], pace: Callable[[], object] | None) -> np.ndarray:
+    if pace is None:
+        return runtime.embedder().embed(texts)
+    return runtime.embedder().embed(texts, between=pace)
 
 
 def _ingest_path(
@@ -277,6 +304,8 @@ def _ingest_path(
     progress: Progress,
     roots: Sequence[Path] | None,
     group_chunks: int = 0,
+    failures: MutableMapping[str, float],
+    pace: Callable[[], object] | None = None,
 ) -> IngestReport:
     started = time.monotonic()
     path = path.expanduser()
@@ -313,7 +342,7 @@ def _ingest_path(
         if not group:
             return
         texts = [r.indexed_text for b, _ in group for r in b.upserts]
-        vectors = runtime.embedder().embed(texts) if texts else None
+        vectors = _embedded(runtime, texts, pace) if texts else None
         delay("ingest.file.embedded")
         kept: list[tuple[WriteBatch, np.ndarray | None]] = []
         at = 0
@@ -379,6 +408,12 @@ def _ingest_path(
             if git is not None and (again := _at_commit(entry, git, rel)) is not None:
                 moved.append(again)
             continue
+        if failures.get(rel) == mtime:
+            # Failed at this mtime before: the same text fails again. What an earlier text
+            # of it indexed stays (seen), as it does for a file that failed just now.
+            seen.add(rel)
+            report.failed.append(rel)
+            continue
         text = read_utf8(file, cfg.max_file_bytes)
         if text is None or not text.strip():
             report.skipped += 1
@@ -392,9 +427,16 @@ def _ingest_path(
             submit(WriteBatch(set_sources=(entry.model_copy(update=update),)))
             report.unchanged += 1
             continue
-        records = build_records(
-            project, rel, text, mtime=mtime, target=cfg.chunk_chars, overlap=cfg.chunk_overlap
-        )
+        try:
+            records = build_records(
+                project, rel, text, mtime=mtime, target=cfg.chunk_chars, overlap=cfg.chunk_overlap
+            )
+        except Exception:  # a chunker's bug on this text: the folder's other files go on
+            log.exception("ingest.file.failed", source=rel)
+            report.failed.append(rel)
+            failures[rel] = mtime
+            continue
+        failures.pop(rel, None)
         if len(records) > max_chunks:
             log.warning("ingest.too_many_chunks", source=rel, chunks=len(records), limit=max_chunks)
             report.skipped += 1
@@ -414,7 +456,7 @@ def _ingest_path(
             ]
         embeddings = None  # grouped: embedded with the rest of its group, in `flush`
         if group_chunks <= 0:
-            embeddings = runtime.embedder().embed([r.indexed_text for r in records])
+            embeddings = _embedded(runtime, [r.indexed_text for r in records], pace)
             delay("ingest.file.embedded")
             if not os.path.lexists(root / rel):
                 # Deleted while it was read and embedded: write nothing of it (and, not

@@ -21,7 +21,8 @@ The lines, version 4 (each a model below; a field a reader does not know is a co
   prose), and on a later piece of a split definition that definition's signature (`""` else).
 - `{"line":"fact","workspace","id","subject","predicate","object","valid_from","ended"|null,
   "source"}`: a fact with its validity (`ended` null while it holds) and where it came from.
-Times are epoch seconds (floats). Version 3 was the same without the chunks' `head`;
+Times are epoch seconds (floats). `root` is always "" (a folder of the exporting computer is
+neither written nor, by an import, taken). Version 3 was the same without the chunks' `head`;
 version 2 also without `symbol`, `line_start` and `line_end`; version 1 also without
 `superseded_by` (and with `supersedes` always empty); a reader of version 4 reads all four
 (`READ_VERSIONS`).
@@ -206,7 +207,9 @@ def _source(
         source_type=entry.source_type if entry else (first.source_type if first else "file"),  # type: ignore[arg-type]
         mtime=entry.mtime if entry else max((r.source_mtime for r in records), default=0.0),
         sha256=entry.sha if entry else "",
-        root=entry.root if entry else "",
+        # A folder of this computer: never taken from a file (`writes.imports`), so not
+        # written into one either (and an export of an imported store reads the same).
+        root="",
         validators=entry.validators if entry else "",
         chunks=tuple(
             ChunkLine(

@@ -58,6 +58,7 @@ __all__ = [
     "checked_mode",
     "day",
     "format_search",
+    "history_below",
     "meta_line",
     "normalize_max_chars",
     "parse_since",
@@ -359,6 +360,35 @@ def _orphans(missing: list[MemoryId], sent: _Sent) -> int:
     return len(missing) - len(being_applied(sent.folder, missing))
 
 
+def history_below(
+    ranked: list[tuple[MemoryId, float, Why]],
+    records: dict[MemoryId, Record],
+    superseded: dict[MemoryId, MemoryId],
+) -> list[tuple[MemoryId, float, Why]]:
+    """A captured session's turns and summary rank below what replaced an item that session
+    stated (its observation, superseded, names the session as `session:<id>#n`): still
+    found, as history, but after the answer that holds now. A store without captured
+    observations is left as it is."""
+    stated: dict[str, set[MemoryId]] = {}
+    for old, new in superseded.items():
+        record = records.get(old)
+        if record is not None and record.source.startswith("session:") and "#" in record.source:
+            stated.setdefault(record.source.split("#", 1)[0], set()).add(new)
+    if not stated:
+        return ranked
+    out = list(ranked)
+    for candidate in ranked:
+        source = records[candidate[0]].source if candidate[0] in records else ""
+        if source not in stated:
+            continue
+        ids = [c[0] for c in out]
+        newer = [ids.index(n) for n in stated[source] if n in ids]
+        here = ids.index(candidate[0])
+        if newer and here < min(newer):
+            out.insert(min(newer), out.pop(here))  # just after the first that replaced it
+    return out
+
+
 def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     fail("search.rows")  # a search that crashes beside others (tests/test_recall.py)
     asked, records = one.sent.asked, found.records
@@ -379,6 +409,7 @@ def _rows(one: _Ranked, found: _Found, fusion: Fusion) -> SearchRows:
     if not asked.include_superseded:
         hidden = sum(1 for rid, _, _ in ranked[:limit] if rid in found.superseded)
         ranked = [c for c in ranked if c[0] not in found.superseded]
+        ranked = history_below(ranked, records, found.superseded)
     shown: list[tuple[MemoryId, float, Why, tuple[int, ...]]]
     if asked.by_chunk:
         shown = [(rid, score, why, ()) for rid, score, why in ranked[:limit]]

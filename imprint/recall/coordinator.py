@@ -375,12 +375,15 @@ def start_plan(
     recall_id: str,
     cwd: str = "",
     first_step: int = 1,
+    deadline: float | None = None,
 ) -> Gathering:
-    """Ask a pooled coordinator to run one recall's steps under one deadline, fixed now;
-    return at once."""
+    """Ask a pooled coordinator to run one recall's steps under one deadline, fixed now
+    (`timeout_sec` from now, or the earlier `deadline`: what the caller's deadline leaves
+    once the tail is reserved); return at once."""
+    at = time.monotonic() + timeout_sec
     request = RecallRequest(
         recall_id=RecallId(recall_id),
-        deadline=time.monotonic() + timeout_sec,
+        deadline=at if deadline is None else min(at, deadline),
         workspace=workspace,
         steps=tuple(steps),
         timeout_sec=timeout_sec,
@@ -397,6 +400,9 @@ def run_plan(
     *,
     recall_id: str,
     cwd: str = "",
+    deadline: float | None = None,
 ) -> list[StepResult]:
     """Ask a pooled coordinator to run one recall's steps under one deadline, and wait."""
-    return start_plan(reads, workspace, steps, timeout_sec, recall_id=recall_id, cwd=cwd).wait()
+    return start_plan(
+        reads, workspace, steps, timeout_sec, recall_id=recall_id, cwd=cwd, deadline=deadline
+    ).wait()

@@ -5,6 +5,11 @@ and their results merge into one budgeted response. Without a plan and without a
 recall is exactly the compact search for the question. With the model path on, a local model
 plans the steps and condenses the evidence into a cited answer (`imprint.recall.model`); the
 baseline search is gathered while it plans, so the evidence is ready when planning gives up.
+
+A caller's deadline is when the answer arrives: the model and the steps work to it less the
+tail after their last wait (merge, budget, format, the hand-back to the transport), measured
+by every recall (`recall_reserve`), and steps that would not answer in what is left are not
+asked. A recall is an interactive call: background work waits for its turn meanwhile.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
 from imprint.logs import get_logger
 from imprint.providers import is_local
+from imprint.reads.deadline import Reserve
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import Block, Layout, clip, layout_blocks, one_line
 from imprint.reads.search import (
@@ -44,7 +51,14 @@ from imprint.recall.plan import SearchStep, Step, parse_plan
 from imprint.store.lexical import check_query
 from imprint.types import Outcome, WorkspaceName
 
-__all__ = ["RecallArgs", "condensed", "format_recall", "layout_recall", "recall_text"]
+__all__ = [
+    "RecallArgs",
+    "condensed",
+    "format_recall",
+    "layout_recall",
+    "recall_reserve",
+    "recall_text",
+]
 
 log = get_logger("imprint.recall")
 
@@ -218,9 +232,12 @@ def recall_text(
     outcome = Outcome.ERROR
     try:
         ws = reads.open(workspace)
-        text = _recall(
-            reads, question, steps, max_chars, args.condense, ws, timeout_sec, cwd, recall_id
-        )
+        # An interactive call: background work (capture, re-embedding, watch batches,
+        # backups) waits for its turn until this one has answered.
+        with reads.runtime.priority.interactive():
+            text = _recall(
+                reads, question, steps, max_chars, args.condense, ws, timeout_sec, cwd, recall_id
+            )
         outcome = Outcome.OK
         return text
     finally:
@@ -257,6 +274,14 @@ def _recall(
         if steps is None:
             rows = search_rows(reads, ws, _baseline(question).args.resolve(cfg.search))
             return _with_note(note, format_search(rows, budget), max_chars)
+        reserve = recall_reserve(runtime)
+        # The caller's deadline is when the answer arrives: the steps get what is left of
+        # it once the merge, budget, format and hand-back are reserved.
+        work_by = (
+            time.monotonic()
+            + timeout_sec
+            - reserve.seconds(timeout_sec, runtime.priority.in_flight)
+        )
         results = run_plan(
             reads,
             ws,
@@ -264,11 +289,13 @@ def _recall(
             timeout_sec,
             recall_id=recall_id,
             cwd=str(cwd) if cwd else "",
+            deadline=work_by,
         )
-        # Kept as it always printed: this budget clamped up to 1200 again, the note then
-        # cut from the end (the model path's note fits in front instead).
-        shown = format_recall(question, results, normalize_max_chars(budget))
-        return _with_note(note, shown, max_chars)
+        with reserve.tail(work_by):
+            # Kept as it always printed: this budget clamped up to 1200 again, the note then
+            # cut from the end (the model path's note fits in front instead).
+            shown = format_recall(question, results, normalize_max_chars(budget))
+            return _with_note(note, shown, max_chars)
     return _model_recall(
         reads,
         question,
@@ -287,6 +314,25 @@ def _baseline(question: str) -> SearchStep:
     return SearchStep(args=SearchArgs(query=question))
 
 
+def recall_reserve(runtime: Runtime) -> Reserve:
+    """The runtime's one estimate of a recall's tail (merge, budget, format, hand-back),
+    measured by every recall and kept inside each caller's deadline."""
+    return runtime.service("recall.reserve", lambda rt: Reserve())
+
+
+def _gave_up(index: int, steps: list[Step]) -> list[StepResult]:
+    """Steps not asked: what was left of the deadline would not have answered them."""
+    return [
+        StepResult(
+            index=index + n,
+            label=step.label(),
+            outcome=Outcome.SKIPPED_LATE,
+            detail="not run: too little time left before the recall's deadline",
+        )
+        for n, step in enumerate(steps)
+    ]
+
+
 def _model_recall(
     reads: Reads,
     question: str,
@@ -300,7 +346,13 @@ def _model_recall(
     recall_id: str,
 ) -> str:
     runtime = reads.runtime
-    deadline = time.monotonic() + runtime.config.recall.llm_timeout_sec  # ONE, for both phases
+    budget = runtime.config.recall.llm_timeout_sec
+    deadline = time.monotonic() + budget  # the caller's: when the answer is to arrive
+    reserve = recall_reserve(runtime)
+    # ONE deadline for both model phases and every step: the caller's, less what the tail
+    # after the last wait costs now (measured, with a floor). Gathering until the caller's
+    # deadline and only then merging and formatting answered that much late.
+    work_by = deadline - reserve.seconds(budget, runtime.priority.in_flight)
     inference = runtime.inference()
     where = str(cwd) if cwd else ""
     planned = None
@@ -311,20 +363,27 @@ def _model_recall(
         with reads.deadline() as read_deadline:
             # The planner's one read is sent first: it must not queue behind the evidence's.
             listing = reads.ask(Projects(workspace=ws))
+            # Its own step deadline, not the model's: this is the evidence the recall returns
+            # whatever the model does, and a recall without it would answer nothing.
             gathering = start_plan(
                 reads, ws, [_baseline(question)], timeout_sec, recall_id=recall_id, cwd=where
             )
             listed = read_deadline.wait(listing, "recall")
         projects = [p for p, _ in listed]
+        sources = named_sources(reads, ws, question)
+        ids = named_ids(reads, ws, question)
+        # Reserved again as the model is asked: the recalls that started beside this one
+        # are in flight by now, and their tails will meet this one's.
+        work_by = min(work_by, deadline - reserve.seconds(budget, runtime.priority.in_flight))
         planned = plan_steps(
             inference,
             question,
             projects,
-            deadline,
+            work_by,
             recall_id=recall_id,
             search=runtime.config.search,
-            sources=named_sources(reads, ws, question),
-            ids=named_ids(reads, ws, question),
+            sources=sources,
+            ids=ids,
         )
         log.info(
             "recall.model.plan",
@@ -336,31 +395,44 @@ def _model_recall(
             run_ms=planned.ms,
         )
         if planned.note:
-            budget = max_chars - _note_room(planned.note)
-            rows = gathering.wait()[0].rows
-            if rows is None:  # the gathered search failed: search again, as `search` would
-                asked = _baseline(question).args.resolve(runtime.config.search)
-                rows = search_rows(reads, ws, asked)
-            return _with_note(planned.note, format_search(rows, budget), max_chars)
+            gathered = gathering.wait()
+            with reserve.tail(work_by):
+                budget_chars = max_chars - _note_room(planned.note)
+                rows = gathered[0].rows
+                if rows is None:  # the gathered search failed: search again, as `search` would
+                    asked = _baseline(question).args.resolve(runtime.config.search)
+                    rows = search_rows(reads, ws, asked)
+                return _with_note(planned.note, format_search(rows, budget_chars), max_chars)
         # Only the steps the model added run after planning; the baseline is gathered.
-        added = start_plan(
-            reads,
-            ws,
-            list(planned.steps[1:]),
-            timeout_sec,
-            recall_id=recall_id,
-            cwd=where,
-            first_step=2,
-        )
-        results = gathering.wait() + added.wait()
+        extra = list(planned.steps[1:])
+        if reserve.steps_fit(work_by - time.monotonic()):
+            asked_at = time.monotonic()
+            added = start_plan(
+                reads,
+                ws,
+                extra,
+                timeout_sec,
+                recall_id=recall_id,
+                cwd=where,
+                first_step=2,
+                deadline=work_by,
+            )
+            results = gathering.wait() + added.wait()
+            reserve.steps.observe(time.monotonic() - asked_at)
+        else:  # they could not answer in what is left: the baseline's evidence stands
+            results = gathering.wait() + _gave_up(2, extra)
     else:  # the caller's plan: nothing to plan, its steps start at once
-        results = run_plan(reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=where)
-    laid = layout_recall(question, results, max_chars)
-    evidence = laid.text
+        results = run_plan(
+            reads, ws, steps, timeout_sec, recall_id=recall_id, cwd=where, deadline=work_by
+        )
     if not condense:
-        return evidence
+        with reserve.tail(work_by):
+            return layout_recall(question, results, max_chars).text
+    with reserve.tail(work_by):
+        laid = layout_recall(question, results, max_chars)
+    evidence = laid.text
     shown = set(range(1, laid.shown + 1))  # index lines name a record, they show no text
-    reply = answer(inference, question, evidence, shown, deadline, recall_id=recall_id)
+    reply = answer(inference, question, evidence, shown, work_by, recall_id=recall_id)
     log.info(
         "recall.model.answer",
         recall_id=recall_id,
@@ -369,8 +441,9 @@ def _model_recall(
         outcome=reply.outcome.value,
         run_ms=reply.ms,
     )
-    if reply.note:
-        note = f"{reply.note}; the evidence follows"
-        budget = max_chars - _note_room(note)
-        return _with_note(note, format_recall(question, results, budget), max_chars)
-    return condensed(question, results, planned, reply, max_chars)
+    with reserve.tail(work_by):
+        if reply.note:
+            note = f"{reply.note}; the evidence follows"
+            budget_chars = max_chars - _note_room(note)
+            return _with_note(note, format_recall(question, results, budget_chars), max_chars)
+        return condensed(question, results, planned, reply, max_chars)

@@ -228,6 +228,8 @@ def build_server(
     runtime: Runtime | Callable[[], Runtime],
     cwd: Path | None = None,
     extra_roots: list[Path] | None = None,
+    *,
+    cwd_root: bool = True,
 ) -> MCPServer:
     """A fresh server with every tool registered against one started runtime.
 
@@ -241,7 +243,7 @@ def build_server(
         from imprint.tools._app import App
 
         started = runtime() if callable(runtime) else runtime
-        app = App(started, cwd, extra_roots)
+        app = App(started, cwd, extra_roots, cwd_root=cwd_root)
         for module in tool_modules():
             module.register(server, app)
 

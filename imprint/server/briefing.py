@@ -27,7 +27,9 @@ def _briefing(runtime: Runtime, project: str, cwd: Path | None) -> str:
     reads = ActorReads(runtime)
     ws = reads.open("")
     with reads.deadline() as deadline:
-        name = check_project(project) or project_for(reads, ws, cwd or Path.cwd(), deadline)
+        name = check_project(project) or project_for(
+            reads, ws, cwd or Path.cwd(), deadline, runtime.data_dir
+        )
         if not name:
             return "Imprint knows no project for this folder; name one: briefing(project)."
         text = briefing_text(reads, ws, name, runtime.config.hooks.context_chars, deadline)

@@ -85,12 +85,16 @@ OAUTH_PATHS = (
 
 
 def auth_hint(token_file: Path | str) -> str:
+    """What a refused HTTP request is told. The token file by its name in the data dir,
+    never its path: whoever is refused has no business knowing where the data dir (and the
+    user's home) is; `serve --http` prints the path on its own terminal."""
     # Not "Authorization: Bearer <token>": Claude Code redacts what follows "Authorization:"
     # or "Bearer" in the error it shows, which would hide the hint.
+    name = Path(token_file).name or "http_token"
     return (
         "imprint needs its bearer token (no OAuth): send the Authorization header with the "
-        f"token kept in {token_file}; `imprint serve --http --rotate-token` prints each "
-        "client's config line"
+        f"token kept in the {name} file of the server's data dir; `imprint serve --http "
+        "--rotate-token` prints each client's config line"
     )
 
 

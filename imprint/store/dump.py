@@ -59,6 +59,11 @@ class Dump:
         )
         return [(str(p), str(s)) for p, s in rows]
 
+    def roots(self) -> dict[tuple[str, str], str]:
+        """The registry root of each (project, source) that has one."""
+        rows = self._rows("SELECT project, source, root FROM sources WHERE root != ''")
+        return {(str(p), str(s)): str(r) for p, s, r in rows}
+
     def sources(self) -> Iterator[tuple[str, str, SourceEntry | None, list[Record]]]:
         """Each source's registry entry (None where it has none) and its chunks in order."""
         for project, source in self.source_keys():
@@ -99,6 +104,12 @@ class Dump:
             return {}  # a store no writer has opened since tombstones came
         rows = self._rows("SELECT key, at FROM tombstones")
         return {str(k): float(str(at)) for k, at in rows}
+
+    def sync_taken(self) -> dict[str, str]:
+        """The line last taken from another machine for each key: key -> its SHA-256."""
+        if self._conn is None or not self._has("sync_taken"):
+            return {}
+        return {str(k): str(sha) for k, sha in self._rows("SELECT key, sha FROM sync_taken")}
 
     def supersede_links(self) -> list[SupersedeLink]:
         """Every supersede link, by the superseded memory's id."""

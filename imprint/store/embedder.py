@@ -264,10 +264,16 @@ class Embedder:
             return dict(self._described)
 
     def embed(
-        self, texts: Sequence[str], *, starting: Callable[[], None] | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        starting: Callable[[], None] | None = None,
+        between: Callable[[], object] | None = None,
     ) -> np.ndarray:
         """L2-normalised mean-pooled embeddings, one row per text, in input order.
-        `starting` is called once, just before the first inference."""
+        `starting` is called once, just before the first inference; `between` before each
+        inference (background work takes its turn there: one inference of at most
+        batch_size texts holds the cores, not the whole list)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
@@ -276,6 +282,8 @@ class Embedder:
             if starting is not None:
                 starting()
                 starting = None
+            if between is not None:
+                between()
             out[idx] = self._embed_batch([encoded[i] for i in idx])
         return out
 

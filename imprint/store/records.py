@@ -263,7 +263,8 @@ class WriteBatch(BaseModel):
     `delete_ids` before journaling. A source in `set_sources` with no record among `upserts`
     keeps its records (only its registry entry changes). Deleting a record
     drops the supersede links it is part of (so deleting the newer memory brings the older
-    one back); `supersede` adds links, in the same transaction as the upserts.
+    one back); `supersede` adds links, in the same transaction as the upserts, and
+    `restore` drops every link that hides the memories it names (they show again).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -275,3 +276,9 @@ class WriteBatch(BaseModel):
     add_facts: tuple[Fact, ...] = ()
     end_facts: tuple[tuple[str, float], ...] = ()
     supersede: tuple[SupersedeLink, ...] = ()
+    # Memories brought back: every link that marks one of them superseded is dropped (the
+    # memory that replaced it stays, unlinked), after `supersede` adds its links.
+    restore: tuple[MemoryId, ...] = ()
+    # What this batch takes from another machine (key, the SHA-256 of its line): once taken,
+    # the same line never replaces or deletes what is stored here again (`writes.sync`).
+    sync_taken: tuple[tuple[str, str], ...] = ()

@@ -228,6 +228,28 @@ class SqliteReader:
         )
         return [row_to_record(row) for row in rows]
 
+    def project_memories(
+        self, project: str, offset: int, limit: int, source: str = ""
+    ) -> tuple[list[Record], int]:
+        """One page of a project's memories (stored ones and session summaries, superseded
+        ones too), newest first, and how many the project has in all (its Memory page);
+        with `source`, only those of that source or of one of its parts (`source#n`)."""
+        where = "r.project = ? AND r.source_type = 'memory'"
+        params: list[Any] = [project]
+        if source:
+            # Not LIKE: `_` and `%` in a source are its own characters.
+            where += " AND (r.source = ? OR substr(r.source, 1, ?) = ?)"
+            params += [source, len(source) + 1, f"{source}#"]
+        rows = self.conn.execute(
+            f"{self.select} WHERE {where} ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        found = [row_to_record(row) for row in rows]
+        (total,) = self.conn.execute(
+            "SELECT COUNT(*) FROM records r WHERE " + where, params
+        ).fetchone()
+        return found, int(total)
+
     def project_roots(self) -> list[tuple[str, str]]:
         """Each (project, folder) that a folder's ingest registered, once."""
         rows = self.conn.execute(

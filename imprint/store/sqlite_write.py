@@ -171,6 +171,12 @@ class SqliteWriter(SqliteReader):
                 "INSERT OR REPLACE INTO supersedes VALUES (?, ?, ?)",
                 [(link.old, link.new, link.at) for link in batch.supersede],
             )
+            self.conn.executemany(
+                "DELETE FROM supersedes WHERE old_id = ?", [(rid,) for rid in batch.restore]
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO sync_taken VALUES (?, ?)", batch.sync_taken
+            )
             if seq is not None:
                 self.conn.execute("DELETE FROM journal WHERE seq = ?", (seq,))
 

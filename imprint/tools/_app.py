@@ -37,12 +37,17 @@ class App:
     """The server's view of one data dir: runtime, reads through the pools, writes, its cwd."""
 
     def __init__(
-        self, runtime: Runtime, cwd: Path | None = None, extra_roots: list[Path] | None = None
+        self,
+        runtime: Runtime,
+        cwd: Path | None = None,
+        extra_roots: list[Path] | None = None,
+        *,
+        cwd_root: bool = True,
     ) -> None:
         self.runtime = runtime
         self.reads = ActorReads(runtime)
         self.cwd = (cwd or Path(os.getcwd())).resolve()
-        self.writes = Writes(runtime, self.cwd, extra_roots, reads=self.reads)
+        self.writes = Writes(runtime, self.cwd, extra_roots, reads=self.reads, cwd_root=cwd_root)
 
 
 async def run_tool(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -62,7 +67,9 @@ async def read_tool(
     """A read tool's row function on its argument model, in the workspace opened once."""
 
     def read() -> T:
-        return fn(app.reads, app.reads.open(workspace), args)
+        # An interactive call, as a recall is: background work waits for its turn meanwhile.
+        with app.runtime.priority.interactive():
+            return fn(app.reads, app.reads.open(workspace), args)
 
     return await run_tool(read)
 

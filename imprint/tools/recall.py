@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.recall.respond import RecallArgs, recall_text
+from imprint.recall.respond import RecallArgs, recall_reserve, recall_text
 from imprint.tools._app import READ, App, run_tool, tool
 
 __all__ = ["register"]
@@ -37,11 +38,22 @@ def register(server: MCPServer, app: App) -> None:
         Plan: [{"tool": "search", "args": {"query": "ingest order"}},
         {"tool": "kg_query", "args": {"subject": "x"}}]"""
         args = RecallArgs(question=question, plan=plan, max_chars=max_chars, condense=condense)
-        return await run_tool(
-            recall_text,
-            app.reads,
-            args,
-            workspace,
-            timeout_sec=app.runtime.config.recall.step_timeout_sec,
-            cwd=app.cwd,
-        )
+        returned: list[float] = []
+
+        def answered() -> str:
+            try:
+                return recall_text(
+                    app.reads,
+                    args,
+                    workspace,
+                    timeout_sec=app.runtime.config.recall.step_timeout_sec,
+                    cwd=app.cwd,
+                )
+            finally:
+                returned.append(time.monotonic())
+
+        try:
+            return await run_tool(answered)
+        finally:
+            if returned:  # the hand-back to the event loop is part of every recall's tail
+                recall_reserve(app.runtime).transport.observe(time.monotonic() - returned[0])

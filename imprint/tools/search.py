@@ -63,7 +63,13 @@ def register(server: MCPServer, app: App) -> None:
             since=since,
             by_chunk=detail == "chunks",
         )
-        rows = await run_tool(run_search, app.reads, args, workspace)
+
+        def searched() -> SearchRows:
+            # An interactive call, as a recall is: background work waits for its turn.
+            with app.runtime.priority.interactive():
+                return run_search(app.reads, args, workspace)
+
+        rows = await run_tool(searched)
         budget = search_budget(app.runtime.config.search, max_chars)
         if detail == "full":
             return format_full(rows, budget)

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from imprint.tools._app import WRITE, App, run_tool, tool
-from imprint.writes.memories import remember
+from imprint.writes.memories import remember, restore_memories
 
 __all__ = ["register"]
 
@@ -32,9 +32,15 @@ def register(server: MCPServer, app: App) -> None:
             Field(description="ids of memories this replaces; search hides them"),
         ] = None,
         workspace: str = "",
+        restore: Annotated[
+            list[str] | None,
+            Field(description='superseded ids to show again (content="")'),
+        ] = None,
     ) -> str:
         """Remember for later sessions a decision and why, a finding, a bug and its fix, a
         preference. Returns the id; the same text in the same project is stored once."""
+        if restore and not content.strip():
+            return await run_tool(restore_memories, app.writes, restore, workspace)
         stored = await run_tool(
             remember, app.writes, content, project, type, domains, topics, workspace, supersedes
         )

@@ -21,8 +21,10 @@ from typing import Any
 from imprint.types import Outcome
 
 __all__ = [
+    "CAPTURE_EVENTS",
     "MODEL_PHASES",
     "Event",
+    "capture_runs",
     "model_outcome",
     "read_events",
     "read_outcome",
@@ -34,6 +36,40 @@ Event = dict[str, Any]  # one JSON line of the log
 MODEL_PHASES = {"recall.model.plan": "planning", "recall.model.answer": "answering"}
 
 _OLDER_SPELLINGS = {"skipped-late": Outcome.SKIPPED_LATE, "skipped-cost": Outcome.SKIPPED_COST}
+
+
+CAPTURE_EVENTS = ("capture.done", "capture.failed")
+# A session page shows its newest captures; a long session is captured at every stop.
+CAPTURE_RUNS_SHOWN = 50
+
+
+def capture_runs(paths: Iterable[Path], session_id: str) -> list[Event]:
+    """The capture worker's runs for one session (`capture.done` with its turns and time,
+    `capture.failed` with its error), oldest first, the newest CAPTURE_RUNS_SHOWN of them.
+    `paths` oldest first; a file that cannot be opened, or a line that is not JSON, is
+    passed over."""
+    found: list[Event] = []
+    needle = json.dumps(session_id)
+    for path in paths:
+        try:
+            handle = path.open(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        with handle:
+            for line in handle:
+                if '"capture.' not in line or needle not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if (
+                    isinstance(event, dict)
+                    and event.get("event") in CAPTURE_EVENTS
+                    and event.get("session") == session_id
+                ):
+                    found.append(event)
+    return found[-CAPTURE_RUNS_SHOWN:]
 
 
 def read_events(paths: Iterable[Path], recall_id: str = "") -> Iterator[Event]:

@@ -77,6 +77,9 @@ class WatchHost:
         self._lock = threading.Lock()
         self._folders: list[WatchedFolder] = []
         self._watchers: dict[str, FolderWatcher] = {}
+        # Per folder, each file whose chunking failed and its mtime then: not read again by
+        # a later batch until it changes (only that folder's batch thread touches its own).
+        self._failures: dict[str, dict[str, float]] = {}
         self._stopped = False
 
     def start(self) -> WatchHost:
@@ -176,14 +179,22 @@ class WatchHost:
         runtime = self._wait_runtime(120)
         # The folder itself and the configured roots: a link inside may lead only there.
         roots = [Path(r) for r in runtime.config.ingest.allowed_roots] + [Path(folder.path)]
+
+        def paced(done: int, total: int, source: str) -> None:
+            # Before each file (read, chunk, embed, write): a recall in flight goes first.
+            runtime.priority.turn("watch.batch")
+            progress(done, total, source)
+
         return ingest_path(
             runtime,
             Path(folder.path),
             project=folder.project,
             workspace=folder.workspace,
-            progress=progress,
+            progress=paced,
+            pace=lambda: runtime.priority.turn("watch.embed"),
             roots=roots,
             group_chunks=GROUP_CHUNKS,
+            failures=self._failures.setdefault(folder.path, {}),
         )
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from imprint._priority import background_thread
 from imprint.ingest.pipeline import IngestReport, Progress
 from imprint.logs import get_logger
 from imprint.watch.folders import WatchedFolder
@@ -186,6 +187,7 @@ class FolderWatcher:
             self.ready.set()
 
     def _work(self) -> None:
+        background_thread()  # batches are background work: interactive calls go first
         self.ready.wait()
         first = True  # the rescan of what changed while nobody watched
         while not self._stop.is_set():
@@ -239,6 +241,7 @@ class FolderWatcher:
             head_moved=head_moved,
             changed=changed,
             files=report.files,
+            failed=len(report.failed),
             removed=report.removed,
             chunks=report.chunks,
             seconds=round(report.seconds, 3),
@@ -252,9 +255,10 @@ class FolderWatcher:
             what = "rescan" if rescan else f"{changed} changed paths"
             if head_moved and not rescan:
                 what += " and a new HEAD"
+            failed = f"{len(report.failed)} failed, " if report.failed else ""
             self._last_batch = (
                 f"{what}: {report.files} files indexed ({report.chunks} chunks), "
-                f"{report.removed} removed, {report.seconds:.1f} s"
+                f"{failed}{report.removed} removed, {report.seconds:.1f} s"
             )
             self._error = ""
             self._cond.notify_all()

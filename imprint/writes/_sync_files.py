@@ -9,25 +9,40 @@ A file is JSON Lines: a header (the format, its version, the machine, the file's
 how many lines follow), then lines in the export's format (`imprint.reads.export`: memories,
 sources with their chunks, facts), and two kinds of its own: a tombstone (a memory or source
 this machine deleted, and when) and a supersede link (old, new, when). Supersede links travel
-only as link lines: a memory line's own `supersedes` and `superseded_by` are left empty.
+only as link lines: a memory line's own `supersedes` and `superseded_by` are left empty, and
+a source travels without its registry root (a folder of one machine, never of another).
+
+The folder is untrusted: a line is read only up to MAX_LINE_BYTES (a longer one is skipped
+unread), and a well-formed line the store does not take (`imports.check_trusted`) is counted
+by its reason in `Shared.refused`; a damaged file is refused whole.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from imprint._fs import atomic_write_lines, private_dir
+from imprint._fs import atomic_write_lines, bounded_lines, made_dir
 from imprint.errors import InputError
 from imprint.reads.export import ExportLine, FactLine, MemoryLine, SourceLine, line_text
 from imprint.store.tombstones import fact_mark, memory_mark, source_mark
 from imprint.workspaces import validate_name
-from imprint.writes.imports import check_line, first_error
+from imprint.writes.imports import (
+    FUTURE_SKEW_SEC,
+    MAX_LINE_BYTES,
+    TOO_LONG,
+    Refused,
+    check_line,
+    check_trusted,
+    first_error,
+)
 
 __all__ = [
     "SYNC_FORMAT",
@@ -128,6 +143,9 @@ def item_of(line: Line, where: str) -> Item:
     if isinstance(line, MemoryLine) and (line.supersedes or line.superseded_by):
         # Links travel as link lines: neither end of one is part of a memory's own line.
         line = line.model_copy(update={"supersedes": (), "superseded_by": None})
+    if isinstance(line, SourceLine) and line.root:
+        # Neither sent nor taken (`imports.source_records`), so neither side's differs.
+        line = line.model_copy(update={"root": ""})
     return Item(key=_key(line), line=line, where=where, text=line_text(line))
 
 
@@ -139,19 +157,22 @@ class Shared:
     files: int
     machines: int
     own_last: int  # this machine's newest file number (0: none yet)
+    refused: Counter[str] = field(default_factory=Counter)  # lines not taken, by reason
 
 
-def _check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
+def _check_line(line: BaseModel, seen: set[tuple[str, str]], latest: float) -> None:
     if isinstance(line, TombstoneLine):
         validate_name(line.workspace)
         if not re.match(r"^(memory|source|fact):.", line.key):
             raise InputError(f"key: {line.key!r} is not a memory, source or fact key")
+        check_trusted(line, latest)
     elif isinstance(line, LinkLine):
         validate_name(line.workspace)
         if not line.old or not line.new or line.old == line.new:
             raise InputError("old, new: two different memory ids")
+        check_trusted(line, latest)
     else:
-        check_line(line, seen)
+        check_line(line, seen, latest)
 
 
 def _header(data: object, machine: str) -> SyncHeader:
@@ -168,13 +189,13 @@ def _header(data: object, machine: str) -> SyncHeader:
     return header
 
 
-def _record(data: object, seen: set[tuple[str, str]]) -> Line:
+def _record(data: object, seen: set[tuple[str, str]], latest: float) -> Line:
     kind = data.get("line") if isinstance(data, dict) else None
     model = _KINDS.get(str(kind))
     if model is None:
         raise InputError(f"line: {kind!r} is not one of {', '.join(_KINDS)}")
     line = model.model_validate(data)
-    _check_line(line, seen)
+    _check_line(line, seen, latest)
     return line  # type: ignore[return-value]
 
 
@@ -188,31 +209,43 @@ def _why(exc: Exception) -> str:
     return f"not a valid line ({exc})"  # JSON
 
 
-def _read_file(path: Path, machine: str) -> list[Line]:
-    """The file's lines, checked whole; InputError naming the file and the line."""
-    lines: list[Line] = []
+def _read_file(path: Path, machine: str, refused: Counter[str]) -> list[tuple[int, Line]]:
+    """The file's lines with their numbers, checked whole; InputError naming the file and
+    the line. A line refused (`Refused`, or too long) is left out and counted in `refused`."""
+    lines: list[tuple[int, Line]] = []
     header: SyncHeader | None = None
     seen: set[tuple[str, str]] = set()
+    left_out: Counter[str] = Counter()
+    latest = time.time() + FUTURE_SKEW_SEC
     count = 0
     with path.open("rb") as handle:
-        for count, raw in enumerate(handle, 1):
+        for count, raw in enumerate(bounded_lines(handle, MAX_LINE_BYTES), 1):
             try:
+                if raw is None:
+                    if header is None:
+                        raise InputError(f"its first line is {TOO_LONG}")
+                    left_out[TOO_LONG] += 1
+                    continue
                 if not raw.endswith(b"\n"):
                     raise InputError("cut short (no line end): the file is truncated")
                 data = json.loads(raw)  # bytes: decoded as UTF-8, or a UnicodeDecodeError
                 if header is None:
                     header = _header(data, machine)
                 else:
-                    lines.append(_record(data, seen))
+                    lines.append((count, _record(data, seen, latest)))
+            except Refused as exc:
+                left_out[exc.reason] += 1
             except (ValueError, InputError) as exc:  # ValueError: JSON, UTF-8, pydantic
                 raise InputError(f"sync: {path}: line {count}: {_why(exc)}") from exc
     if header is None:
         raise InputError(f"sync: {path}: line 1: empty; not an Imprint sync file")
-    if header.lines != len(lines):
+    held = len(lines) + left_out.total()
+    if header.lines != held:
         raise InputError(
             f"sync: {path}: line {count + 1}: the header counts {header.lines} lines and the "
-            f"file holds {len(lines)}: it is truncated or edited"
+            f"file holds {held}: it is truncated or edited"
         )
+    refused.update(left_out)
     return lines
 
 
@@ -220,6 +253,7 @@ def read_folder(folder: Path, me: str) -> Shared:
     """Every machine's files in `folder`, each read and checked whole, oldest first; an
     InputError (naming the file and line) at the first bad one."""
     items: dict[str, list[Item]] = {}
+    refused: Counter[str] = Counter()
     files = machines = own_last = 0
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and MACHINE_RE.match(p.name)):
         numbered = sorted(
@@ -234,14 +268,14 @@ def read_folder(folder: Path, me: str) -> Shared:
             own_last = numbered[-1][0]
         for _, path in numbered:
             files += 1
-            for number, line in enumerate(_read_file(path, sub.name), 2):
+            for number, line in _read_file(path, sub.name, refused):
                 items.setdefault(line.workspace, []).append(item_of(line, f"{path}:{number}"))
-    return Shared(items=items, files=files, machines=machines, own_last=own_last)
+    return Shared(items=items, files=files, machines=machines, own_last=own_last, refused=refused)
 
 
 def write_file(folder: Path, me: str, seq: int, items: list[Item]) -> Path:
     """This machine's next file, renamed into place whole."""
-    own = private_dir(folder / me)
+    own = made_dir(folder / me)  # the shared folder's own mode is not Imprint's to narrow
     target = own / f"{seq:06d}.jsonl"
     while target.exists():  # another sync of this machine's just wrote that number
         seq += 1
@@ -249,5 +283,5 @@ def write_file(folder: Path, me: str, seq: int, items: list[Item]) -> Path:
     header = SyncHeader(
         format=SYNC_FORMAT, version=SYNC_VERSION, machine=me, seq=seq, lines=len(items)
     )
-    atomic_write_lines(target, [line_text(header), *(i.text for i in items)])
+    atomic_write_lines(target, [line_text(header), *(i.text for i in items)], narrow=False)
     return target

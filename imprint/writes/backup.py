@@ -18,8 +18,10 @@ manifest (`made_by: schedule`); `prune_rolling` removes the oldest of those beyo
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import stat
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +40,7 @@ __all__ = [
     "BACKUP_VERSION",
     "MANIFEST",
     "ROLLING_PREFIX",
+    "SQLITE_SIDE",
     "BackupRecord",
     "backup_data_dir",
     "backup_line",
@@ -156,6 +159,8 @@ def make_backup(
     started = time.monotonic()
     for name in list_workspaces(runtime.data_dir):
         ws = writes.open(name, create=False)
+        if made_by == "schedule":  # a rolling backup is background work: a recall first
+            runtime.priority.turn("backup")
         files = writes.backup(ws, partial / "workspaces" / ws)
         workspaces[ws] = {"files": files}
     manifest = {
@@ -250,8 +255,42 @@ def prune_rolling(data_dir: Path, keep: int) -> list[Path]:
     return removed
 
 
+# What opening a backup's SQLite copy read-only (`_verify`) leaves beside it: its shared-memory
+# index (rebuilt from the file on the next open) and an empty write-ahead log. A log with
+# pages in it would be replayed into the store, so one with any byte is not taken.
+SQLITE_SIDE = ("-shm", "-wal")
+
+
+def _side_file(rel: str, listed: set[str], size: int) -> bool:
+    for tail in SQLITE_SIDE:
+        if rel.endswith(tail) and rel.removesuffix(tail) in listed:
+            return tail == "-shm" or size == 0
+    return False
+
+
+def _unlisted(folder: Path, listed: set[str]) -> str | None:
+    """The first entry under a workspace's folder of a backup that is not a plain folder or
+    a file the manifest lists (a symlink, a FIFO, a file put there since), by its path
+    relative to `folder`; None when there is none. Nothing is followed."""
+    if folder.is_symlink() or not folder.is_dir():
+        return "."
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            path = Path(top) / name
+            rel = path.relative_to(folder).as_posix()
+            info = path.lstat()
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                return rel
+            if rel not in listed and not _side_file(rel, listed, info.st_size):
+                return rel
+    return None
+
+
 def read_manifest(folder: Path, what: str = "restore") -> dict[str, Any]:
-    """A backup's manifest, once every file it names has its size and SHA-256; InputError
+    """A backup's manifest, once every file it names has its size and SHA-256 and nothing
+    else is in its workspaces' folders (no symlink, no file it does not list); InputError
     naming the first that has not (nothing is changed). `what` begins the error."""
     path = folder / MANIFEST
     try:
@@ -266,8 +305,16 @@ def read_manifest(folder: Path, what: str = "restore") -> dict[str, Any]:
             f"this imprint reads version {BACKUP_VERSION}"
         )
     tail = "; nothing was restored" if what == "restore" else ""
+    if (folder / "workspaces").is_symlink():
+        raise InputError(f"{what}: workspaces is a symlink; the backup is not taken{tail}")
     for ws, entry in manifest.get("workspaces", {}).items():
         validate_name(ws, f"{what}: workspace")
+        extra = _unlisted(folder / "workspaces" / ws, set(entry["files"]))
+        if extra is not None:
+            raise InputError(
+                f"{what}: workspaces/{ws}/{extra} is not a plain file the manifest lists (a "
+                f"symlink, or put there since the backup); the backup is not taken{tail}"
+            )
         held = file_sums(folder / "workspaces" / ws)
         for rel, want in entry["files"].items():
             got = held.get(rel)

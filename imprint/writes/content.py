@@ -29,6 +29,7 @@ __all__ = [
     "fetch_and_index",
     "index_text",
     "ingest_checked",
+    "ingest_roots",
     "ingest_text",
 ]
 
@@ -127,11 +128,21 @@ def ingest_text(
     )
 
 
+def ingest_roots(configured: list[str], cwd: Path | None, extra: list[Path]) -> list[Path]:
+    """The folders an ingest may read: ingest.allowed_roots (`configured`; when empty, `cwd`
+    if given), then `extra`. One rule for a session and for `imprint ingest PATH` (no cwd,
+    PATH the extra), in-process or through the daemon."""
+    base = [Path(r).expanduser().resolve() for r in configured]
+    if not base and cwd is not None:
+        base = [cwd]
+    return base + [Path(r).expanduser().resolve() for r in extra]
+
+
 def allowed_roots(writes: Writes) -> list[Path]:
-    """ingest.allowed_roots (default: the session's cwd), and the session's extra folders."""
-    roots = writes.runtime.config.ingest.allowed_roots
-    base = [Path(r).expanduser().resolve() for r in roots] if roots else [writes.cwd]
-    return base + writes.extra_roots
+    """ingest.allowed_roots (default: the session's cwd, unless the session has none), and
+    the session's extra folders."""
+    cwd = writes.cwd if writes.cwd_root else None
+    return ingest_roots(writes.runtime.config.ingest.allowed_roots, cwd, writes.extra_roots)
 
 
 def checked_path(writes: Writes, path: str) -> Path:

@@ -56,12 +56,16 @@ class Writes:
         extra_roots: list[Path] | None = None,
         *,
         reads: Reads | None = None,
+        cwd_root: bool = True,
     ) -> None:
         self.runtime = runtime
         self.reads: Reads = reads if reads is not None else ActorReads(runtime)
         self._cwd = cwd.resolve() if cwd is not None else None
         # Folders this session may also ingest (`imprint serve --allow`, the CLI's own path).
         self.extra_roots = [r.expanduser().resolve() for r in extra_roots or []]
+        # Whether the cwd is an ingest root when ingest.allowed_roots is empty: not for
+        # `imprint ingest PATH` through the daemon, which allows PATH alone (as in-process).
+        self.cwd_root = cwd_root
 
     @property
     def cwd(self) -> Path:
@@ -92,10 +96,15 @@ class Writes:
         return _Counted(pending, tuple(sorted(found.items()))) if found else pending
 
     def write(
-        self, ws: WorkspaceName, batch: WriteBatch, *, seconds: float = WRITE_TIMEOUT_SEC
+        self,
+        ws: WorkspaceName,
+        batch: WriteBatch,
+        *,
+        seconds: float = WRITE_TIMEOUT_SEC,
+        embeddings: np.ndarray | None = None,
     ) -> WriteAck:
         with call_deadline(seconds) as deadline:
-            return deadline.wait(self.send(ws, batch), "write")
+            return deadline.wait(self.send(ws, batch, embeddings), "write")
 
     def source_state(self, ws: WorkspaceName, project: str) -> Pending[dict[str, SourceEntry]]:
         """The registry's entry of every file source of `project` (see `Writer.source_state`)."""

@@ -8,17 +8,27 @@ batches: this process embeds a batch again with the local model while the writer
 one before, a source's chunks and its registry entry go in one write, and what is already
 there as the file has it is left alone, so a second import changes nothing and an import cut
 short (a crash, a kill) is finished by running it again. Ids, dates and supersede links are
-kept. What the store holds otherwise than the file (a memory of the same text retagged or
-dated differently, a source ingested again since) is left as it is and counted, unless the
-caller asks for the file's (`replace`): an import never rewrites a memory unasked. Beside a
-running daemon the same function runs in the daemon (`imprint import` asks it,
+kept; registry roots are not (a root from a file would name a folder of this computer).
+What the store holds otherwise than the file (a memory of the same text retagged or dated
+differently, a source ingested again since) is left as it is and counted, unless the caller
+asks for the file's (`replace`): an import never rewrites a memory unasked. Beside a running
+daemon the same function runs in the daemon (`imprint import` asks it,
 `imprint.daemon.hosting.answer_import`), so its writer stays the store's only one.
+
+A file from elsewhere is untrusted (DESIGN 12): a line whose times are not finite, are
+negative or lie past this computer's clock by more than FUTURE_SKEW_SEC, a memory longer than
+store's own limit, a kind only capture or ingest gives, an id this store holds as a record of
+another kind (or of another source), or a line longer than MAX_LINE_BYTES (skipped unread) is
+refused and counted by its reason (`Refused`), and the rest of the file goes on; `line()`
+says how many were refused and why.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from imprint import _faults
+from imprint._fs import bounded_lines
 from imprint.actors.read_messages import FactById, FetchRecords, SourceEntryQuery, SupersedeLinks
 from imprint.actors.writer import WriteAck
 from imprint.errors import InputError
@@ -47,6 +58,7 @@ from imprint.reads.memory import check_id
 from imprint.store.context import chunk_contexts
 from imprint.store.records import (
     RECORD_TYPES,
+    SESSION_SUMMARY_KIND,
     Fact,
     Record,
     SourceEntry,
@@ -54,24 +66,53 @@ from imprint.store.records import (
     WriteBatch,
     check_project,
     content_sha,
+    make_id,
 )
 from imprint.types import MemoryId, WorkspaceName
 from imprint.workspaces import validate_name
 from imprint.writes.gateway import WRITE_TIMEOUT_SEC, Writes
+from imprint.writes.memories import MAX_MEMORY_CHARS
 
 __all__ = [
     "BATCH_RECORDS",
+    "FUTURE_SKEW_SEC",
+    "MAX_LINE_BYTES",
+    "OTHER_KIND",
+    "TOO_LONG",
     "ExportFile",
     "ImportReport",
+    "Refused",
     "check_line",
     "first_error",
     "import_file",
     "memory_record",
     "read_export",
+    "refused_words",
     "source_records",
 ]
 
 MAX_TAG_CHARS = 200
+# The longest line an export or sync file may hold; a longer one is skipped unread. A source
+# line holds a whole file's chunks: one of `ingest.max_file_bytes`' highest setting (64 MiB),
+# overlap and JSON escapes included, fits.
+MAX_LINE_BYTES = 128 * 1024 * 1024
+# How far past this computer's clock a time in a file may lie (the other machine's clock runs
+# a little ahead); a later time would rank its line above everything stored here until then.
+FUTURE_SKEW_SEC = 300.0
+# The kinds a memory line may claim: what `store` gives ("" from before kinds), and capture's
+# session summary under the id capture gives it (`_capture_summary`). A chunk claims neither.
+MEMORY_KINDS = ("", "memory")
+# Why a line was refused, the words `refused_words` counts them by.
+TOO_LONG = f"longer than {MAX_LINE_BYTES} bytes (skipped unread)"
+BAD_TIME = (
+    "with a time that is not finite, is negative or is later than now plus "
+    f"{FUTURE_SKEW_SEC / 60:g} minutes"
+)
+TOO_BIG = f"with a memory longer than {MAX_MEMORY_CHARS} characters"
+BAD_KIND = "claiming a kind only capture or ingest gives"
+OTHER_KIND = "whose id this store holds as a record of another kind or source"
+# The first line of capture's session summary (`imprint.capture.summary.summary_text`).
+_SUMMARY_HEAD = re.compile(r"Session in project (.+) \(\d+ turns, id (\S+)\):")
 # Records per write: a write holds the writer for about this many embeddings.
 BATCH_RECORDS = 64
 _KINDS: dict[str, type[BaseModel]] = {
@@ -90,13 +131,30 @@ class _Workspace:
     sources: list[SourceLine] = field(default_factory=list)
     facts: list[FactLine] = field(default_factory=list)
     numbers: dict[str, int] = field(default_factory=dict)  # a memory's line number, by id
+    # Refused lines (`Refused`), as the header counts them, and the refused memories' ids:
+    # a link to one of those is left out, not a damaged file.
+    refused: Counts = field(default_factory=Counts)
+    refused_ids: set[str] = field(default_factory=set)
 
     def links(self) -> list[SupersedeLink]:
         return [
             SupersedeLink(old=MemoryId(old.id), new=MemoryId(m.id), at=old.at)
             for m in self.memories
             for old in m.supersedes
+            if old.id not in self.refused_ids
         ]
+
+    def refuse(self, line: BaseModel) -> None:
+        r = self.refused
+        if isinstance(line, MemoryLine):
+            self.refused_ids.add(line.id)
+        chunks = len(line.chunks) if isinstance(line, SourceLine) else 0
+        self.refused = Counts(
+            memories=r.memories + isinstance(line, MemoryLine),
+            sources=r.sources + isinstance(line, SourceLine),
+            chunks=r.chunks + chunks,
+            facts=r.facts + isinstance(line, FactLine),
+        )
 
     def counts(self) -> Counts:
         chunks = sum(len(s.chunks) for s in self.sources)
@@ -115,10 +173,72 @@ class ExportFile:
     header: Header
     workspaces: dict[str, _Workspace]
     lines: int
+    refused: Counter[str] = field(default_factory=Counter)  # lines not taken, by reason
 
     @property
     def records(self) -> int:
         return sum(c.memories + c.chunks for c in self.header.workspaces.values())
+
+
+class Refused(InputError):
+    """A line this store does not take, for a reason counted in words; the rest of the file
+    goes on (a damaged file, by contrast, is refused whole)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def refused_words(refused: Counter[str]) -> str:
+    """`N lines refused (n why, ...)`, or empty when none was."""
+    total = sum(refused.values())
+    if not total:
+        return ""
+    why = ", ".join(f"{n} {reason}" for reason, n in sorted(refused.items()))
+    return f"{total} line{'s' if total != 1 else ''} refused ({why})"
+
+
+def _times(line: BaseModel) -> list[float]:
+    if isinstance(line, MemoryLine):
+        links = [*line.supersedes, *([line.superseded_by] if line.superseded_by else [])]
+        return [line.created_at, *(link.at for link in links)]
+    if isinstance(line, SourceLine):
+        return [line.mtime, *(t for c in line.chunks for t in (c.created_at, c.source_mtime))]
+    if isinstance(line, FactLine):
+        return [line.valid_from, *([line.ended] if line.ended is not None else [])]
+    at = getattr(line, "at", None)  # a sync file's tombstone and link lines
+    return [at] if isinstance(at, float) else []
+
+
+def _capture_summary(line: MemoryLine) -> bool:
+    """Whether a memory is a session summary as capture writes one: its first line names its
+    project and session, and its id is the one capture gives that pair."""
+    head = _SUMMARY_HEAD.fullmatch(line.content.split("\n", 1)[0])
+    return (
+        head is not None
+        and head.group(1) == (line.project or "-")
+        and line.id == make_id(SESSION_SUMMARY_KIND, line.project, head.group(2))
+    )
+
+
+def check_trusted(line: BaseModel, latest: float) -> None:
+    """What a well-formed line from elsewhere must also be to be taken; Refused says why
+    not. `latest`: the latest time allowed (now plus FUTURE_SKEW_SEC)."""
+    # `not <=` refuses NaN too: every comparison with it is false.
+    if any(not (0.0 <= t <= latest) for t in _times(line)):
+        raise Refused(BAD_TIME)
+    if isinstance(line, MemoryLine):
+        if len(line.content.strip()) > MAX_MEMORY_CHARS:
+            raise Refused(TOO_BIG)
+        kind = line.tags.kind
+        if kind not in MEMORY_KINDS and not (
+            kind == SESSION_SUMMARY_KIND and _capture_summary(line)
+        ):
+            raise Refused(BAD_KIND)
+    if isinstance(line, SourceLine) and any(
+        c.tags.kind in (*MEMORY_KINDS[1:], SESSION_SUMMARY_KIND) for c in line.chunks
+    ):
+        raise Refused(BAD_KIND)
 
 
 def first_error(exc: ValidationError) -> str:
@@ -140,8 +260,9 @@ def _check_tags(tags: object, type: str) -> None:
             )
 
 
-def check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
-    """What a record must be, beyond its fields' types; InputError names the field."""
+def check_line(line: BaseModel, seen: set[tuple[str, str]], latest: float | None = None) -> None:
+    """What a record must be, beyond its fields' types; InputError names the field, Refused
+    (`check_trusted`) a line well formed but not taken. `latest`: see `check_trusted`."""
     ws = str(getattr(line, "workspace", ""))
     validate_name(ws)
     if isinstance(line, FactLine):
@@ -167,6 +288,7 @@ def check_line(line: BaseModel, seen: set[tuple[str, str]]) -> None:
             check_id(chunk.id)
             _check_tags(chunk.tags, chunk.type)
         ids = [c.id for c in line.chunks] + [f"source:{line.project}|{line.source}"]
+    check_trusted(line, time.time() + FUTURE_SKEW_SEC if latest is None else latest)
     for key in ids:
         if (ws, key) in seen:
             raise InputError(f"id: {key!r} is already on an earlier line")
@@ -190,6 +312,8 @@ def _check_links(ws: str, lines: _Workspace) -> None:
     for m in lines.memories:
         where = f"import: line {lines.numbers[m.id]}"
         for old in m.supersedes:
+            if old.id in lines.refused_ids:
+                continue
             other = by_id.get(old.id)
             if old.id == m.id or other is None or other.superseded_by != Link(id=m.id, at=old.at):
                 raise InputError(
@@ -197,8 +321,10 @@ def _check_links(ws: str, lines: _Workspace) -> None:
                     "this file whose superseded_by names this one at the same time"
                 )
         newer = by_id.get(m.superseded_by.id) if m.superseded_by else None
-        if m.superseded_by and (
-            newer is None or Link(id=m.id, at=m.superseded_by.at) not in newer.supersedes
+        if (
+            m.superseded_by
+            and m.superseded_by.id not in lines.refused_ids
+            and (newer is None or Link(id=m.id, at=m.superseded_by.at) not in newer.supersedes)
         ):
             raise InputError(
                 f"{where}: superseded_by: {m.superseded_by.id!r} is not a memory of workspace "
@@ -206,15 +332,38 @@ def _check_links(ws: str, lines: _Workspace) -> None:
             )
 
 
+def _counts_match(header: Header, workspaces: dict[str, _Workspace], unread: int) -> bool:
+    """Whether the lines held and refused are those the header counts; with `unread` lines
+    skipped unread (their workspace and kind unknown), their number must make up the rest."""
+    held = {
+        ws: Counts(**{k: n + getattr(w.refused, k) for k, n in w.counts().model_dump().items()})
+        for ws, w in workspaces.items()
+    }
+    if not unread:
+        return held == header.workspaces
+    lines = ("memories", "sources", "facts")  # a chunk is not a line of its own
+    promised = sum(getattr(c, k) for c in header.workspaces.values() for k in lines)
+    found = sum(getattr(c, k) for c in held.values() for k in lines)
+    return promised == found + unread
+
+
 def read_export(path: Path) -> ExportFile:
-    """The whole file, checked; InputError `import: line N: ...` at the first bad line."""
+    """The whole file, checked; InputError `import: line N: ...` at the first bad line. A
+    line refused (`Refused`) is counted in `refused` and left out."""
     header: Header | None = None
     workspaces: dict[str, _Workspace] = {}
     seen: set[tuple[str, str]] = set()
+    refused: Counter[str] = Counter()
+    latest = time.time() + FUTURE_SKEW_SEC
     number = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in enumerate(bounded_lines(handle, MAX_LINE_BYTES), 1):
             try:
+                if raw is None:
+                    if header is None:
+                        raise InputError(f"its first line is {TOO_LONG}; not an Imprint export")
+                    refused[TOO_LONG] += 1
+                    continue
                 if not raw.endswith(b"\n"):
                     raise InputError("cut short (no line end): the file is truncated")
                 data = json.loads(raw.decode("utf-8"))
@@ -227,8 +376,15 @@ def read_export(path: Path) -> ExportFile:
                 if model is None:
                     raise InputError(f"line: {kind!r} is not one of {', '.join(_KINDS)}")
                 line = model.model_validate(data)
-                check_line(line, seen)
                 place = workspaces.get(str(getattr(line, "workspace", "")))
+                try:
+                    check_line(line, seen, latest)
+                except Refused as exc:
+                    if place is None:
+                        raise InputError("workspace: not one the header counts") from exc
+                    refused[exc.reason] += 1
+                    place.refuse(line)
+                    continue
                 if place is None:
                     raise InputError("workspace: not one the header counts")
                 if isinstance(line, MemoryLine):
@@ -247,16 +403,18 @@ def read_export(path: Path) -> ExportFile:
                 raise InputError(f"import: line {number}: {exc}") from exc
     if header is None:
         raise InputError(f"import: line 1: {path} is empty; not an Imprint export")
-    for ws, counted in header.workspaces.items():
-        held = workspaces[ws].counts()
-        if held != counted:
-            raise InputError(
-                f"import: line {number + 1}: the file ends after {number} lines, but its "
-                f"header counts {counted.model_dump()} in workspace {ws!r} and the lines hold "
-                f"{held.model_dump()}: the file is truncated or edited; nothing was written"
-            )
+    if not _counts_match(header, workspaces, refused[TOO_LONG]):
+        counted = {ws: c.model_dump() for ws, c in header.workspaces.items()}
+        held = {ws: w.counts().model_dump() for ws, w in workspaces.items()}
+        gone = f" ({refused_words(refused)})" if refused else ""
+        raise InputError(
+            f"import: line {number + 1}: the file ends after {number} lines, but its "
+            f"header counts {counted} and the lines hold {held} beside those refused{gone}: "
+            "the file is truncated or edited; nothing was written"
+        )
+    for ws in header.workspaces:
         _check_links(ws, workspaces[ws])
-    return ExportFile(header=header, workspaces=workspaces, lines=number)
+    return ExportFile(header=header, workspaces=workspaces, lines=number, refused=refused)
 
 
 def memory_record(line: MemoryLine) -> Record:
@@ -313,7 +471,9 @@ def source_records(line: SourceLine) -> tuple[SourceEntry, list[Record]]:
         mtime=line.mtime,
         sha=line.sha256,
         chunk_count=len(records),
-        root=line.root,
+        # Never the file's root: the registry's roots pick a session's project and are read
+        # again from disk (a rechunk), so a root from elsewhere could name any folder here.
+        root="",
         validators=line.validators,
     )
     return entry, records
@@ -351,6 +511,7 @@ class ImportReport:
     # Memories and sources the store holds otherwise than the file, left as they are.
     differ_memories: int = 0
     differ_sources: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # lines not taken, by reason
     embed_seconds: float = 0.0
     seconds: float = 0.0
 
@@ -365,6 +526,8 @@ class ImportReport:
                 "store holds otherwise than the file were left as they are (--replace "
                 "takes the file's)"
             )
+        if self.refused:
+            text += f"; {refused_words(self.refused)}"
         return text
 
 
@@ -425,6 +588,19 @@ def _same_memory(held: Record, rec: Record) -> bool:
     )
 
 
+def _foreign(held: Record | None, entry: SourceEntry | None) -> bool:
+    """Whether a held record under an id of the file's is another kind of record: a chunk
+    for a memory (`entry` None), or a memory or another source's chunk for a chunk."""
+    if held is None:
+        return False
+    if entry is None:
+        return held.source_type != "memory"
+    return held.source_type == "memory" or (held.project, held.source) != (
+        entry.project,
+        entry.source,
+    )
+
+
 def _import_workspace(
     writes: Writes,
     ws: WorkspaceName,
@@ -452,6 +628,21 @@ def _import_workspace(
         for p in [writes.reads.ask(FactById(workspace=ws, fact_id=f.id)) for f in facts]
     ]
 
+    # One id space: a line whose id is held as another kind of record is refused, so that
+    # an import never writes a chunk over a memory or a memory over a chunk.
+    refused = {r.id for r in memories if _foreign(held.get(r.id), None)}
+    report.refused[OTHER_KIND] += len(refused)
+    memories = [r for r in memories if r.id not in refused]
+    taken, refused_chunks = [], 0
+    for (entry, records), was in zip(sources, held_entries, strict=True):
+        if any(_foreign(held.get(r.id), entry) for r in records):
+            report.refused[OTHER_KIND] += 1
+            refused_chunks += len(records)
+        else:
+            taken.append(((entry, records), was))
+    if not report.refused[OTHER_KIND]:
+        del report.refused[OTHER_KIND]
+    progress(len(refused) + refused_chunks)  # the bar counts every record the header does
     batches = _Batches(writes, ws, report, progress)
     kept = 0
     for rec in memories:
@@ -462,8 +653,10 @@ def _import_workspace(
         else:
             kept += 1
             report.differ_memories += not same
-    for (entry, records), was in zip(sources, held_entries, strict=True):
-        if was == entry and all(held.get(r.id) == r for r in records):
+    for (entry, records), was in taken:
+        # The held entry's root is this computer's own (the file's is never taken).
+        same = was is not None and was.model_copy(update={"root": ""}) == entry
+        if same and all(held.get(r.id) == r for r in records):
             kept += len(records)
         elif was is not None and not replace:
             # Ingested here since (or from another copy): the store's is the newer truth,
@@ -471,9 +664,11 @@ def _import_workspace(
             report.differ_sources += 1
             kept += len(records)
         else:
-            batches.add(records, entry)
+            root = was.root if was is not None else ""  # this store's own, if it has one
+            batches.add(records, entry.model_copy(update={"root": root}))
     # Links after the records they join, so a link never names a memory not yet there.
-    links = [link for link in lines.links() if link not in held_links]
+    wanted = [link for link in lines.links() if not {link.old, link.new} & refused]
+    links = [link for link in wanted if link not in held_links]
     for start in range(0, len(links), 500):
         batches.send(WriteBatch(supersede=tuple(links[start : start + 500])))
     new_facts = tuple(f for f, was in zip(facts, held_facts, strict=True) if was != f)
@@ -483,7 +678,7 @@ def _import_workspace(
     batches.wait()
     progress(kept)
     report.written += len(links) + len(new_facts)
-    report.kept += kept + len(lines.links()) - len(links) + len(facts) - len(new_facts)
+    report.kept += kept + len(wanted) - len(links) + len(facts) - len(new_facts)
 
 
 def import_file(
@@ -510,7 +705,9 @@ def import_file(
     targets = {
         name: writes.open(workspace if len(names) == 1 else name, create=True) for name in names
     }
-    report = ImportReport()
+    report = ImportReport(refused=Counter(parsed.refused))
+    if progress is not None:  # the lines refused as the file was read, done with already
+        progress(sum(w.refused.memories + w.refused.chunks for w in parsed.workspaces.values()))
     for name in names:
         lines = parsed.workspaces[name]
         _import_workspace(

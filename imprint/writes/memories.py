@@ -7,7 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from imprint.actors.read_messages import FetchRecords, SameText, SourceChunks, VectorQuery
+from imprint.actors.read_messages import (
+    FetchRecords,
+    Newest,
+    SameText,
+    SourceChunks,
+    SupersedeLinks,
+    VectorQuery,
+)
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
@@ -36,7 +43,11 @@ __all__ = [
     "Stored",
     "delete_records",
     "remember",
+    "restore_memories",
+    "restore_memory",
+    "retag_memory",
     "store_memory",
+    "supersede_memory",
 ]
 
 MAX_MEMORY_CHARS = 8_000
@@ -218,6 +229,27 @@ def remember(
     return Stored(id=record.id, supersedes=old, redacted=ack.redacted)
 
 
+def restore_memories(writes: Writes, ids: list[str], workspace: str = "") -> str:
+    """Show superseded memories again: the links that hide them are dropped (the memories
+    that replaced them stay). InputError, changing nothing, for an id that is no memory of
+    the workspace or is not superseded."""
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_SUPERSEDES:
+        raise InputError(f"restore: a list of 1-{MAX_SUPERSEDES} memory ids")
+    wanted = tuple(dict.fromkeys(check_id(i, "restore") for i in ids))
+    ws = writes.open(workspace, create=False)
+    deadline = Deadline(30)
+    found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=wanted)), "restore")
+    links = deadline.wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=wanted)), "restore")
+    by_old = {link.old: link.new for link in links}
+    for rid in wanted:
+        if rid not in found or found[rid].source_type != "memory":
+            raise InputError(f"restore: no memory {rid!r} in workspace {ws!r}")
+        if rid not in by_old:
+            raise InputError(f"restore: memory {rid!r} is not superseded; nothing to restore")
+    writes.write(ws, WriteBatch(restore=wanted))
+    return "; ".join(f"restored {rid} (was superseded by {by_old[rid]})" for rid in wanted)
+
+
 def delete_records(
     writes: Writes, id: str = "", source: str = "", project: str = "", workspace: str = ""
 ) -> str:
@@ -253,5 +285,86 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),)))
-    return f"deleted source {source} ({total} chunks)"
+    extra = _observations_of(writes, ws, projects[0], source, deadline)
+    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
+    more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
+    return f"deleted source {source} ({total} chunks{more})"
+
+
+def _memory(writes: Writes, ws: WorkspaceName, rid: MemoryId, argument: str) -> Record:
+    """The stored memory `rid` of this workspace; InputError naming `argument` else."""
+    found = Deadline(30).wait(writes.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), argument)
+    if rid not in found:
+        raise InputError(f"{argument}: no memory {rid!r} in workspace {ws!r}")
+    if found[rid].source_type != "memory":
+        raise InputError(f"{argument}: {rid!r} is a chunk of {found[rid].source!r}, not a memory")
+    return found[rid]
+
+
+def supersede_memory(writes: Writes, old: str, new: str, workspace: str = "") -> str:
+    """Mark memory `old` superseded by memory `new` (both stored already): what `store(...,
+    supersedes=[old])` records, for two memories that exist. Reversible (`restore_memory`)."""
+    ws = writes.open(workspace, create=False)
+    old_id, new_id = check_id(old, "id"), check_id(new, "by")
+    if old_id == new_id:
+        raise InputError(f"by: {new_id!r} is the memory itself; name the memory that replaces it")
+    _memory(writes, ws, old_id, "id")
+    _memory(writes, ws, new_id, "by")
+    links = Deadline(30).wait(
+        writes.reads.ask(SupersedeLinks(workspace=ws, ids=(new_id,))), "supersede"
+    )
+    if any(link.old == new_id and link.new == old_id for link in links):
+        raise InputError(f"by: {new_id!r} is itself superseded by {old_id!r}; restore it first")
+    link = SupersedeLink(old=old_id, new=new_id, at=time.time())
+    writes.write(ws, WriteBatch(supersede=(link,)))
+    return f"{old_id} superseded by {new_id}"
+
+
+def restore_memory(writes: Writes, id: str, workspace: str = "") -> str:
+    """Bring one superseded memory back (the dashboard's Restore): `restore_memories` for
+    one id, so search, recall and the briefing show it again; what replaced it stays."""
+    return restore_memories(writes, [id], workspace)
+
+
+def retag_memory(
+    writes: Writes, id: str, type: str, topics: list[str] | None = None, workspace: str = ""
+) -> str:
+    """Give a stored memory another type (and, when `topics` is given, those topics); its
+    text, id and date stay. The record is written again whole, so both indexes agree."""
+    if type not in RECORD_TYPES:
+        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    ws = writes.open(workspace, create=False)
+    rid = check_id(id)
+    record = _memory(writes, ws, rid, "id")
+    update: dict[str, Any] = {"type": type, "tagged_by": "person"}
+    if topics is not None:
+        update["topics"] = _words(topics, "topics")
+    if all(getattr(record, k) == v for k, v in update.items() if k != "tagged_by"):
+        return f"{rid} unchanged (type {type})"
+    writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
+    return f"retagged {rid} as {type}"
+
+
+# How many of a project's captured observations a session's delete looks through.
+OBSERVATIONS_LOOKED_AT = 10_000
+
+
+def _observations_of(
+    writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
+) -> tuple[MemoryId, ...]:
+    """The observations capture kept from session `source` (`session:<id>`): each is sourced
+    `session:<id>#<chunk>`, so deleting the session takes them with it."""
+    if not source.startswith("session:") or "#" in source:
+        return ()
+    found = deadline.wait(
+        writes.reads.ask(
+            Newest(
+                workspace=ws,
+                project=project,
+                kinds=("observation", "open-problem"),
+                limit=OBSERVATIONS_LOOKED_AT,
+            )
+        ),
+        "delete",
+    )
+    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))

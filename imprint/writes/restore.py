@@ -18,7 +18,7 @@ from imprint._fs import private_dir
 from imprint.actors.lifecycle import running
 from imprint.config import Config
 from imprint.workspaces import workspace_dir
-from imprint.writes.backup import read_manifest
+from imprint.writes.backup import SQLITE_SIDE, read_manifest
 from imprint.writes.repair import status_row
 
 __all__ = ["restore_backup"]
@@ -38,7 +38,9 @@ def restore_backup(data_dir: Path, config: Config, folder: Path) -> tuple[bool, 
         if staged.exists():  # a restore killed midway
             shutil.rmtree(staged)
         private_dir(target.parent)
-        shutil.copytree(folder / "workspaces" / ws, staged)
+        # SQLite's side files of the backup's own check are not the store's (`read_manifest`).
+        side = shutil.ignore_patterns(*(f"*{tail}" for tail in SQLITE_SIDE))
+        shutil.copytree(folder / "workspaces" / ws, staged, symlinks=True, ignore=side)
         if target.exists():
             aside = private_dir(data_dir / "restore-previous" / stamp) / ws
             target.rename(aside)

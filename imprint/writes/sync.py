@@ -18,12 +18,19 @@ The same id always means the same content: a memory (or chunk, or fact) whose id
 with other text is refused with a one-line error naming the id, before anything is written
 (a session's summary memory is the exception: capture rewrites it in place, so the newer
 one wins).
+The folder is untrusted (DESIGN 12): a line with a time past this computer's clock (beyond a
+small skew), a memory or chunk on an id this store or the folder holds as another kind of
+record (or another source's chunk), and the other lines `imports.check_trusted` refuses are
+left out and counted in the sync's line; the rest goes on. A line this store took once (a
+record, a tombstone) never replaces or deletes what is here again: what is here now was
+stored here after it, whatever either clock says.
 Everything is checked and decided before the first write, so a refused sync writes nothing;
 a sync cut short is finished by running it again, and a second run changes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -56,7 +63,13 @@ from imprint.writes._sync_files import (
     write_file,
 )
 from imprint.writes.gateway import Writes
-from imprint.writes.imports import BATCH_RECORDS, memory_record, source_records
+from imprint.writes.imports import (
+    BATCH_RECORDS,
+    OTHER_KIND,
+    memory_record,
+    refused_words,
+    source_records,
+)
 
 __all__ = ["sync_folder"]
 
@@ -74,6 +87,10 @@ class _Plan:
     links: list[LinkLine] = field(default_factory=list)
     forget: list[str] = field(default_factory=list)  # memory ids
     drop: list[tuple[str, str]] = field(default_factory=list)  # (project, source)
+    taken: list[tuple[str, str]] = field(default_factory=list)  # (key, sha) of lines taken
+    # This store's roots: a source taken from the folder keeps the one it has here.
+    roots: dict[tuple[str, str], str] = field(default_factory=dict)
+    refused: int = 0  # the folder's lines on ids of another kind of record
 
     def take(self, item: Item) -> None:
         line = item.line
@@ -92,8 +109,16 @@ class _Plan:
             self.drop.append((line.project, line.source))
 
 
-def _local(data_dir: Path, ws: WorkspaceName) -> tuple[dict[str, Item], dict[str, float]]:
-    """This store's items (from one snapshot) and its tombstones."""
+@dataclass
+class _Local:
+    items: dict[str, Item]
+    tombstones: dict[str, float]  # what this store deleted, and when
+    taken: dict[str, str]  # the line last taken from the folder for each key, by its sha
+    roots: dict[tuple[str, str], str]  # this store's own registry roots
+
+
+def _local(data_dir: Path, ws: WorkspaceName) -> _Local:
+    """This store's items (from one snapshot), its tombstones and those it took."""
     items: dict[str, Item] = {}
     with dump(workspace_dir(data_dir, ws) / SQLITE_FILE) as snapshot:
         for text in workspace_lines(ws, snapshot):
@@ -104,7 +129,7 @@ def _local(data_dir: Path, ws: WorkspaceName) -> tuple[dict[str, Item], dict[str
         for link in snapshot.supersede_links():
             line = LinkLine(workspace=ws, old=link.old, new=link.new, at=link.at)
             items[f"link:{link.old}"] = item_of(line, _HERE)
-        return items, snapshot.tombstones()
+        return _Local(items, snapshot.tombstones(), snapshot.sync_taken(), snapshot.roots())
 
 
 def _content(item: Item) -> tuple[object, ...]:
@@ -159,20 +184,57 @@ def _check_chunks(items: Iterable[Item]) -> None:
                     raise _refuse(f"chunk id {chunk.id!r}", was[1], item.where)
 
 
+def _record_ids(item: Item) -> list[str]:
+    line = item.line
+    if isinstance(line, MemoryLine):
+        return [line.id]
+    if isinstance(line, SourceLine):
+        return [c.id for c in line.chunks]
+    return []
+
+
+def _one_id_space(shared: list[Item], local: Iterable[Item]) -> tuple[list[Item], int]:
+    """The folder's items without those on a record id this store or the folder holds
+    under another key (a chunk on a memory's id, a memory on a chunk's, a chunk of another
+    source), and how many were left out: no line from elsewhere writes over another kind of
+    record. An id this store holds keeps its record's key; of a clash only in the folder,
+    every side is left out."""
+    held = {rid: item.key for item in local for rid in _record_ids(item)}
+    keys: dict[str, set[str]] = {}
+    for item in shared:
+        for rid in _record_ids(item):
+            keys.setdefault(rid, set()).add(item.key)
+
+    def own_key(item: Item, rid: str) -> bool:
+        return held[rid] == item.key if rid in held else keys[rid] == {item.key}
+
+    kept = [item for item in shared if all(own_key(item, rid) for rid in _record_ids(item))]
+    return kept, len(shared) - len(kept)
+
+
+def _sha(item: Item) -> str:
+    return hashlib.sha256(item.text.encode("utf-8")).hexdigest()
+
+
 def _tombstone(ws: str, key: str, at: float) -> Item:
     return item_of(TombstoneLine(workspace=ws, key=key, at=at), _HERE)
 
 
 def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
-    local, tombs = _local(data_dir, ws)
+    here = _local(data_dir, ws)
+    local, tombs = here.items, here.tombstones
+    _check_chunks([*shared, *local.values()])
+    shared, refused = _one_id_space(shared, local.values())
     view: dict[str, Item] = {}
     for item in shared:
         view[item.key] = _winner(view[item.key], item) if item.key in view else item
-    _check_chunks([*shared, *local.values()])
-    plan = _Plan(ws)
+    plan = _Plan(ws, refused=refused, roots=here.roots)
     keys = sorted(set(local) | set(view))
     for key in (k for k in keys if not k.startswith("link:")):
         mine, theirs = local.get(key), view.get(key)
+        # A line taken here once never wins again: what this store holds now (or its
+        # deletion) came after it, whatever the other machine's clock says.
+        again = theirs is not None and here.taken.get(key) == _sha(theirs)
         if mine is None:
             assert theirs is not None
             gone = tombs.get(key)
@@ -180,18 +242,21 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
                 continue
             if gone is not None and gone >= theirs.version:
                 plan.publish.append(_tombstone(ws, key, gone))
-            else:
+            elif gone is None or not again:
                 plan.take(theirs)
+                plan.taken.append((key, _sha(theirs)))
         elif theirs is None:
             plan.publish.append(mine)
         elif mine.text != theirs.text:
             won = _winner(mine, theirs)
             if won is mine:
                 plan.publish.append(mine)
-            elif theirs.dead:
-                plan.delete(mine)
-            else:
-                plan.take(theirs)
+            elif not again:
+                if theirs.dead:
+                    plan.delete(mine)
+                else:
+                    plan.take(theirs)
+                plan.taken.append((key, _sha(theirs)))
     # A link is taken only between memories this store holds once the plan is applied: one
     # deleted here (its tombstone goes out) takes its links with it on the other side too.
     alive = {i.line.id for k, i in local.items() if isinstance(i.line, MemoryLine)}
@@ -225,6 +290,7 @@ def _apply(writes: Writes, plan: _Plan) -> None:
     entries: list[SourceEntry] = []
     for line in plan.sources:
         entry, chunks = source_records(line)
+        entry = entry.model_copy(update={"root": plan.roots.get((entry.project, entry.source), "")})
         batch.extend(chunks)  # a source's chunks and its entry: one write
         entries.append(entry)
         if len(batch) >= BATCH_RECORDS or line is plan.sources[-1]:
@@ -236,9 +302,16 @@ def _apply(writes: Writes, plan: _Plan) -> None:
     links = tuple(
         SupersedeLink(old=MemoryId(ln.old), new=MemoryId(ln.new), at=ln.at) for ln in plan.links
     )
-    if plan.forget or plan.drop or links:
+    if plan.forget or plan.drop or links or plan.taken:
         forget = tuple(MemoryId(i) for i in plan.forget)
-        write(WriteBatch(delete_ids=forget, drop_sources=tuple(plan.drop), supersede=links))
+        write(
+            WriteBatch(
+                delete_ids=forget,
+                drop_sources=tuple(plan.drop),
+                supersede=links,
+                sync_taken=tuple(plan.taken),
+            )
+        )
 
 
 _WORDS = {
@@ -279,6 +352,9 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
         targets = [writes.open(named, create=True)]
     plans = [_plan(runtime.data_dir, ws, shared.items.get(ws, [])) for ws in targets]
     taken: Counter[str] = Counter()
+    refused = Counter(shared.refused)
+    refused[OTHER_KIND] += sum(plan.refused for plan in plans)
+    refused = +refused  # none left at zero
     for plan in plans:
         _apply(writes, plan)
         taken.update(memory=len(plan.memories), source=len(plan.sources), fact=len(plan.facts))
@@ -291,7 +367,9 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
     else:
         wrote = "wrote nothing (nothing new here)"
     others = f"{shared.machines} other machine{'s' if shared.machines != 1 else ''}"
+    gone = f"; {refused_words(refused)}" if refused else ""
     return (
         f"sync {', '.join(targets)} through {folder} as machine {me}: {wrote}; read "
-        f"{shared.files} file{'s' if shared.files != 1 else ''} ({others}): took {_tally(taken)}"
+        f"{shared.files} file{'s' if shared.files != 1 else ''} ({others}): took "
+        f"{_tally(taken)}{gone}"
     )

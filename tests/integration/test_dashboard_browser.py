@@ -19,7 +19,15 @@ import pytest
 from imprint.config import config_path
 from imprint.dashboard import DashboardServer
 from imprint.store.embedder import Embedder
-from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
+from tests.dashboard_support import (
+    REMEMBERED,
+    SESSIONS,
+    TIMEOUT_PLAN,
+    ingested_runtime,
+    owner,
+    remembered,
+    slow_kg_query,
+)
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 # Screenshots go to a temporary folder unless DASHBOARD_SCREENSHOTS names one (set it to the
@@ -157,3 +165,60 @@ def _drive(browser: Any, server: DashboardServer, data: Path) -> None:
     shot("sources")
 
     assert not problems, problems
+
+
+def test_memory_pages_in_chromium(
+    browser: Any, tmp_path: Path, embedder: Embedder, small_tree: Path
+) -> None:
+    """With JavaScript off (pages must not need it): after memories of every type, a
+    supersede and two captured sessions, the Memory page shows each memory, the superseded
+    one struck through with its successor, both sessions and the next briefing's text; the
+    timeline is drawn; the session page shows its turns; Restore works as a plain form.
+    Screenshots of the Memory and session pages go to SHOTS."""
+    from imprint.hooks.briefing import briefing_text
+    from imprint.reads.gateway import ActorReads
+    from imprint.writes.gateway import Writes
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with ingested_runtime(tmp_path / "data", small_tree, embedder) as runtime:
+        ids = remembered(runtime, Writes(runtime, small_tree), tmp_path / "work")
+        reads = ActorReads(runtime)
+        with reads.deadline() as deadline:
+            hook = briefing_text(reads, reads.open(""), "proj", 2000, deadline)
+        server = DashboardServer(runtime, owner(), port=0, cwd=small_tree).start()
+        try:
+            context = browser.new_context(java_script_enabled=False)
+            page = context.new_page()
+            page.set_viewport_size({"width": 1280, "height": 900})
+            base = f"http://127.0.0.1:{server.port}"
+            assert page.goto(server.url()).status == 200
+            page.click("header nav >> text=Memory")
+            page.click('a[href="/memory?project=proj"]')
+            page.wait_for_selector("svg.timeline")
+            text = page.inner_text("main")
+            for name, memory in REMEMBERED.items():
+                assert memory in text, name
+            old, new = ids["decision"], ids["reversal"]
+            struck = page.locator(f"article#m-{old}")
+            assert struck.locator("s").count() == 1
+            assert struck.locator(f'a[href="/memory/{new}"]').count() >= 1
+            assert page.locator("svg.timeline circle.mark").count() == len(REMEMBERED) + 1
+            assert page.locator("svg.timeline rect.session").count() == len(SESSIONS)
+            assert page.locator("svg.timeline path.supersede").count() == 1
+            box = page.locator("svg.timeline").bounding_box()
+            assert box and box["width"] > 900 and box["height"] > 100
+            assert page.inner_text("pre.briefing") == hook
+            page.screenshot(path=str(SHOTS / "dashboard-memory.png"), full_page=True)
+            page.click(f'a[href="/session?id={SESSIONS[0]}&project=proj"] >> nth=0')
+            page.wait_for_selector("pre.turn")
+            assert f"what did {SESSIONS[0]} decide" in page.inner_text("main")
+            assert "capture.done" in page.inner_text("main")
+            page.screenshot(path=str(SHOTS / "dashboard-session.png"), full_page=True)
+            page.goto(f"{base}/memory?project=proj")
+            struck = page.locator(f"article#m-{old}")
+            struck.locator("button", has_text="Restore").click()
+            page.wait_for_selector("svg.timeline")
+            assert page.locator(f"article#m-{old} s").count() == 0
+            context.close()
+        finally:
+            server.stop()

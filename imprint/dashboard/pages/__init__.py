@@ -5,7 +5,16 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from imprint.dashboard._site import Site
-from imprint.dashboard.pages import memories, overview, recall, search, settings, sources, traces
+from imprint.dashboard.pages import (
+    memories,
+    overview,
+    recall,
+    remembered,
+    search,
+    settings,
+    sources,
+    traces,
+)
 
 __all__ = ["routes"]
 
@@ -13,6 +22,6 @@ __all__ = ["routes"]
 def routes(site: Site) -> list[BaseRoute]:
     """Every page's routes, in the navigation's order."""
     found: list[BaseRoute] = []
-    for page in (overview, search, recall, traces, settings, sources, memories):
+    for page in (overview, remembered, search, recall, traces, settings, sources, memories):
         found.extend(page.routes(site))
     return found

@@ -8,12 +8,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from imprint._shown import shown
+from imprint._shown import clip, one_line, shown
 from imprint.dashboard import _rows as rows
 from imprint.dashboard._site import Site
 from imprint.dashboard._templates import stamp
 from imprint.errors import ImprintError
 from imprint.logs import get_logger
+from imprint.store.records import SESSION_SUMMARY_KIND
 
 __all__ = ["routes"]
 
@@ -71,7 +72,28 @@ def routes(site: Site) -> list[Route]:
             f"record {rid}" if rid else f"source {shown(source)} ({project or '-'}) and its chunks"
         )
         hidden = (("id", rid), ("source", source), ("project", project), ("workspace", ws))
-        return site.page(request, "delete.html", "Delete?", "/sources", what=what, hidden=hidden)
+        also: list[str] = []
+        if rid:
+            # Deleting a memory drops its supersede links: say what that brings back.
+            try:
+                row = rows.memory_row(site.reads, site.reads.open(ws), rows.GetMemoryArgs(id=rid))
+            except ImprintError as exc:
+                return site.error(request, "Delete", str(exc), "/sources", 404)
+            what = (
+                f"{row.record.type} memory {rid}: {shown(clip(one_line(row.record.content), 200))}"
+            )
+            also += [
+                f"memory {k.old}, which it superseded, holds again (search and the briefing "
+                "show it)"
+                for k in row.supersedes
+            ]
+            if row.superseded_by:
+                also.append(f"the link saying {row.superseded_by.new} replaced it goes with it")
+            if row.record.kind == SESSION_SUMMARY_KIND:
+                also.append("the session's turns stay; the next capture writes a new summary")
+        return site.page(
+            request, "delete.html", "Delete?", "/sources", what=what, hidden=hidden, also=also
+        )
 
     async def delete(request: Request) -> Response:
         values = await site.form(request)
@@ -90,7 +112,17 @@ def routes(site: Site) -> list[Route]:
         except ImprintError as exc:
             return site.error(request, "Delete", str(exc), "/sources")
         log.info("dashboard.deleted", what=text)
-        return site.page(request, "deleted.html", "Deleted", "/sources", text=text)
+        # A memory deleted from its project's Memory page goes back there.
+        back = values.get("project") if values.get("id") and values.get("project") else None
+        return site.page(
+            request,
+            "deleted.html",
+            "Deleted",
+            "/sources",
+            text=text,
+            back=back,
+            ws=values.get("workspace", ""),
+        )
 
     return [
         Route("/memory/{rid}", memory),
