@@ -23,6 +23,7 @@ from imprint.store.embedder import Embedder
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import remember
+from tests.fakes import FakeProvider
 from tests.integration.conftest import imprint_stop, owner_env
 from tests.wire import initialize_request
 
@@ -167,3 +168,24 @@ def test_a_workspace_named_in_keep_secrets_in_keeps_them(
         assert token in plain and "redacted" not in plain
     finally:
         rt.stop()
+
+
+def test_the_tagging_model_is_sent_the_text_redacted(tmp_path: Path, embedder: Embedder) -> None:
+    """With tagger.llm on (its provider may be a remote service), a memory holding a key is
+    tagged from its redacted text: the key is in no prompt the provider was sent."""
+    token = _github_token()
+    tags = json.dumps({"type": "note", "domains": [], "topics": []})
+    provider = FakeProvider(tokens=[tags])
+    config = Config()
+    config.tagger.llm = True
+    config.tagger.provider = "local"
+    rt = Runtime(
+        tmp_path / "data", config, embedder=embedder, provider_factory=lambda: provider
+    ).start()
+    try:
+        remember(Writes(rt), f"The release job pushes with {token} every night.")
+    finally:
+        rt.stop()
+    assert provider.calls, "the model was not asked"
+    sent = json.dumps([call["messages"] for call in provider.calls])
+    assert token not in sent and "[redacted:github-token]" in sent
