@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
+    "DATA_DIR_ENV",
     "DEFAULT_DATA_DIR",
     "PRIVATE_UMASK",
     "atomic_write_lines",
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 DEFAULT_DATA_DIR = Path("~/.local/share/imprint")
+DATA_DIR_ENV = "IMPRINT_DATA_DIR"
 
 # The owner process (daemon, `serve --http`, in-process CLI commands) runs under this umask, so
 # files that libraries create for us (SQLite's -wal/-shm, Chroma's segments) are private too.
@@ -40,7 +42,7 @@ def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     """`IMPRINT_DATA_DIR`, else ~/.local/share/imprint. Here, not in config, so the stdio
     bridge finds its daemon without importing the config schema (pydantic)."""
     env = os.environ if environ is None else environ
-    raw = env.get("IMPRINT_DATA_DIR", "")
+    raw = env.get(DATA_DIR_ENV, "")
     return Path(raw).expanduser() if raw else DEFAULT_DATA_DIR.expanduser()
 
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clip", "one_line", "shown"]
+__all__ = ["clip", "counted", "one_line", "shown"]
 
 _SPACE = re.compile(r"\s+")
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 chunk`, `2 chunks`: a count and its noun (a regular plural, with an s)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _visible(char: str, keep: str) -> str:

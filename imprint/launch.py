@@ -5,16 +5,37 @@ the bridge only copies bytes between stdio and the daemon's socket, so it import
 library and `imprint.daemon.client`, not typer, rich, pydantic, structlog, MCP or the
 store. The daemon it starts (`python -m imprint.daemon`) likewise binds its socket before it
 imports the store. A client's hooks (`imprint hook EVENT [--client NAME]`) go the same light
-way (`imprint.hooks.entry`). Every other command (and `serve` with any option but
-`--allow`) goes to `imprint.cli`.
+way (`imprint.hooks.entry`). So does `imprint search` beside a running daemon: it asks the
+daemon's search tool over the socket (`imprint.daemon.client.call_tool`), importing none of
+typer, the store or MCP (about 3 s of imports before). Every other command (and `serve` with
+any option but `--allow`, a search with an option this module does not read, or a search
+with no daemon running) goes to `imprint.cli`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
-__all__ = ["main", "plain_serve_allow"]
+__all__ = ["main", "plain_search", "plain_serve_allow"]
+
+# `imprint search`'s options (imprint.cli.reads.search) by flag: the tool argument each sets
+# and whether it is a number. Anything else (--help, a typo) goes to the full command line.
+_SEARCH_OPTIONS: dict[str, tuple[str, bool]] = {
+    "--project": ("project", False),
+    "--type": ("type", False),
+    "--lang": ("lang", False),
+    "--layer": ("layer", False),
+    "--limit": ("limit", True),
+    "--mode": ("mode", False),
+    "--max-chars": ("max_chars", True),
+    "--since": ("since", False),
+    "--workspace": ("workspace", False),
+    "-w": ("workspace", False),
+}
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_INT = re.compile(r"-?\d{1,9}")
 
 
 def plain_serve_allow(argv: list[str]) -> list[str] | None:
@@ -32,6 +53,69 @@ def plain_serve_allow(argv: list[str]) -> list[str] | None:
         else:
             return None  # --http, --help, a typo: the full command line answers
     return allow
+
+
+def plain_search(argv: list[str]) -> dict[str, object] | None:
+    """The search tool's arguments for `search QUERY [OPTION VALUE]...`, exactly as the full
+    command line sends them to a daemon; None for anything it would answer otherwise (a
+    usage error, --help, a --since that is not a plain date: its own message names it)."""
+    if argv[:1] != ["search"]:
+        return None
+    args: dict[str, object] = {
+        "query": None, "project": "", "type": "", "lang": "", "layer": "", "limit": None,
+        "mode": None, "max_chars": None, "since": "", "workspace": "",
+    }  # fmt: skip
+    rest = argv[1:]
+    while rest:
+        word = rest.pop(0)
+        if not word.startswith("-") or word == "-":
+            if args["query"] is not None:
+                return None  # a second argument: a usage error
+            args["query"] = word
+            continue
+        flag, eq, value = word.partition("=")
+        if flag not in _SEARCH_OPTIONS or (not eq and not rest):
+            return None
+        if not eq:
+            value = rest.pop(0)
+        name, number = _SEARCH_OPTIONS[flag]
+        if number and not _INT.fullmatch(value):
+            return None
+        args[name] = int(value) if number else value
+    if args["query"] is None or (args["since"] and not _plain_date(str(args["since"]))):
+        return None
+    return args
+
+
+def _plain_date(text: str) -> bool:
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return bool(_DATE.fullmatch(text))
+
+
+def _search(args: dict[str, object]) -> int | None:
+    """Print what the running daemon's search tool answers; None when no daemon runs."""
+    from imprint._fs import data_dir
+    from imprint.daemon.client import call_tool, daemon_alive
+    from imprint.errors import ImprintError
+
+    root = data_dir()
+    if not daemon_alive(root):
+        return None
+    try:
+        is_error, text = call_tool(root, "search", args)
+    except ImprintError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if is_error:
+        print(f"error: {text}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
 
 
 def _serve(allow: list[str]) -> int:
@@ -57,6 +141,11 @@ def main() -> None:
     allow = plain_serve_allow(argv)
     if allow is not None:
         sys.exit(_serve(allow))
+    searched = plain_search(argv)
+    if searched is not None:
+        code = _search(searched)
+        if code is not None:
+            sys.exit(code)
     if argv[:1] == ["hook"]:
         from imprint.hooks.entry import exit_now, hook_args, run_hook
 

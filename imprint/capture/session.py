@@ -305,6 +305,10 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
                 )
             )
             state.chunks += 1
+    if state.notes.turns == 0:
+        # Nothing said yet (Gemini writes its chat file before the first answer): no
+        # `(0 turns)` summary for search to find; the next capture reads from here again.
+        return Captured(0, skipped)
     priority = writes.runtime.priority
     priority.turn("capture.refine")  # the model's next request is a recall's, if one is due
     summary = refine_summary(writes.runtime, summary_text(sid, state.project, state.notes))

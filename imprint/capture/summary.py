@@ -12,6 +12,7 @@ import re
 
 from pydantic import BaseModel
 
+from imprint._shown import counted
 from imprint.capture.transcript import ToolCall, Turn
 
 __all__ = ["Notes", "render_turn", "summary_text"]
@@ -25,6 +26,12 @@ _DECISION = re.compile(
     r"(?i)\b(?:decided|decision|we(?:'ll| will) (?:use|go with|keep)|i(?:'ll| will) "
     r"(?:use|go with|keep)|let's (?:use|go with|keep)|going with|chose|choose to|"
     r"instead of|the fix (?:is|was)|fixed (?:it|this|the) by|root cause)\b"
+)
+# A sentence that says a decision was stored or noted (the assistant called Imprint's
+# `store`, or a note-taking tool) reports an action: it states no decision of its own.
+_RECORDED = re.compile(
+    r"(?i)^\W*(?:(?:i|we)(?:'ve| have)?\s+)?(?:stored|saved|recorded|noted|logged|"
+    r"remembered|added|kept|captured)\b[^.!?]{0,60}\bdecisions?\b"
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 KEEP = {
@@ -77,7 +84,11 @@ class Notes(BaseModel):
                 self.open_error = ""
         for text in turn.texts:
             for sentence in _SENTENCE.split(text):
-                if _DECISION.search(sentence) and 20 <= len(sentence) <= 300:
+                if (
+                    _DECISION.search(sentence)
+                    and 20 <= len(sentence) <= 300
+                    and not _RECORDED.search(sentence)
+                ):
                     self._keep("decisions", _line(sentence, 220))
 
     def conclude(self, kind: str, text: str) -> None:
@@ -155,7 +166,9 @@ def summary_text(session_id: str, project: str, notes: Notes) -> str:
     """The summary memory's content: one line per kind of note that has any, what holds
     beyond the session first (decisions, then errors and their fixes: a briefing clips a
     summary to its first line or two), then what was asked, touched and run."""
-    lines = [f"Session in project {project or '-'} ({notes.turns} turns, id {session_id}):"]
+    lines = [
+        f"Session in project {project or '-'} ({counted(notes.turns, 'turn')}, id {session_id}):"
+    ]
     sections = (
         ("Concluded", [c for c in notes.concluded if not _said(c, notes.decisions)]),
         ("Decisions stated", notes.decisions),

@@ -25,6 +25,7 @@ __all__ = [
     "main",
     "memory_app",
     "setup",
+    "team_app",
     "version_text",
     "workspace_app",
 ]
@@ -47,6 +48,11 @@ app.add_typer(workspace_app, name="workspace")
 app.add_typer(memory_app, name="memory")
 app.add_typer(config_app, name="config")
 app.add_typer(hooks_app, name="hooks")
+team_app = typer.Typer(
+    help="The team store on PostgreSQL: create or upgrade it, try it locally, audit it.",
+    no_args_is_help=True,
+)
+app.add_typer(team_app, name="team")
 
 err = Console(stderr=True)
 
@@ -153,7 +159,7 @@ def main() -> None:
     try:
         # Without standalone mode click hands back a command's `typer.Exit` code instead of
         # exiting: pass it on, or `imprint status` on damaged indexes would exit 0.
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="imprint")
         if isinstance(code, int) and code:
             sys.exit(code)
     except ImprintError as exc:
@@ -163,12 +169,17 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except typer.TyperException as exc:
+        # Usage errors (an unknown command, a missing argument, a bad value): typer raises
+        # its own vendored click's exceptions, which are no `click.ClickException`, and
+        # they carry their short message and exit code (2).
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):  # usage errors carry their own exit codes
-            exc.show()
-            sys.exit(exc.exit_code)
         # A damaged store file, the file system, Chroma: one line, as an Imprint error is.
         # Anything else is a bug and keeps its traceback.
         line = failure_line(exc)

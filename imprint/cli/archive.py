@@ -71,6 +71,14 @@ def import_(
             "(default: leave the store's as it is, and count it)",
         ),
     ] = False,
+    database: Annotated[
+        str,
+        typer.Option(
+            "--database",
+            help="a team store's PostgreSQL URL: import into its --workspace user:<sub> or "
+            "team:<name> instead of this machine's store",
+        ),
+    ] = "",
 ) -> None:
     """Import an export: checked whole first, embedded again, ids, dates and supersede links
     kept; importing it twice changes nothing, and what the store holds otherwise than the
@@ -86,6 +94,11 @@ def import_(
     if not file.is_file():
         raise InputError(f"file: {str(file)!r} is not a file")
     parsed = read_export(file)  # refused here, whole, before anything is sent or written
+    if database:
+        from imprint.cli.team import import_to_team
+
+        typer.echo(import_to_team(parsed, database, workspace, config))
+        return
     if workspace:
         validate_name(workspace)  # a bad name refused here, in its words
     if daemon_alive(root):

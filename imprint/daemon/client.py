@@ -47,6 +47,7 @@ __all__ = [
     "ask_sync",
     "ask_watch",
     "bridge_stdio",
+    "call_tool",
     "connect",
     "daemon_alive",
     "open_session",
@@ -319,7 +320,14 @@ def open_session(
 
 
 def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
-    """Copy stdin to the daemon and the daemon to stdout until either side closes."""
+    """Copy stdin to the daemon and the daemon to stdout until either side closes. With no
+    daemon running, the session's opening is answered here while one starts."""
+    if not daemon_alive(data_dir):
+        from imprint.server.handshake import load_handshake
+
+        static = load_handshake()
+        if static is not None:
+            return _bridge_cold(data_dir, allow, static)
     sock = open_session(data_dir, allow)
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
 
@@ -341,6 +349,124 @@ def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:
     _pump(sock.recv, write_out, lambda: None)
     sock.close()
     return 0
+
+
+class _Stdout:
+    """The client's end for the bridge's front: whole lines to stdout."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+
+def _bridge_cold(data_dir: Path, allow: list[str] | None, static: dict[str, Any]) -> int:
+    """The bridge while the daemon starts (seconds on a busy machine, and Claude Code's `-p`
+    does not wait for a server: its first request then had no Imprint tools). The daemon's
+    own front (`imprint.daemon.front`) runs here, on stdio: it answers `initialize` and
+    tools/list from the handshake snapshot at once and holds every other line until the
+    daemon answers; the opening is replayed to the daemon, whose reply to it is dropped."""
+    import codecs
+
+    from imprint.daemon.front import Front
+
+    stdin = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115
+    front = Front(_Stdout(sys.stdout.fileno()), stdin, static)  # type: ignore[arg-type]
+    started: list[socket.socket] = []
+    failed: list[BaseException] = []
+    ready = threading.Event()
+
+    def upstream() -> None:
+        try:
+            sock = open_session(data_dir, allow)
+        except BaseException as exc:  # said by the main thread, which exits on it
+            failed.append(exc)
+            ready.set()
+            return
+        started.append(sock)
+        ready.set()
+        passed = front.reader.fileno()  # the lines the front did not answer, in order
+        _pump(lambda n: os.read(passed, n), sock.sendall, lambda: _shut_write(sock))
+
+    threading.Thread(target=upstream, name="imprint-bridge-up", daemon=True).start()
+    ready.wait()
+    if failed:
+        raise failed[0]
+    sock = started[0]
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+
+    def downstream(chunk: bytes) -> None:
+        front.writer.write(decode(chunk))
+        front.writer.flush()  # whole lines out, less the reply to the replayed opening
+
+    _pump(sock.recv, downstream, lambda: None)
+    sock.close()
+    return 0
+
+
+def _shut_write(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+
+
+# What a command line session opens with: a handshake the daemon's front answers from its
+# snapshot at once (imprint.daemon.front), so no MCP code loads on either side to say hello.
+_CLI_PROTOCOL = "2025-06-18"
+
+
+def _reply(reader: Any, rid: int) -> dict[str, Any]:
+    """The JSON-RPC reply with id `rid`; notifications (progress, logs) before it skipped."""
+    while line := reader.readline():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("id") == rid:
+            return message
+    raise StoreError("daemon: it closed the session before answering; see its log")
+
+
+def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
+    """Call one MCP tool of the data dir's running daemon over its socket, in plain
+    newline-delimited JSON-RPC (the standard library only, no MCP client: a command the
+    daemon answers starts in tens of milliseconds): (is_error, the tool's text)."""
+    from imprint import __version__
+
+    sock = open_session(data_dir)
+    try:
+        reader = sock.makefile("rb")
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": _CLI_PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "imprint-cli", "version": __version__},
+            },
+        }
+        sock.sendall((json.dumps(hello) + "\n").encode())
+        opened = _reply(reader, 1)
+        if "result" not in opened:
+            raise StoreError(f"daemon: it refused the session: {opened.get('error')}")
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        call["params"] = {"name": tool, "arguments": args}
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        sock.sendall((json.dumps(ready) + "\n" + json.dumps(call) + "\n").encode())
+        answer = _reply(reader, 2)
+    finally:
+        sock.close()
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        error = answer.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        raise StoreError(f"{tool}: {message or 'the daemon gave no result'}")
+    content = result.get("content") or [{}]
+    text = content[0].get("text", "") if isinstance(content[0], dict) else ""
+    return bool(result.get("isError")), str(text)
 
 
 def _request(

@@ -415,8 +415,14 @@ class Daemon:
             finally:
                 with self._state:
                     self.sessions -= 1
-        except Exception:
-            log.exception("daemon.session.failed")
+        except Exception as exc:
+            gone = hang_up(exc)
+            if gone is not None:
+                # A client that ends its session mid-answer (Claude Code does, at most
+                # disconnects) is no failure: one line, for whoever debugs a session.
+                log.debug("daemon.session.disconnected", error=gone)
+            else:
+                log.exception("daemon.session.failed")
         finally:
             if front is not None:
                 # The front's reader and its pipe hold the socket open (a file object of a
@@ -481,6 +487,16 @@ class Daemon:
             with contextlib.suppress(OSError):
                 (run_dir(self.data_dir) / "daemon.json").unlink()
             self._lock.release()
+
+
+def hang_up(exc: BaseException) -> str | None:
+    """The name of the error when `exc` says only that the peer went away (a broken pipe,
+    a reset), alone or as every leaf of the exception group a task group raises; else
+    None."""
+    if isinstance(exc, BaseExceptionGroup):
+        names = {hang_up(inner) for inner in exc.exceptions}
+        return None if None in names else ", ".join(sorted(str(n) for n in names))
+    return type(exc).__name__ if isinstance(exc, ConnectionError) else None
 
 
 def _close_listener(listener: socket.socket) -> None:

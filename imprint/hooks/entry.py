@@ -25,9 +25,15 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from imprint._fs import PRIVATE_UMASK, data_dir
+from imprint._fs import DATA_DIR_ENV, PRIVATE_UMASK, data_dir
 from imprint.hooks._paths import with_site_packages
-from imprint.hooks.events import CAPTURE_EVENTS, CLIENTS, canonical_event, context_output
+from imprint.hooks.events import (
+    CAPTURE_EVENTS,
+    CLIENTS,
+    DATA_DIR_OPTION,
+    canonical_event,
+    context_output,
+)
 from imprint.hooks.settings import HookSettings, excluded_folder, hook_settings
 from imprint.hooks.state import record_run
 
@@ -227,9 +233,16 @@ def run_hook(event_name: str, client: str = "", stdin: BinaryIO | None = None) -
 
 
 def hook_main(argv: list[str]) -> None:
-    """The launcher's `EVENT [--client NAME]` (`imprint.hooks.launcher`): run the hook and
-    exit 0; other arguments: a one-line error and exit 2."""
+    """The launcher's `EVENT [--client NAME]` (`imprint.hooks.launcher`, perhaps started
+    with `-X imprint_data_dir=DIR`): run the hook and exit 0; other arguments: a one-line
+    error and exit 2."""
     os.umask(PRIVATE_UMASK)  # whatever a hook creates in the data dir is the user's alone
+    named = sys._xoptions.get(DATA_DIR_OPTION)
+    if isinstance(named, str) and named:
+        # The data dir `hooks install` named (`-X imprint_data_dir=DIR`): the client's
+        # environment may lack it or hold another, and this process, and any daemon it
+        # starts, must use the one the client's MCP entry names.
+        os.environ[DATA_DIR_ENV] = named
     asked = hook_args(argv)
     if asked is None:
         print(f"imprint hook: the arguments are EVENT [--client NAME]; got {argv}", file=sys.stderr)

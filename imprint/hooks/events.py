@@ -15,6 +15,7 @@ __all__ = [
     "CAPTURE_EVENTS",
     "CLIENTS",
     "CONTEXT_EVENTS",
+    "DATA_DIR_OPTION",
     "EVENTS",
     "NATIVE_EVENTS",
     "canonical_event",
@@ -25,6 +26,9 @@ CLIENTS = ("claude-code", "codex", "cursor", "gemini")
 EVENTS = ("session-start", "prompt-submit", "stop", "pre-compact", "session-end")
 CONTEXT_EVENTS = frozenset({"session-start", "prompt-submit"})
 CAPTURE_EVENTS = frozenset({"stop", "pre-compact", "session-end"})
+# The data dir a hook command names: `python -X imprint_data_dir=DIR launcher.py ...`, read
+# from sys._xoptions (`hooks install` writes it, the hook entry and `hooks status` read it).
+DATA_DIR_OPTION = "imprint_data_dir"
 
 # The events each client fires, by the names its hook configuration uses. Codex: the
 # events its hooks.json documents (Stop fires each turn, so capture still sees it all).

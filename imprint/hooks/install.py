@@ -37,6 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from imprint._fs import DATA_DIR_ENV, data_dir
 from imprint.errors import InputError
 from imprint.hooks._confined import ConfigFile, Pending, confined, write_all
 from imprint.hooks.codex import (
@@ -52,6 +53,7 @@ from imprint.hooks.codex import (
 from imprint.hooks.events import (
     CAPTURE_EVENTS,
     CLIENTS,
+    DATA_DIR_OPTION,
     EVENTS,
     NATIVE_EVENTS,
 )
@@ -60,9 +62,11 @@ from imprint.hooks.settings import HookSettings
 __all__ = [
     "Scope",
     "client_files",
+    "entry_data_dir",
     "hook_command",
     "hook_launcher",
     "imprint_executable",
+    "imprint_server",
     "install_hooks",
     "our_commands",
     "ours_in",
@@ -91,7 +95,13 @@ def hook_launcher() -> list[str]:
     return [sys.executable, "-I", "-S", str(Path(__file__).with_name(_LAUNCHER[-1]))]
 
 
-def hook_command(launcher: list[str], event: str, client: str) -> str:
+def hook_command(launcher: list[str], event: str, client: str, root: Path | None = None) -> str:
+    """The hook's command line; with `root`, it names that data dir, whatever
+    IMPRINT_DATA_DIR the client's environment holds: as an interpreter option before the
+    launcher (`-X imprint_data_dir=DIR`, read by `imprint.hooks.entry`), which no shell
+    has to expand and no client's own arguments can take for theirs."""
+    if root is not None:
+        launcher = [*launcher[:-1], "-X", f"{DATA_DIR_OPTION}={root}", launcher[-1]]
     return f"{shlex.join(launcher)} {event} --client {client}"
 
 
@@ -105,7 +115,8 @@ def _is_ours(command: object) -> bool:
         return False
     if len(words) >= 2 and Path(words[0]).name == "imprint" and words[1] == "hook":
         return True
-    return any(Path(word).parts[-3:] == _LAUNCHER for word in words[1:4])
+    # The interpreter, -I, -S, perhaps -X imprint_data_dir=DIR, then the launcher.
+    return any(Path(word).parts[-3:] == _LAUNCHER for word in words[1:6])
 
 
 @dataclass(frozen=True)
@@ -225,12 +236,14 @@ def _without_ours(hooks: Data, client: str) -> Data:
     return kept
 
 
-def _with_ours(hooks: Data, client: str, events: list[str], settings: HookSettings) -> Data:
+def _with_ours(
+    hooks: Data, client: str, events: list[str], settings: HookSettings, root: Path
+) -> Data:
     launcher = hook_launcher()
     out = dict(hooks)
     for event in events:
         native = NATIVE_EVENTS[client][event]
-        command = hook_command(launcher, event, client)
+        command = hook_command(launcher, event, client, root)
         timeout = _client_timeout(client, settings.budget_ms(event))
         entry: Data
         if client == "cursor":
@@ -244,11 +257,13 @@ def _with_ours(hooks: Data, client: str, events: list[str], settings: HookSettin
     return out
 
 
-def _edit_hooks(data: Data, client: str, events: list[str], settings: HookSettings) -> Data:
+def _edit_hooks(
+    data: Data, client: str, events: list[str], settings: HookSettings, root: Path
+) -> Data:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise InputError(f"hooks: not a table in the {client} configuration; fix it first")
-    updated = _with_ours(_without_ours(hooks, client), client, events, settings)
+    updated = _with_ours(_without_ours(hooks, client), client, events, settings, root)
     out = {**data, "hooks": updated}
     if not updated:
         out.pop("hooks")
@@ -257,29 +272,84 @@ def _edit_hooks(data: Data, client: str, events: list[str], settings: HookSettin
     return out
 
 
-def _server_entry(client: str) -> Data:
+def _server_entry(client: str, root: Path) -> Data:
+    # The data dir by name: Codex passes no environment to an MCP server, and any client
+    # may start from a shell without IMPRINT_DATA_DIR; tools and hooks must meet.
     entry: Data = {"command": imprint_executable(), "args": ["serve"]}
+    entry["env"] = {DATA_DIR_ENV: str(root)}
     return {"type": "stdio", **entry} if client == "claude-code" else entry
 
 
-def _has_imprint_server(servers: object) -> bool:
+def imprint_server(servers: object) -> str | None:
+    """The name of Imprint's entry among a client's MCP servers (`imprint`, else one whose
+    command is an `imprint`), or None."""
     if not isinstance(servers, dict):
-        return False
+        return None
     if "imprint" in servers:
-        return True
-    return any(
-        isinstance(s, dict) and Path(str(s.get("command", ""))).name == "imprint"
-        for s in servers.values()
+        return "imprint"
+    return next(
+        (
+            name
+            for name, s in servers.items()
+            if isinstance(s, dict) and Path(str(s.get("command", ""))).name == "imprint"
+        ),
+        None,
     )
 
 
-def _edit_mcp_json(data: Data, client: str) -> Data:
+def _has_imprint_server(servers: object) -> bool:
+    return imprint_server(servers) is not None
+
+
+def _named_env(entry: object, where: str, root: Path) -> Data | None:
+    """The entry's `env` with IMPRINT_DATA_DIR naming `root`; None when it already does."""
+    env = entry.get("env") if isinstance(entry, dict) else None
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise InputError(f"{where}.env: not a table; fix it first")
+    if env.get(DATA_DIR_ENV) == str(root):
+        return None
+    return {**env, DATA_DIR_ENV: str(root)}
+
+
+def _edit_mcp_json(data: Data, client: str, root: Path) -> Data:
     servers = data.get("mcpServers", {})
-    if _has_imprint_server(servers):
+    name = imprint_server(servers)
+    if name is None:
+        if not isinstance(servers, dict):
+            raise InputError("mcpServers: not a table; fix it first")
+        return {**data, "mcpServers": {**servers, "imprint": _server_entry(client, root)}}
+    entry = servers[name]
+    if not isinstance(entry, dict):
+        return data  # not an entry Imprint can read; status names its data dir as unknown
+    env = _named_env(entry, f"mcpServers.{name}", root)
+    if env is None:
         return data
-    if not isinstance(servers, dict):
-        raise InputError("mcpServers: not a table; fix it first")
-    return {**data, "mcpServers": {**servers, "imprint": _server_entry(client)}}
+    return {**data, "mcpServers": {**servers, name: {**entry, "env": env}}}
+
+
+def entry_data_dir(client: str, scope: Scope, home: Path, project: Path) -> tuple[Path, str] | None:
+    """The file holding `client`'s Imprint MCP entry in `scope` and the data dir it names
+    ("" for none); None when there is no such entry (or its file does not parse)."""
+    path = client_files(client, scope, home, project).mcp
+    try:
+        text = path.read_text("utf-8")
+        if client == "codex":
+            servers = tomllib.loads(text).get("mcp_servers")
+        else:
+            loaded = json.loads(text or "{}")
+            servers = loaded.get("mcpServers") if isinstance(loaded, dict) else None
+    except (OSError, ValueError, InputError):
+        return None
+    name = imprint_server(servers)
+    if name is None:
+        return None
+    assert isinstance(servers, dict)
+    entry = servers[name]
+    env = entry.get("env") if isinstance(entry, dict) else None
+    named = env.get(DATA_DIR_ENV) if isinstance(env, dict) else None
+    return path, named if isinstance(named, str) else ""
 
 
 _TABLE = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
@@ -294,7 +364,7 @@ def _table_line(lines: list[str], name: str) -> int | None:
     return None
 
 
-def _edit_codex_toml(text: str, path: Path, feature: str = "hooks") -> str:
+def _edit_codex_toml(text: str, path: Path, root: Path, feature: str = "hooks") -> str:
     """Codex's config.toml with `[features] <feature> = true` (`hooks`, or `codex_hooks` for
     a Codex from before the rename, whose old key is then renamed) and an
     `[mcp_servers.imprint]` table, edited as text so comments and layout stay."""
@@ -333,18 +403,74 @@ def _edit_codex_toml(text: str, path: Path, feature: str = "hooks") -> str:
                 lines[at] = f"{feature} = true"
             if stale is not None:
                 del lines[stale]
-    if not _has_imprint_server(data.get("mcp_servers")):
+    name = imprint_server(data.get("mcp_servers"))
+    if name is None:
         lines += [
             "",
             "[mcp_servers.imprint]",
             f"command = {json.dumps(imprint_executable())}",
             'args = ["serve"]',
+            f"env = {_inline_table({DATA_DIR_ENV: str(root)})}",
         ]
+    else:
+        lines = _codex_entry_env(lines, data["mcp_servers"][name], name, path, root)
     edited = "\n".join(lines).lstrip("\n") + "\n"
     check = tomllib.loads(edited)
     if check.get("features", {}).get(feature) is not True:
         raise InputError(f"{path}: could not set [features] {feature} = true; set it yourself")
+    server = check.get("mcp_servers", {}).get(name or "imprint", {})
+    if server.get("env", {}).get(DATA_DIR_ENV) != str(root):
+        raise InputError(
+            f"{path}: could not set env.{DATA_DIR_ENV} in [mcp_servers.{name}]; add "
+            f"{DATA_DIR_ENV} = {json.dumps(str(root))} to its env yourself"
+        )
     return edited
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _inline_table(values: dict[str, str]) -> str:
+    """A TOML inline table of strings (JSON's string escapes are TOML's basic strings')."""
+    keys = (k if _BARE_KEY.match(k) else json.dumps(k) for k in values)
+    pairs = (f"{k} = {json.dumps(v)}" for k, v in zip(keys, values.values(), strict=True))
+    return "{ " + ", ".join(pairs) + " }"
+
+
+def _codex_entry_env(
+    lines: list[str], entry: object, name: str, path: Path, root: Path
+) -> list[str]:
+    """The config's lines with `[mcp_servers.<name>]` naming `root` in its env: a one-line
+    `env = {...}` rewritten, an `[mcp_servers.<name>.env]` table given the key, or an env
+    line added under the entry's header."""
+    env = _named_env(entry, f"mcp_servers.{name}", root)
+    if env is None:
+        return lines
+    quoted = name if _BARE_KEY.match(name) else json.dumps(name)
+    header = _table_line(lines, f"mcp_servers.{quoted}")
+    sub = _table_line(lines, f"mcp_servers.{quoted}.env")
+    out = list(lines)
+    if sub is not None:
+        out.insert(sub + 1, f"{DATA_DIR_ENV} = {json.dumps(str(root))}")
+        return out
+    if header is None:
+        return out  # written some other way (dotted keys): the check after says so
+    end = next((i for i in range(header + 1, len(out)) if _TABLE.match(out[i])), len(out))
+    at = next((i for i in range(header + 1, end) if re.match(r"\s*env\s*=", out[i])), None)
+    line = f"env = {_inline_table(env)}"
+    if at is None:
+        out.insert(header + 1, line)
+    else:
+        out[at] = line  # tomllib read it as a table: on one line, or the check after fails
+    return out
+
+
+def _current_text(path: Path) -> str | None:
+    """What `path` holds now (a file another program, Codex, may have written); None."""
+    try:
+        return path.read_text("utf-8")
+    except (OSError, ValueError):
+        return None
 
 
 def _edited_text(file: ConfigFile, after: str) -> Pending | ConfigFile:
@@ -427,32 +553,44 @@ def install_hooks(
     home: Path,
     project: Path,
     trust: bool = False,
+    root: Path | None = None,
 ) -> list[str]:
     """Install `client`'s hooks (and its MCP server entry if it has none); what was done,
     one line each, ending with what capture means. Codex: whether it trusts them (it skips
     a hook until then), and with `trust` Imprint's own hooks trusted (`imprint.hooks.codex`)."""
     files = client_files(client, scope, home, project)
     events = _events(client, settings)
+    root = (root or data_dir()).expanduser().absolute()
     report: list[str] = []
     hooks = files.open(files.hooks)
-    hook_edit = partial(_edit_hooks, client=client, events=events, settings=settings)
-    mcp_edit = partial(_edit_mcp_json, client=client)
+    hook_edit = partial(_edit_hooks, client=client, events=events, settings=settings, root=root)
+    mcp_edit = partial(_edit_mcp_json, client=client, root=root)
     # Every file is read and edited before any is written, so one that fails writes nothing.
     if client == "codex":
         codex = codex_executable()
         config = files.open(files.mcp)
         feature = _codex_feature(codex, report)
-        toml = _edit_codex_toml(config.text or "", files.mcp, feature)
+        toml = _edit_codex_toml(config.text or "", files.mcp, root, feature)
         plan = [_edited_json(hooks, [hook_edit]), _edited_text(config, toml)]
     elif files.mcp == files.hooks:  # Gemini's one settings.json: both edits, one write
         plan = [_edited_json(hooks, [hook_edit, mcp_edit])]
     else:
         plan = [_edited_json(hooks, [hook_edit]), _edited_json(files.open(files.mcp), [mcp_edit])]
     _written(plan, report)
+    report.append(f"data dir: {root} (named in the MCP entry and in every hook)")
     captured = [e for e in events if e in CAPTURE_EVENTS]
     report.append(f"hooks: {', '.join(events)}")
     if client == "codex":
+        # Trusting writes Codex's own records into its user config: said as a write.
+        trusted_in = client_files("codex", "user", home, project).mcp
+        untrusted = _current_text(trusted_in)
         report += _codex_report(codex, files.hooks, project, trust)
+        if _current_text(trusted_in) != untrusted:
+            said = f"wrote: {trusted_in} (Codex recorded its trust of Imprint's hooks)"
+            stale = f"unchanged: {trusted_in}"
+            report[:] = [said if line == stale else line for line in report]
+            if said not in report:
+                report.insert(0, said)
     if "prompt-submit" not in events and "prompt-submit" in NATIVE_EVENTS[client]:
         report.append(
             "prompt submit: off (hooks.prompt_submit); turn it on and install again to add it"
@@ -472,7 +610,9 @@ def uninstall_hooks(client: str, scope: Scope, *, home: Path, project: Path) -> 
     report: list[str] = []
     hooks = files.open(files.hooks)
     if hooks.data is not None:
-        edit = _edited_json(hooks, [lambda d: _edit_hooks(d, client, [], HookSettings())])
+        edit = _edited_json(
+            hooks, [lambda d: _edit_hooks(d, client, [], HookSettings(), data_dir())]
+        )
         _written([edit], report)
     else:
         report.append(f"unchanged: {files.hooks} (no such file)")

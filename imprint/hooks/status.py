@@ -6,6 +6,8 @@ daemon runs to capture what the hooks queue."""
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import tomllib
 from pathlib import Path
@@ -20,12 +22,21 @@ from imprint.hooks.codex import (
     listed_hooks,
     trust_words,
 )
-from imprint.hooks.events import CLIENTS, EVENTS
-from imprint.hooks.install import Scope, client_files, imprint_executable, our_commands, ours_in
+from imprint.hooks.events import CLIENTS, DATA_DIR_OPTION, EVENTS
+from imprint.hooks.install import (
+    Scope,
+    client_files,
+    entry_data_dir,
+    imprint_executable,
+    our_commands,
+    ours_in,
+)
 from imprint.hooks.report import plugin_misses, skip_line, when
 from imprint.hooks.state import read_state
 
-__all__ = ["status_lines"]
+__all__ = ["plugin_state", "status_lines"]
+
+_SAYS = re.compile(r"[^\W\d_]{3}")  # a log line that says something: a word, not dashes
 
 
 def _missing_files(command: str) -> list[str]:
@@ -84,6 +95,114 @@ def _codex_notes(
     return notes
 
 
+def _named_data_dir(command: str) -> str | None:
+    """The data dir a hook command names (`-X imprint_data_dir=DIR`), or None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    prefix = f"{DATA_DIR_OPTION}="
+    return next((w.removeprefix(prefix) for w in words[:6] if w.startswith(prefix)), None)
+
+
+def _data_dir_notes(
+    client: str,
+    commands: dict[Scope, dict[str, list[str]]],
+    data_dir: Path,
+    home: Path,
+    project: Path,
+) -> list[str]:
+    """Where a client's tools and its hooks would see different memories: its MCP entry
+    naming another data dir than its hooks, or none (Codex passes its server no
+    environment, so it would read the default); hooks reporting to another data dir than
+    this status reads."""
+    fix = f"run `imprint hooks install --client {client}` with IMPRINT_DATA_DIR set to the one"
+    notes = []
+    for scope, found in commands.items():
+        if not found:
+            continue
+        named = {_named_data_dir(c) for listed in found.values() for c in listed}
+        hooks_dir = next(iter(named)) if len(named) == 1 else None
+        hooks_dir = hooks_dir or str(data_dir)
+        if hooks_dir != str(data_dir):
+            notes.append(
+                f"  its {scope} hooks report to the data dir {hooks_dir}, not this one "
+                f"({data_dir}): run this with IMPRINT_DATA_DIR={hooks_dir} to see their runs"
+            )
+        entry = entry_data_dir(client, scope, home, project)
+        if entry is None:
+            continue
+        path, entry_dir = entry
+        if not entry_dir:
+            notes.append(
+                f"  its MCP entry ({path}) names no data dir: its tools use the client's "
+                f"IMPRINT_DATA_DIR or the default (Codex passes none), its hooks {hooks_dir}; "
+                f"{fix} you want"
+            )
+        elif entry_dir != hooks_dir:
+            notes.append(
+                f"  its MCP entry ({path}) names the data dir {entry_dir}, its hooks "
+                f"{hooks_dir}: its tools do not see what its hooks capture; {fix} you want"
+            )
+    return notes
+
+
+PLUGIN_NAME = "imprint"  # plugin/.claude-plugin/plugin.json
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def plugin_state(home: Path, project: Path) -> list[str]:
+    """Imprint's Claude Code plugin as Claude Code records it: per plugin id
+    (`imprint@<marketplace>`), `enabled`, `disabled` or `installed` (listed in
+    installed_plugins.json, enabled nowhere)."""
+    installed = _json_object(home / ".claude" / "plugins" / "installed_plugins.json")
+    listed = installed.get("plugins")
+    ids = (
+        {k for k in listed if k.split("@")[0] == PLUGIN_NAME} if isinstance(listed, dict) else set()
+    )
+    enabled: dict[str, bool] = {}
+    for settings in (
+        home / ".claude" / "settings.json",
+        project / ".claude" / "settings.json",
+        project / ".claude" / "settings.local.json",
+    ):
+        flags = _json_object(settings).get("enabledPlugins")
+        if isinstance(flags, dict):
+            for key, on in flags.items():
+                if isinstance(key, str) and key.split("@")[0] == PLUGIN_NAME:
+                    enabled[key] = on is True  # the narrower scope, read later, wins
+    said = []
+    for key in sorted(ids | set(enabled)):
+        state = "installed" if key not in enabled else "enabled" if enabled[key] else "disabled"
+        said.append(f"plugin {key} ({state})")
+    return said
+
+
+def _capture_line(row: dict[str, Any]) -> str:
+    """A client's captures in words: how many, when the last was, and the last failure."""
+    captures, turns = int(row.get("captures", 0) or 0), int(row.get("turns", 0) or 0)
+    line = (
+        f"  capture: {captures} captures ({turns} turns), the last at "
+        f"{when(row.get('last_capture_at'))}"
+        if captures
+        else "  capture: nothing captured yet"
+    )
+    failures = int(row.get("failures", 0) or 0)
+    if failures:
+        line += (
+            f"; {failures} failed, the last at {when(row.get('last_failure_at'))}: "
+            f"{' '.join(str(row.get('last_error', '')).split())[:300]}"
+        )
+    return line
+
+
 def _plugin_missing(data_dir: Path, rows: dict[str, dict[str, Any]]) -> list[str]:
     """The plugin's hooks that found no `imprint` to run since a Claude Code hook last ran:
     how often, when last, and the fix."""
@@ -114,8 +233,14 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             scope: our_commands(client, scope, home=home, project=project, unread=unread)
             for scope in scopes
         }
-        where = "; ".join(f"{s}: {', '.join(e)}" for s, e in commands.items() if e)
-        lines.append(f"{client}: {where or 'not installed'}")
+        where = [f"{s}: {', '.join(e)}" for s, e in commands.items() if e]
+        plugin = plugin_state(home, project) if client == "claude-code" else []
+        lines.append(f"{client}: {'; '.join(where + plugin) or 'not installed'}")
+        if where and any(p.endswith("(enabled)") for p in plugin):
+            lines.append(
+                "  both the plugin and the hooks in its settings run: each hook runs twice; "
+                "`imprint hooks uninstall --client claude-code` keeps the plugin's"
+            )
         lines += [f"  not read: {reason}" for reason in unread]
         rows = state.get(client, {})
         installed = {event for found in commands.values() for event in found}
@@ -141,11 +266,14 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
             if event in trust:
                 line += f"; {trust[event]}"
             lines.append(line)
+        if isinstance(captured.get(client), dict):
+            lines.append(_capture_line(captured[client]))
         skips = captured.get(client, {})
         if skips.get("skipped"):
             lines.append(f"  {skip_line(int(skips['skipped']), str(skips.get('last_skip', '')))}")
         if client == "codex" and installed:
             lines += _codex_notes(trust, with_hooks, home, project)
+        lines += _data_dir_notes(client, commands, data_dir, home, project)
         gone = sorted(
             {
                 path
@@ -188,7 +316,7 @@ def _daemon_lines(data_dir: Path) -> list[str]:
         with log_file.open("rb") as handle:
             handle.seek(max(0, log_file.stat().st_size - 4096))
             tail = handle.read().decode("utf-8", "replace").splitlines()
-        last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+        last = next((line.strip() for line in reversed(tail) if _SAYS.search(line)), "")
         if last:
             at = when(log_file.stat().st_mtime)
             lines.append(f"  its log's last line ({at}): {' '.join(last.split())[:300]}")

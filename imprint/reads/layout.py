@@ -51,6 +51,8 @@ def chunk_place(record: Record) -> str:
     (`_actor.py#7 ActorRef.tell L120-168`); packed symbols past 60 characters end in `…`."""
     if not record.source:
         return "(inline)"
+    if record.source_type == "memory":
+        return record.source  # a memory has no chunks (a session's summary, not its turn 0)
     parts = [f"{record.source}#{record.chunk_index}"]
     if record.symbol:
         shown = record.symbol

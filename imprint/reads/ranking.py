@@ -271,10 +271,11 @@ def by_source(
     chunk (it has a symbol) keeps its own entry among the first `near_code`: a file's
     functions are separate answers, where a document's sections continue each other."""
     out: list[tuple[MemoryId, float, Why, list[int]]] = []
-    first: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str, bool], int] = {}
     for rank, (rid, score, why) in enumerate(ranked):
         record = records[rid]
-        key = (record.project, record.source)
+        # A memory with a source (a session's summary) is no chunk of it: never folded in.
+        key = (record.project, record.source, record.source_type == "memory")
         own = near_code if record.symbol else near
         if record.source and key in first and rank >= own:
             also = out[first[key]][3]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint._shown import counted
 from imprint.reads.chunks import ChunkRows
 from imprint.reads.layout import escape_field
 from imprint.reads.memory import MemoryRow
@@ -119,14 +120,14 @@ def memory_items(row: MemoryRow) -> tuple[list[Item], str]:
 
 def chunk_items(rows: ChunkRows) -> tuple[list[Item], str]:
     items = [_record(r) for r in rows.records]
-    return items, f"{len(items)} of {rows.total} chunks"
+    return items, f"{len(items)} of {counted(rows.total, 'chunk')}"
 
 
 def summary_items(row: SummaryRow) -> tuple[list[Item], str]:
     item = Item(
         key=file_key(row.project, row.source),
         meta=escape_field(
-            f"file:{row.source} | {row.project or '-'} | {row.chunks} chunks | summary"
+            f"file:{row.source} | {row.project or '-'} | {counted(row.chunks, 'chunk')} | summary"
         ),
         content="\n".join(format_summary(row).splitlines()[1:]),
         index=f"file:{row.source} summary",
@@ -138,13 +139,15 @@ def source_items(listed: list[SourceRow], total: int) -> tuple[list[Item], str]:
     items = [
         Item(
             key=file_key(r.project, r.source),
-            meta=escape_field(f"file:{r.source} | {r.project or '-'} | {r.chunks} chunks | source"),
+            meta=escape_field(
+                f"file:{r.source} | {r.project or '-'} | {counted(r.chunks, 'chunk')} | source"
+            ),
             content=f"{r.source_type} {r.lang or '-'} {r.layer or '-'}",
             index=f"file:{r.source} source",
         )
         for r in listed
     ]
-    return items, f"{len(items)} of {total} sources"
+    return items, f"{len(items)} of {counted(total, 'source')}"
 
 
 def fact_items(facts: list[Fact]) -> tuple[list[Item], str]:

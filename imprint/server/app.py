@@ -235,8 +235,15 @@ def build_server(
 
     Given a function instead (the daemon's `wait_runtime`), the tools register when the
     session first lists or calls them, with the runtime that function returns then."""
+    # No subscriptions/listen: Imprint's tools, prompts and resources never change while a
+    # session runs, and serving it made a 2026 session over stdio advertise
+    # `resources.subscribe` and every `listChanged`, which HTTP did not and nothing answered.
     server = ImprintServer(
-        name="imprint", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        name="imprint",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        subscriptions=False,
     )
 
     def register() -> None:

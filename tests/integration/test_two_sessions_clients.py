@@ -56,7 +56,7 @@ class _Client:
     model: type[AbstractContextManager[ScriptedModel]] | Any
     first: list[list[Block]]  # session 1's scripted turns
     second: list[list[Block]]
-    error_line: str  # how the summary names the failed command and what followed
+    error_line: str  # how the summary names the failed command (never its output) and what followed
 
 
 CLIENTS = {
@@ -72,7 +72,7 @@ CLIENTS = {
             [message(FINAL)],
         ],
         [[message("Noted.")]],
-        "birds.toml: No such file or directory (exit code 1) -> then printf",
+        "cat birds.toml failed -> then printf",
     ),
     "gemini": _Client(
         "@google/gemini-cli",
@@ -86,7 +86,7 @@ CLIENTS = {
             [words(FINAL)],
         ],
         [[words("Noted.")]],
-        "birds.toml: No such file or directory Exit Code: 1 -> then printf",
+        "cat birds.toml failed -> then printf",
     ),
 }
 
@@ -255,3 +255,12 @@ def test_secret_is_in_no_file_of_the_data_dir(sessions: TwoSessions) -> None:
     capture did store that prompt, with the key redacted."""
     notes = sessions.state["notes"]
     assert_secret_nowhere(sessions.data_dir, sessions.secret, sessions.briefed, notes)
+
+
+def test_the_clients_server_used_the_data_dir_its_hooks_did(sessions: TwoSessions) -> None:
+    """With IMPRINT_DATA_DIR set to a folder of its own, the client's MCP server (which
+    Codex starts with none of its environment) used that data dir too: no default data dir
+    appeared under the client's home, and one daemon served both (issue 45: Codex's tools
+    answered from ~/.local/share/imprint, and a second daemon started there)."""
+    default = sessions.data_dir.parent / "home" / ".local" / "share" / "imprint"
+    assert not default.exists(), sorted(p.name for p in default.iterdir())
