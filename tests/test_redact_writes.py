@@ -15,14 +15,20 @@ from typing import IO, Any
 import pytest
 
 from imprint.actors.lifecycle import Runtime
+from imprint.actors.local_store import LocalStore
 from imprint.config import Config
 from imprint.ingest.pipeline import ingest_path
+from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search_text
 from imprint.store.embedder import Embedder
+from imprint.store.records import Fact, Record, WriteBatch
+from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
+from imprint.writes.imports import read_export
 from imprint.writes.memories import remember
+from imprint.writes.team_import import import_into
 from tests.fakes import FakeProvider
 from tests.integration.conftest import imprint_stop, owner_env
 from tests.wire import initialize_request
@@ -189,3 +195,31 @@ def test_the_tagging_model_is_sent_the_text_redacted(tmp_path: Path, embedder: E
     assert provider.calls, "the model was not asked"
     sent = json.dumps([call["messages"] for call in provider.calls])
     assert token not in sent and "[redacted:github-token]" in sent
+
+
+def test_an_export_moved_into_a_team_workspace_is_redacted(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """An export written before redaction (a key in a memory and in a fact) moved into a
+    team workspace through `import_into` (here onto the local store behind the same seam)
+    leaves the key in no file of the team store."""
+    token, aws = _github_token(), _aws_key()
+    old = LocalStore(tmp_path / "old", WorkspaceName("default"), embedder)
+    try:
+        memory = Record(
+            id=MemoryId("m1"), content=f"the bot pushes with {token}", source_type="memory"
+        )
+        fact = Fact(id="f1", subject="ci", predicate="uses key", object=aws, valid_from=1.0)
+        old.write(WriteBatch(upserts=(memory,), add_facts=(fact,)))
+    finally:
+        old.close()
+    export = tmp_path / "export.jsonl"
+    export.write_text("".join(export_lines(tmp_path / "old", [WorkspaceName("default")])))
+    team = LocalStore(tmp_path / "team", WorkspaceName("default"), embedder)
+    try:
+        report = import_into(read_export(export), team, actor="import")
+    finally:
+        team.close()
+    assert report.records == 1 and report.facts == 1
+    for key in (token, aws):
+        assert not _files_holding(tmp_path / "team", key.encode()), key
