@@ -62,6 +62,8 @@ class WriteAck(BaseModel):
 
     upserted: int
     deleted: int
+    # (kind, count) of the secrets the write's gateway redacted before sending it.
+    redacted: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass

@@ -25,11 +25,24 @@ from imprint.reads.gateway import ActorReads, Reads
 from imprint.store.check import RepairReport
 from imprint.store.records import SourceEntry, WriteBatch
 from imprint.types import WorkspaceName
+from imprint.writes._redaction import redacted_batch, redacts
 
 __all__ = ["REPAIR_TIMEOUT_SEC", "WRITE_TIMEOUT_SEC", "Writes"]
 
 WRITE_TIMEOUT_SEC = 120.0
 REPAIR_TIMEOUT_SEC = 3600.0  # re-embedding a large workspace takes minutes
+
+
+class _Counted:
+    """A write's pending answer that also says what was redacted from it."""
+
+    def __init__(self, pending: Pending[WriteAck], redacted: tuple[tuple[str, int], ...]):
+        self._pending = pending
+        self._redacted = redacted
+
+    def get(self, *, timeout: float | None = None) -> WriteAck:
+        ack = self._pending.get(timeout=timeout)
+        return ack.model_copy(update={"redacted": self._redacted})
 
 
 class Writes:
@@ -67,8 +80,19 @@ class Writes:
     def send(
         self, ws: WorkspaceName, batch: WriteBatch, embeddings: np.ndarray | None = None
     ) -> Pending[WriteAck]:
-        """Send a write without waiting (an ingest embeds the next file meanwhile)."""
-        return self.runtime.writer(ws).write(Write(batch=batch), embeddings)
+        """Send a write without waiting (an ingest embeds the next file meanwhile). Every
+        write passes here, so this is where its secrets are redacted (`_redaction`)."""
+        found: dict[str, int] = {}
+        if redacts(self.runtime.config, ws):
+            batch, kinds, changed = redacted_batch(batch)
+            found = dict(kinds)
+            if changed and embeddings is not None and len(embeddings) == len(batch.upserts):
+                # The vectors given were made from the secret: made again from what is kept.
+                embeddings = embeddings.copy()
+                texts = [batch.upserts[i].indexed_text for i in changed]
+                embeddings[changed] = self.runtime.embedder().embed(texts)
+        pending = self.runtime.writer(ws).write(Write(batch=batch), embeddings)
+        return _Counted(pending, tuple(sorted(found.items()))) if found else pending
 
     def write(
         self,
