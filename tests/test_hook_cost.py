@@ -11,13 +11,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from imprint.hooks.install import hook_command, hook_launcher
 from imprint.hooks.state import read_state
 from tests.test_daemon import StartDaemon, private_env, serve, shared_tmp  # noqa: F401
 
 
-def _run_installed(event: str, data: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run_installed(
+    event: str, data: Path, cwd: Path, *options: str
+) -> subprocess.CompletedProcess[str]:
     words = shlex.split(hook_command(hook_launcher(), event, "claude-code", data))
+    words[1:1] = options  # interpreter options, before the launcher
     payload = {"session_id": "s1", "transcript_path": str(cwd / "none.jsonl"), "cwd": str(cwd)}
     return subprocess.run(
         words, input=json.dumps(payload), capture_output=True, text=True, timeout=120
@@ -54,3 +59,51 @@ def test_the_daemon_package_names_its_owner_lazily() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.split() == ["False", "Daemon", "True"], out.stdout + out.stderr
+
+
+# What the hook process no longer loads beside a daemon: each is only where it is used
+# (tempfile's shutil, random and compressors where a file is written atomically, subprocess
+# where a daemon is started), about 10 ms of CPU of the 45 a hook took.
+_LEFT_OUT = ("tempfile", "shutil", "random", "bz2", "lzma", "subprocess")
+
+
+def test_installed_hooks_beside_a_warm_daemon_load_no_tempfile_or_subprocess(
+    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """The session-start and stop hooks as installed, beside a running daemon, answer
+    without importing tempfile, shutil, random, the compressors or subprocess
+    (`python -X importtime` names every module the process loaded)."""
+    d, _ = serve(warm_embedder=False)
+    for event in ("session-start", "stop"):
+        done = _run_installed(event, d.data_dir, tmp_path, "-X", "importtime")
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        assert "imprint.hooks.entry" in loaded, done.stderr[-2000:]
+        assert not loaded & set(_LEFT_OUT), sorted(loaded & set(_LEFT_OUT))
+        assert "last_error" not in read_state(d.data_dir)["claude-code"][event]
+
+
+def test_the_socket_folder_root_is_the_one_tempfile_picks(
+    private_env: Path,  # noqa: F811  (TMPDIR is a fresh private folder)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The socket folder's root, found without tempfile, is tempfile.gettempdir()'s: for
+    $TMPDIR, for $TMPDIR naming no folder (then the next candidate), and with none set."""
+    import tempfile
+
+    from imprint.daemon.security import _temp_root
+
+    def found() -> str:  # as a fresh process finds it (tempfile caches its first pick)
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        return _temp_root()
+
+    def picked() -> str:
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        return tempfile.gettempdir()
+
+    assert found() == picked() == str(private_env)
+    monkeypatch.setenv("TMPDIR", str(private_env / "missing"))
+    assert found() == picked()
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        monkeypatch.delenv(name, raising=False)
+    assert found() == picked() == "/tmp"
