@@ -6,6 +6,7 @@ light client alone."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -107,3 +108,42 @@ def test_the_socket_folder_root_is_the_one_tempfile_picks(
     for name in ("TMPDIR", "TEMP", "TMP"):
         monkeypatch.delenv(name, raising=False)
     assert found() == picked() == "/tmp"
+
+
+def test_a_recall_beside_a_daemon_loads_no_heavy_library(
+    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """`imprint recall` beside a running daemon asks its recall tool over the socket with
+    the standard library alone, as `imprint search` does (before: typer, pydantic, MCP and
+    the store imported, and the MCP client's session), and prints what the full command
+    line prints for the same question, plan, budget and --no-condense; a question the tool
+    refuses is one line and exit 2."""
+    from imprint.cli._daemon import via_daemon
+    from tests.test_client_fit import _HEAVY, _RECORD_MODULES
+
+    d, _ = serve(warm_embedder=False)
+    plan = json.dumps([{"tool": "search", "args": {"query": "heron"}}])
+    argv = ["recall", "where do herons nest?", "--no-condense", "--max-chars=2000"]
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(d.data_dir)}
+
+    def recorded(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        modules = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.txt"
+        done = subprocess.run(
+            [sys.executable, "-c", _RECORD_MODULES, str(modules), *args],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        return done, set(modules.read_text().split()) if modules.exists() else set()
+
+    for extra in ([], ["--plan", plan]):
+        done, modules = recorded(*argv, *extra)
+        assert done.returncode == 0, done.stderr
+        args: dict[str, object] = {"question": "where do herons nest?", "max_chars": 2000}
+        args |= {"condense": False, "workspace": ""} | ({"plan": plan} if extra else {})
+        assert done.stdout == via_daemon(d.data_dir, "recall", args) + "\n"
+        assert modules and not {m.split(".")[0] for m in modules} & set(_HEAVY), sorted(
+            m for m in modules if m.split(".")[0] in _HEAVY
+        )
+    bad, _ = recorded("recall", "x", "--plan", '[{"tool": "nosuch", "args": {}}]')
+    assert bad.returncode == 2 and bad.stdout == "", bad.stdout
+    assert len(bad.stderr.strip().splitlines()) == 1 and "nosuch" in bad.stderr, bad.stderr
