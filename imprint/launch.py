@@ -180,9 +180,9 @@ def main() -> None:
     allow = plain_serve_allow(argv)
     if allow is not None:
         sys.exit(_serve(allow))
-    for tool, asked in (("search", plain_search(argv)), ("recall", plain_recall(argv))):
-        if asked is not None:
-            code = _ask(tool, asked)
+    for tool, arguments in (("search", plain_search(argv)), ("recall", plain_recall(argv))):
+        if arguments is not None:
+            code = _ask(tool, arguments)
             if code is not None:
                 sys.exit(code)
     if argv[:1] == ["hook"]:
