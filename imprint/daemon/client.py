@@ -14,12 +14,13 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from imprint._fs import atomic_write_text, private_file
 from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, check_served, send_hello
@@ -37,9 +38,6 @@ from imprint.daemon.runfile import (
 )
 from imprint.daemon.security import peer_uid, socket_paths
 from imprint.errors import StoreError
-
-if TYPE_CHECKING:  # a hook asks a running daemon without it (12 ms a hook)
-    import subprocess
 
 __all__ = [
     "ask_backup",
@@ -84,8 +82,6 @@ def _try_connect(path: Path) -> socket.socket | None:
 
 def _spawn_daemon(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
     """The started daemon and where its stderr begins in the (appended) log file."""
-    import subprocess
-
     log_file = run_dir(data_dir) / "daemon.stderr.log"
     rotate_log(log_file, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP)
     private_file(log_file)
