@@ -4,7 +4,9 @@ project folders, taking turns in one run, against a scripted model on 127.0.0.1:
 - none: no Imprint;
 - mcp: Imprint's MCP entry only (`.mcp.json` as `hooks install --scope project` wrote it);
 - hooks+mcp: what `imprint hooks install --client claude-code --scope project` wrote
-  (session-start, stop and session-end fire in a one-prompt `-p` run; prompt submit is off).
+  (session-start, stop and session-end fire in a one-prompt `-p` run; prompt submit is off);
+- noop-hooks+mcp: the same hooks with each command `true`: what Claude Code itself spends
+  on running three hooks, the floor under Imprint's own.
 
 The daemon is warm: warm-up runs start it and it stays (idle exit 600 s). Each run's wall
 time is spawn to exit; the figures are the medians of each condition and of the paired
@@ -30,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["measure"]
 
-CONDITIONS = ("none", "mcp", "hooks+mcp")
+CONDITIONS = ("none", "mcp", "noop-hooks+mcp", "hooks+mcp")
 
 
 def _setup(base: Path, env: dict[str, str]) -> dict[str, Path]:
@@ -48,6 +50,14 @@ def _setup(base: Path, env: dict[str, str]) -> dict[str, Path]:
     (mcp / ".claude").mkdir()
     rest = {k: v for k, v in settings.items() if k != "hooks"}
     (mcp / ".claude" / "settings.json").write_text(json.dumps(rest), "utf-8")
+    noop = folders["noop-hooks+mcp"]
+    shutil.copy(full / ".mcp.json", noop / ".mcp.json")
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = "true"
+    (noop / ".claude").mkdir()
+    (noop / ".claude" / "settings.json").write_text(json.dumps(settings), "utf-8")
     return folders
 
 
@@ -106,7 +116,7 @@ def measure(rounds: int) -> dict[str, object]:
         "median_s": {name: round(statistics.median(v), 3) for name, v in times.items()},
         "added_median_s": {
             name: round(statistics.median(a - b for a, b in zip(times[name], none, strict=True)), 3)
-            for name in ("mcp", "hooks+mcp")
+            for name in CONDITIONS[1:]
         },
         # Each hook's runs and failures: a failing hook is quick, not what a user gets.
         "hooks": {
