@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -55,6 +54,8 @@ def instance_id(data_dir: Path) -> str:
     with contextlib.suppress(FileNotFoundError):
         return path.read_text(encoding="utf-8").strip()
     private_dir(data_dir)
+    import tempfile  # only to write: every hook process reads through this module
+
     fd, tmp = tempfile.mkstemp(prefix=".instance_id.", dir=data_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -125,6 +126,8 @@ def atomic_write_lines(path: Path, lines: Iterable[str], narrow: bool = True) ->
     many pieces were written. The folder is made private (`private_dir`), or with
     `narrow=False` (a folder outside the data dir) only the folders it makes are."""
     (private_dir if narrow else made_dir)(path.parent)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     count = 0
     try:

@@ -7,9 +7,10 @@ store. The daemon it starts (`python -m imprint.daemon`) likewise binds its sock
 imports the store. A client's hooks (`imprint hook EVENT [--client NAME]`) go the same light
 way (`imprint.hooks.entry`). So does `imprint search` beside a running daemon: it asks the
 daemon's search tool over the socket (`imprint.daemon.client.call_tool`), importing none of
-typer, the store or MCP (about 3 s of imports before). Every other command (and `serve` with
-any option but `--allow`, a search with an option this module does not read, or a search
-with no daemon running) goes to `imprint.cli`.
+typer, the store or MCP (about 3 s of imports before), and so does `imprint recall`, asking
+its recall tool. Every other command (and `serve` with any option but `--allow`, a search or
+recall with an option this module does not read, or one with no daemon running) goes to
+`imprint.cli`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import re
 import sys
 
-__all__ = ["main", "plain_search", "plain_serve_allow"]
+__all__ = ["main", "plain_recall", "plain_search", "plain_serve_allow"]
 
 # `imprint search`'s options (imprint.cli.reads.search) by flag: the tool argument each sets
 # and whether it is a number. Anything else (--help, a typo) goes to the full command line.
@@ -87,6 +88,44 @@ def plain_search(argv: list[str]) -> dict[str, object] | None:
     return args
 
 
+def plain_recall(argv: list[str]) -> dict[str, object] | None:
+    """The recall tool's arguments for `recall QUESTION [--plan JSON] [--max-chars N]
+    [--no-condense] [--workspace W]`, exactly as the full command line sends them to a
+    daemon (imprint.cli.reads.recall); None for anything it would answer otherwise."""
+    if argv[:1] != ["recall"]:
+        return None
+    question: str | None = None
+    args: dict[str, object] = {"max_chars": None, "condense": True, "workspace": ""}
+    plan = ""
+    rest = argv[1:]
+    while rest:
+        word = rest.pop(0)
+        if not word.startswith("-") or word == "-":
+            if question is not None:
+                return None  # a second argument: a usage error
+            question = word
+            continue
+        if word == "--no-condense":
+            args["condense"] = False
+            continue
+        flag, eq, value = word.partition("=")
+        if flag not in ("--plan", "--max-chars", "--workspace", "-w") or (not eq and not rest):
+            return None
+        if not eq:
+            value = rest.pop(0)
+        if flag == "--max-chars":
+            if not _INT.fullmatch(value):
+                return None
+            args["max_chars"] = int(value)
+        elif flag == "--plan":
+            plan = value
+        else:
+            args["workspace"] = value
+    if question is None:
+        return None
+    return {"question": question, **args, **({"plan": plan} if plan else {})}
+
+
 def _plain_date(text: str) -> bool:
     import datetime
 
@@ -97,8 +136,8 @@ def _plain_date(text: str) -> bool:
     return bool(_DATE.fullmatch(text))
 
 
-def _search(args: dict[str, object]) -> int | None:
-    """Print what the running daemon's search tool answers; None when no daemon runs."""
+def _ask(tool: str, args: dict[str, object]) -> int | None:
+    """Print what the running daemon's `tool` answers; None when no daemon runs."""
     from imprint._fs import data_dir
     from imprint.daemon.client import call_tool, daemon_alive
     from imprint.errors import ImprintError
@@ -107,7 +146,7 @@ def _search(args: dict[str, object]) -> int | None:
     if not daemon_alive(root):
         return None
     try:
-        is_error, text = call_tool(root, "search", args)
+        is_error, text = call_tool(root, tool, args)
     except ImprintError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -141,11 +180,11 @@ def main() -> None:
     allow = plain_serve_allow(argv)
     if allow is not None:
         sys.exit(_serve(allow))
-    searched = plain_search(argv)
-    if searched is not None:
-        code = _search(searched)
-        if code is not None:
-            sys.exit(code)
+    for tool, arguments in (("search", plain_search(argv)), ("recall", plain_recall(argv))):
+        if arguments is not None:
+            code = _ask(tool, arguments)
+            if code is not None:
+                sys.exit(code)
     if argv[:1] == ["hook"]:
         from imprint.hooks.entry import exit_now, hook_args, run_hook
 

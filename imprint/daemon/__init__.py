@@ -7,7 +7,14 @@ loads, where `_accepts` says the SDK would answer it the same way), `owner` (the
 its socket, sessions, warm-up in `warm`, the dashboard in `hosting`) and `client` (connect,
 spawn, bridge, stop). `imprint.launch` imports only the client; the command line uses what
 this package exports.
+
+`Daemon` and `run_daemon` are loaded when first named (PEP 562): the owner brings in the
+logging stack (structlog) and its background threads, and a hook or a light CLI command
+that imports `imprint.daemon.client` runs this file first, under `python -I -S`, where no
+site-packages are on the path.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from imprint.daemon.client import (
     ask_backup,
@@ -23,9 +30,11 @@ from imprint.daemon.client import (
     poke_capture,
     stop_daemon,
 )
-from imprint.daemon.owner import Daemon, run_daemon
 from imprint.daemon.runfile import running_daemon
 from imprint.daemon.security import peer_uid, socket_dir, socket_path
+
+if TYPE_CHECKING:
+    from imprint.daemon.owner import Daemon, run_daemon
 
 __all__ = [
     "Daemon",
@@ -47,3 +56,11 @@ __all__ = [
     "socket_path",
     "stop_daemon",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Daemon", "run_daemon"):
+        from imprint.daemon import owner
+
+        return getattr(owner, name)
+    raise AttributeError(f"module 'imprint.daemon' has no attribute {name!r}")

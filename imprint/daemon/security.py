@@ -18,7 +18,7 @@ import os
 import socket
 import stat
 import struct
-import tempfile
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,26 @@ def check_private(folder: Path, what: str) -> None:
         )
 
 
+def _temp_root() -> str:
+    """`tempfile.gettempdir()` without importing tempfile (shutil, random and the
+    compressors with it: a tenth of a hook's own time): the first of $TMPDIR, $TEMP, $TMP
+    and /tmp that is a folder this user may write, as tempfile would pick it; anything
+    else (a tempfile.tempdir set in this process, no such folder) asks tempfile itself.
+    Daemon and clients both come here, so they agree on the socket's folder."""
+    loaded = sys.modules.get("tempfile")
+    if loaded is None or loaded.tempdir is None:
+        for name in ("TMPDIR", "TEMP", "TMP"):
+            if value := os.environ.get(name):
+                break
+        else:
+            value = "/tmp"
+        if os.path.isdir(value) and os.access(value, os.W_OK | os.X_OK):
+            return os.path.abspath(value)
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
 def socket_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The user's private folder for daemon sockets, created 0700 and checked.
 
@@ -70,7 +90,7 @@ def socket_dir(environ: Mapping[str, str] | None = None) -> Path:
         check_private(base, "runtime folder $XDG_RUNTIME_DIR")
         folder = base / "imprint"
     else:
-        folder = Path(tempfile.gettempdir()) / f"imprint-{uid}"
+        folder = Path(_temp_root()) / f"imprint-{uid}"
     with contextlib.suppress(FileExistsError):
         # Not private_dir: an existing folder is checked, never repaired (it may be a trap).
         os.mkdir(folder, 0o700)

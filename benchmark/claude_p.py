@@ -1,0 +1,141 @@
+"""What Imprint adds to a headless Claude Code run (issue 45): `claude -p hi` in three
+project folders, taking turns in one run, against a scripted model on 127.0.0.1:
+
+- none: no Imprint;
+- mcp: Imprint's MCP entry only (`.mcp.json` as `hooks install --scope project` wrote it);
+- hooks+mcp: what `imprint hooks install --client claude-code --scope project` wrote
+  (session-start, stop and session-end fire in a one-prompt `-p` run; prompt submit is off);
+- noop-hooks+mcp: the same hooks with each command `true`: what Claude Code itself spends
+  on running three hooks, the floor under Imprint's own.
+
+The daemon is warm: warm-up runs start it and it stays (idle exit 600 s). Each run's wall
+time is spawn to exit; the figures are the medians of each condition and of the paired
+differences (hooks+mcp minus none, mcp minus none, round by round), with the load average
+(1 min) before and after, as the machine is shared. The real Claude Code comes from
+`.ci/node` (scripts/test.sh runs `npm ci`), the scripted model from the integration tests.
+
+    python -m benchmark.claude_p [--rounds 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["measure"]
+
+CONDITIONS = ("none", "mcp", "noop-hooks+mcp", "hooks+mcp")
+
+
+def _setup(base: Path, env: dict[str, str]) -> dict[str, Path]:
+    folders = {name: base / name.replace("+", "-") for name in CONDITIONS}
+    for folder in folders.values():
+        folder.mkdir()
+    full, mcp = folders["hooks+mcp"], folders["mcp"]
+    subprocess.run(
+        [sys.executable, "-m", "imprint.cli", "hooks", "install", "--client", "claude-code",
+         "--scope", "project"],
+        cwd=full, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    shutil.copy(full / ".mcp.json", mcp / ".mcp.json")
+    settings = json.loads((full / ".claude" / "settings.json").read_text("utf-8"))
+    (mcp / ".claude").mkdir()
+    rest = {k: v for k, v in settings.items() if k != "hooks"}
+    (mcp / ".claude" / "settings.json").write_text(json.dumps(rest), "utf-8")
+    noop = folders["noop-hooks+mcp"]
+    shutil.copy(full / ".mcp.json", noop / ".mcp.json")
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = "true"
+    (noop / ".claude").mkdir()
+    (noop / ".claude" / "settings.json").write_text(json.dumps(settings), "utf-8")
+    return folders
+
+
+def measure(rounds: int) -> dict[str, object]:
+    from imprint.hooks.state import read_state
+    from tests.integration.model_server import scripted_model, text
+    from tests.integration.node_clients import client, client_env
+
+    claude = client("@anthropic-ai/claude-code")
+    with (
+        tempfile.TemporaryDirectory(prefix="claude-p-") as tmp,
+        scripted_model([[text("ok")]]) as model,
+    ):
+        base = Path(tmp)
+        (base / "home").mkdir()
+        env = client_env(
+            base / "home",
+            IMPRINT_DATA_DIR=str(base / "data"),
+            IMPRINT_SERVER_IDLE_EXIT_SEC="600",
+            ANTHROPIC_BASE_URL=model.url,
+            # Built here, not written out: the repository's own files stay nearly free of
+            # anything a secret scanner flags (tests/test_redact.py counts them).
+            ANTHROPIC_API_KEY="-".join(("sk", "ant", "dummy", "loopback")),
+        )
+        folders = _setup(base, env)
+
+        def run(name: str) -> float:
+            start = time.monotonic()
+            done = subprocess.run(
+                [claude, "-p", "hi", "--output-format", "json"],
+                cwd=folders[name], env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            took = time.monotonic() - start
+            if done.returncode != 0:
+                raise RuntimeError(f"{name}: claude exited {done.returncode}: {done.stderr}")
+            return took
+
+        try:
+            for name in ("hooks+mcp", "mcp", "none", "hooks+mcp"):  # warm-up: the daemon
+                run(name)
+            loads = [os.getloadavg()[0]]
+            times: dict[str, list[float]] = {name: [] for name in CONDITIONS}
+            for _ in range(rounds):
+                for name in CONDITIONS:
+                    times[name].append(run(name))
+            loads.append(os.getloadavg()[0])
+            hooks = read_state(base / "data").get("claude-code", {})
+        finally:
+            subprocess.run(
+                [sys.executable, "-m", "imprint.cli", "stop"], env=env, capture_output=True
+            )
+    none = times["none"]
+    return {
+        "rounds": rounds,
+        "load_1min": [round(x, 1) for x in loads],
+        "median_s": {name: round(statistics.median(v), 3) for name, v in times.items()},
+        "added_median_s": {
+            name: round(statistics.median(a - b for a, b in zip(times[name], none, strict=True)), 3)
+            for name in CONDITIONS[1:]
+        },
+        # Each hook's runs and failures: a failing hook is quick, not what a user gets.
+        "hooks": {
+            event: {
+                "runs": row.get("runs"),
+                "failures": row.get("failures", 0),
+                "last_error": row.get("last_error", ""),
+            }
+            for event, row in hooks.items()
+        },
+        "runs_s": {name: [round(x, 3) for x in v] for name, v in times.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    print(json.dumps(measure(parser.parse_args().rounds), indent=1))
+
+
+if __name__ == "__main__":
+    main()
