@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import (
     FactQuery,
+    Newest,
     ProjectMemories,
     Projects,
     SourceChunks,
     SupersedeLinks,
 )
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import Reads
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
@@ -30,6 +32,7 @@ from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
     "FACTS_SHOWN",
+    "OBSERVATIONS_LOOKED_AT",
     "PAGE_SIZE",
     "SESSION_PREFIX",
     "TURNS_SHOWN",
@@ -39,6 +42,7 @@ __all__ = [
     "SessionRow",
     "memory_projects",
     "project_memory",
+    "session_observations",
     "session_of",
     "session_row",
 ]
@@ -245,3 +249,26 @@ def session_row(reads: Reads, ws: WorkspaceName, session_id: str, project: str) 
         summary=summary,
         extracted=tuple(r for r in mine if r.kind != SESSION_SUMMARY_KIND),
     )
+
+
+# How many of a project's captured observations a session's delete looks through.
+OBSERVATIONS_LOOKED_AT = 10_000
+# The kinds capture gives the memories it keeps from a turn (`imprint.capture.observe`).
+_OBSERVED = ("observation", "open-problem")
+
+
+def session_observations(
+    reads: Reads, ws: WorkspaceName, project: str, source: str, deadline: Deadline
+) -> list[Record]:
+    """The observations capture kept from session `source` (`session:<id>`): each is sourced
+    `session:<id>#<chunk>`, so deleting the session takes them with it (`delete_records`),
+    and its confirmation page names them (the dashboard)."""
+    if not source.startswith(SESSION_PREFIX) or "#" in source:
+        return []
+    found = deadline.wait(
+        reads.ask(
+            Newest(workspace=ws, project=project, kinds=_OBSERVED, limit=OBSERVATIONS_LOOKED_AT)
+        ),
+        "delete",
+    )
+    return [r for r in found if r.source.startswith(f"{source}#")]

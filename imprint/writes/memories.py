@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import (
     FetchRecords,
-    Newest,
     SameText,
     SourceChunks,
     SupersedeLinks,
@@ -20,6 +19,7 @@ from imprint.ingest.tags import rule_tags
 from imprint.reads.deadline import Deadline
 from imprint.reads.memory import check_id
 from imprint.reads.neighbors import superseded_among
+from imprint.reads.project_memory import session_observations
 from imprint.store.records import (
     RECORD_TYPES,
     Filters,
@@ -282,7 +282,8 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    extra = _observations_of(writes, ws, projects[0], source, deadline)
+    observed = session_observations(writes.reads, ws, projects[0], source, deadline)
+    extra = tuple(r.id for r in observed)
     writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
     more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
     return f"deleted source {source} ({total} chunks{more})"
@@ -367,28 +368,3 @@ def retag_memory(
         return f"{rid} unchanged (type {type})"
     writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
     return f"retagged {rid} as {type}"
-
-
-# How many of a project's captured observations a session's delete looks through.
-OBSERVATIONS_LOOKED_AT = 10_000
-
-
-def _observations_of(
-    writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
-) -> tuple[MemoryId, ...]:
-    """The observations capture kept from session `source` (`session:<id>`): each is sourced
-    `session:<id>#<chunk>`, so deleting the session takes them with it."""
-    if not source.startswith("session:") or "#" in source:
-        return ()
-    found = deadline.wait(
-        writes.reads.ask(
-            Newest(
-                workspace=ws,
-                project=project,
-                kinds=("observation", "open-problem"),
-                limit=OBSERVATIONS_LOOKED_AT,
-            )
-        ),
-        "delete",
-    )
-    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))
