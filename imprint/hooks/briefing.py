@@ -48,7 +48,7 @@ from imprint.store.records import (
     Record,
     project_from_folder,
 )
-from imprint.types import WorkspaceName
+from imprint.types import MemoryId, WorkspaceName
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
@@ -120,7 +120,7 @@ class _Read(NamedTuple):
     by SUPERSEDED_SLACK), the superseded among them, the facts, the last sessions."""
 
     newest: list[tuple[str, list[Record]]]
-    superseded: set[str]
+    superseded: set[MemoryId]
     facts: list[Fact]
     sessions: list[Record]
 
