@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.read_messages import Newest, SupersedeLinks
+from imprint.actors.read_messages import FetchRecords, Newest, SupersedeLinks
 from imprint.capture.session import capture_event
 from imprint.hooks.briefing import briefing_text
 from imprint.reads.deadline import Deadline
@@ -471,3 +471,45 @@ def test_a_decision_said_in_many_sessions_keeps_its_vector_on_its_text(
     assert "session:s-repeat-000-" in kept.context  # where it was first said stays named
     # Measured: 0.78 after the first session; after forty, 0.72 (0.08 before the bound).
     assert last >= first - 0.1, (first, last)
+
+
+def test_deleting_a_session_takes_its_observations_however_many_the_project_has(
+    tmp_path: Path, rt: Runtime
+) -> None:
+    """The session's delete looked for its observations among the project's newest 10,000
+    only: in a project with more, an older session's observations (quoting what it said,
+    the reason it was deleted perhaps) outlived its delete. They are found by their source
+    now, all of them."""
+    import numpy as np
+
+    from imprint.store.records import WriteBatch
+    from imprint.writes.memories import delete_records
+
+    writes = Writes(rt)
+    t = _session(tmp_path, "s-old", "2026-11-02")
+    t.turn("We'll use Prisma as the ORM for the billing service.", "OK.")
+    capture_event(writes, rt.data_dir, t.event())
+    (old,) = [r for r in _observations(rt) if r.source.startswith("session:s-old#")]
+    newer = [
+        Record(
+            id=f"{n:016x}",
+            content=f"Decision: service {n} keeps its own queue.",
+            project=PROJECT,
+            source="session:s-new#0",
+            source_type="memory",
+            type="decision",
+            kind="observation",
+            created_at=_epoch("2026-11-20") + n,
+        )
+        for n in range(10_001)
+    ]
+    vector = rt.embedder().embed(["Decision: a service keeps its own queue."])[0]
+    ws = writes.open("")
+    for start in range(0, len(newer), 2_000):
+        part = newer[start : start + 2_000]
+        writes.write(ws, WriteBatch(upserts=tuple(part)), embeddings=np.array([vector] * len(part)))
+    said = delete_records(writes, source="session:s-old", project=PROJECT)
+    assert "1 observation of it" in said, said
+    reads = ActorReads(rt)
+    found = Deadline(30).wait(reads.ask(FetchRecords(workspace=ws, ids=(old.id,))), "test")
+    assert old.id not in found

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.read_messages import (
     FactQuery,
-    Newest,
     ProjectMemories,
     Projects,
     SourceChunks,
@@ -32,7 +31,6 @@ from imprint.types import MemoryId, WorkspaceName
 
 __all__ = [
     "FACTS_SHOWN",
-    "OBSERVATIONS_LOOKED_AT",
     "PAGE_SIZE",
     "SESSION_PREFIX",
     "TURNS_SHOWN",
@@ -251,8 +249,6 @@ def session_row(reads: Reads, ws: WorkspaceName, session_id: str, project: str) 
     )
 
 
-# How many of a project's captured observations a session's delete looks through.
-OBSERVATIONS_LOOKED_AT = 10_000
 # The kinds capture gives the memories it keeps from a turn (`imprint.capture.observe`).
 _OBSERVED = ("observation", "open-problem")
 
@@ -262,13 +258,19 @@ def session_observations(
 ) -> list[Record]:
     """The observations capture kept from session `source` (`session:<id>`): each is sourced
     `session:<id>#<chunk>`, so deleting the session takes them with it (`delete_records`),
-    and its confirmation page names them (the dashboard)."""
+    and its confirmation page names them (the dashboard). Found by their source, every
+    page of them: a project's newest few thousand would miss an older session's."""
     if not source.startswith(SESSION_PREFIX) or "#" in source:
         return []
-    found = deadline.wait(
-        reads.ask(
-            Newest(workspace=ws, project=project, kinds=_OBSERVED, limit=OBSERVATIONS_LOOKED_AT)
-        ),
-        "delete",
-    )
-    return [r for r in found if r.source.startswith(f"{source}#")]
+    found: list[Record] = []
+    offset, total = 0, 1
+    while offset < total:
+        asked = ProjectMemories(
+            workspace=ws, project=project, offset=offset, limit=PAGE_SIZE, source=source
+        )
+        page, total = deadline.wait(reads.ask(asked), "delete")
+        if not page:
+            break
+        offset += len(page)
+        found += [r for r in page if r.kind in _OBSERVED and r.source.startswith(f"{source}#")]
+    return found
