@@ -454,3 +454,34 @@ def test_a_memory_within_the_skew_never_comes_back_after_a_local_delete(
         said = sync(data_dir, folder, embedder)
         assert "memory" not in said.split("took", 1)[1], said
         assert "a minute ahead" not in export(data_dir)
+
+
+def test_a_sync_folder_cannot_hide_memories_in_a_cycle_of_supersedes(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """Link lines a superseded by b and b by a (two memories this store holds) would hide
+    both for good: every memory on a cycle has a successor. The first is taken, the one
+    closing the cycle is refused and counted; b is still shown, after a second sync too."""
+
+    def fill(w: Writes) -> dict[str, str]:
+        a = remember(w, "Decision: the job queue runs on PostgreSQL", "proj", "decision").id
+        b = remember(w, "Decision: the job queue moved to Redis streams", "proj", "decision").id
+        return {"a": a, "b": b}
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    ids = on(data_dir, embedder, fill)
+    link = {"line": "link", "workspace": "default"}
+    _planted(
+        folder,
+        [
+            link | {"old": ids["a"], "new": ids["b"], "at": 1_700_000_000.0},
+            link | {"old": ids["b"], "new": ids["a"], "at": 1_700_000_001.0},
+        ],
+    )
+    for _ in range(2):
+        said = sync(data_dir, folder, embedder)
+        assert "1 line refused" in said and "cycle" in said, said
+        lines = _lines(export(data_dir))
+        assert _memory(lines, ids["b"])["superseded_by"] is None
+        assert _memory(lines, ids["a"])["superseded_by"] is not None
