@@ -485,3 +485,40 @@ def test_a_sync_folder_cannot_hide_memories_in_a_cycle_of_supersedes(
         lines = _lines(export(data_dir))
         assert _memory(lines, ids["b"])["superseded_by"] is None
         assert _memory(lines, ids["a"])["superseded_by"] is not None
+
+
+def test_an_import_whose_supersedes_form_a_cycle_is_refused_whole(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """An export file in which a supersedes b and b supersedes a (each side named on both
+    memories, as a real chain is) would import two memories hidden for good. The file is
+    refused in one line naming the line that closes the cycle, and nothing is written."""
+    ids = on(data_dir, embedder, _fill)
+    before = export(data_dir)
+    held = _memory(_lines(before), ids["decision"])
+    a, b = "00000000000000c1", "00000000000000c2"
+    at = 1_700_000_000.0
+    body = [
+        held
+        | {
+            "id": a,
+            "content": "Decision: queue on Redis",
+            "supersedes": [{"id": b, "at": at}],
+            "superseded_by": {"id": b, "at": at},
+        },
+        held
+        | {
+            "id": b,
+            "content": "Decision: queue on NATS",
+            "supersedes": [{"id": a, "at": at}],
+            "superseded_by": {"id": a, "at": at},
+        },
+    ]
+    header = json.loads(before.splitlines()[0])
+    header["workspaces"] = {"default": {"memories": 2, "sources": 0, "chunks": 0, "facts": 0}}
+    path = tmp_path / "cycle.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [header, *body]))
+    with pytest.raises(InputError, match=r"^import: line \d: supersedes: .* cycle") as refused:
+        read_export(path)
+    assert "\n" not in str(refused.value)
+    assert export(data_dir) == before
