@@ -108,28 +108,14 @@ def run(args: argparse.Namespace, work: Path) -> int:
     finally:
         runtime.stop()
     load_end = os.getloadavg()[0]
-    lines = [
+    title = (
         f"dashboard page render, {report.chunks} chunks ({args.corpus_limit or 'all'} files), "
-        f"p50/p95 of {args.runs}; load average {load_start:.2f} -> {load_end:.2f}",
-        f"{'page':<22} {'p50 ms':>8} {'p95 ms':>8}",
-    ]
-    for name, (p50, p95) in results.items():
-        lines.append(f"{name:<22} {p50:>8.1f} {p95:>8.1f}")
-    print("\n".join(lines))
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUT_DIR / f"dashboard-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "chunks": report.chunks,
-                "corpus_limit": args.corpus_limit,
-                "runs": args.runs,
-                "load_average": [load_start, load_end],
-                "pages": {k: {"p50_ms": v[0], "p95_ms": v[1]} for k, v in results.items()},
-            },
-            indent=2,
-        )
+        f"p50/p95 of {args.runs}; load average {load_start:.2f} -> {load_end:.2f}"
     )
+    meta = {"chunks": report.chunks, "corpus_limit": args.corpus_limit, "runs": args.runs}
+    lines = page_lines(title, results, 22)
+    print("\n".join(lines))
+    path = write_pages("dashboard", meta, [load_start, load_end], results)
     note(f"wrote {path}")
     return 0
 
@@ -165,24 +151,53 @@ def measure(
             "source": ("GET", "/source", {"source": source, "project": "corpus"}),
             "record": ("GET", f"/memory/{rid_memory}", {}),
         }
-        results: dict[str, tuple[float, float]] = {}
-        for name, (method, path, params) in pages.items():
-            samples = []
-            for i in range(runs + 2):
-                t0 = time.perf_counter()
-                if method == "GET":
-                    r = client.get(path, params=params)
-                else:
-                    r = client.post(path, data=params, headers=origin)
-                elapsed = time.perf_counter() - t0
-                if r.status_code != 200:
-                    raise SystemExit(f"{name}: HTTP {r.status_code}: {r.text[:300]}")
-                if i >= 2:
-                    samples.append(elapsed)
-            lat = latency(samples)
-            results[name] = (lat.p50_ms, lat.p95_ms)
-            note(f"{name}: p50 {results[name][0]:.1f} ms")
+        return time_pages(client, pages, runs, headers=origin)
+
+
+Timings = dict[str, tuple[float, float]]  # page -> (p50 ms, p95 ms)
+
+
+def time_pages(
+    client: httpx.Client,
+    pages: dict[str, tuple[str, str, dict[str, str]]],
+    runs: int,
+    headers: dict[str, str] | None = None,
+) -> Timings:
+    """Each page (method, path, params) fetched `runs` times after two warm-ups; its p50 and
+    p95. A page that does not answer 200 ends the run."""
+    results: Timings = {}
+    for name, (method, path, params) in pages.items():
+        samples = []
+        for i in range(runs + 2):
+            t0 = time.perf_counter()
+            if method == "GET":
+                r = client.get(path, params=params)
+            else:
+                r = client.post(path, data=params, headers=headers)
+            elapsed = time.perf_counter() - t0
+            if r.status_code != 200:
+                raise SystemExit(f"{name}: HTTP {r.status_code}: {r.text[:300]}")
+            if i >= 2:
+                samples.append(elapsed)
+        lat = latency(samples)
+        results[name] = (lat.p50_ms, lat.p95_ms)
+        note(f"{name}: p50 {results[name][0]:.1f} ms, {len(r.content) / 1000:.0f} kB")
     return results
+
+
+def page_lines(title: str, results: Timings, width: int) -> list[str]:
+    lines = [title, f"{'page':<{width}} {'p50 ms':>8} {'p95 ms':>8}"]
+    lines += [f"{name:<{width}} {p50:>8.1f} {p95:>8.1f}" for name, (p50, p95) in results.items()]
+    return lines
+
+
+def write_pages(stem: str, meta: dict[str, object], load: list[float], results: Timings) -> Path:
+    """The run's figures as `{OUT_DIR}/{stem}-<UTC time>.json`."""
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"{stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    pages = {k: {"p50_ms": v[0], "p95_ms": v[1]} for k, v in results.items()}
+    path.write_text(json.dumps({**meta, "load_average": load, "pages": pages}, indent=2))
+    return path
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ and writes them as JSON to `benchmark/out/memory-pages-<UTC timestamp>.json`, wi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +33,8 @@ from pathlib import Path
 import httpx
 
 from benchmark import _common as common
-from benchmark._common import OUT_DIR, latency, note
+from benchmark._common import note
+from benchmark.dashboard import page_lines, time_pages, write_pages
 
 TYPES = ("decision", "bug", "preference", "finding", "pattern", "architecture", "milestone", "note")
 WORDS = (
@@ -201,32 +201,18 @@ def run(args: argparse.Namespace, work: Path) -> int:
     finally:
         runtime.stop()
     load_end = os.getloadavg()[0]
-    lines = [
+    title = (
         f"memory pages, project of {args.memories} memories and {args.sessions} sessions, "
-        f"p50/p95 of {args.runs}; load average {load_start:.2f} -> {load_end:.2f}",
-        f"{'page':<26} {'p50 ms':>8} {'p95 ms':>8}",
-    ]
-    for name, (p50, p95) in results.items():
-        lines.append(f"{name:<26} {p50:>8.1f} {p95:>8.1f}")
+        f"p50/p95 of {args.runs}; load average {load_start:.2f} -> {load_end:.2f}"
+    )
+    lines = page_lines(title, results, 26)
     slow = [name for name, (_, p95) in results.items() if p95 >= LIMIT_SEC * 1000]
     lines.append(
         f"every page under {LIMIT_SEC:g} s (p95): {'no: ' + ', '.join(slow) if slow else 'yes'}"
     )
     print("\n".join(lines))
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    path = OUT_DIR / f"memory-pages-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "memories": args.memories,
-                "sessions": args.sessions,
-                "runs": args.runs,
-                "load_average": [load_start, load_end],
-                "pages": {k: {"p50_ms": v[0], "p95_ms": v[1]} for k, v in results.items()},
-            },
-            indent=2,
-        )
-    )
+    meta = {"memories": args.memories, "sessions": args.sessions, "runs": args.runs}
+    path = write_pages("memory-pages", meta, [load_start, load_end], results)
     note(f"wrote {path}")
     return 1 if slow else 0
 
@@ -249,21 +235,8 @@ def measure(
             "record": (f"/memory/{rid}", {}),
             "delete (confirm)": ("/delete", {"id": rid}),
         }
-        results: dict[str, tuple[float, float]] = {}
-        for name, (path, params) in pages.items():
-            samples = []
-            for i in range(runs + 2):
-                t0 = time.perf_counter()
-                r = client.get(path, params=params)
-                elapsed = time.perf_counter() - t0
-                if r.status_code != 200:
-                    raise SystemExit(f"{name}: HTTP {r.status_code}: {r.text[:300]}")
-                if i >= 2:
-                    samples.append(elapsed)
-            lat = latency(samples)
-            results[name] = (lat.p50_ms, lat.p95_ms)
-            note(f"{name}: p50 {results[name][0]:.1f} ms, {len(r.content) / 1000:.0f} kB")
-    return results
+        gets = {name: ("GET", path, params) for name, (path, params) in pages.items()}
+        return time_pages(client, gets, runs)
 
 
 if __name__ == "__main__":

@@ -71,29 +71,24 @@ def instance_id(data_dir: Path) -> str:
 
 def private_dir(path: Path) -> Path:
     """Create `path` (and missing parents) as 0700; an existing folder is narrowed to 0700."""
-    missing = []
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for folder in [path, *missing]:
-        with contextlib.suppress(OSError):
-            if folder.stat().st_mode & 0o077:
-                os.chmod(folder, 0o700)
-    return path
+    return _make_dir(path, narrow=True)
 
 
 def made_dir(path: Path) -> Path:
     """Create `path` (and missing parents) as 0700; a folder that already exists keeps its
     mode: it is not Imprint's to narrow (a shared 2775 folder, a 1777 one)."""
+    return _make_dir(path, narrow=False)
+
+
+def _make_dir(path: Path, *, narrow: bool) -> Path:
     missing = []
     probe = path
     while not probe.exists() and probe != probe.parent:
         missing.append(probe)
         probe = probe.parent
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for folder in missing:  # mkdir's parents get the umask's mode, not 0700
+    # mkdir's parents get the umask's mode, not 0700; `path` itself only when narrowing.
+    for folder in [path, *missing] if narrow else missing:
         with contextlib.suppress(OSError):
             if folder.stat().st_mode & 0o077:
                 os.chmod(folder, 0o700)

@@ -5,7 +5,8 @@ work (capture extraction, re-embedding, watch batches, backups) asks for a `turn
 each unit of its work, and waits while an interactive call is in flight, on a condition
 the last interactive call to finish notifies. No sleeps: the wait ends the moment the
 cores are free again. So that a steady stream of calls cannot stop background work for
-good, a turn waits at most `max_defer_sec`.
+good, a turn waits at most `max_defer_sec`, and a step deferred by `after_interactive`
+is sent by the first call to start or finish after it has waited that long.
 
 The threads that do only background work also lower their own scheduling priority
 (`background_thread`), so that a unit of work already under way gives the cores to an
@@ -58,7 +59,7 @@ class Priority:
         self.waiting = 0  # background turns waiting now (tests wait on it)
         self.deferred = 0  # turns that waited for an interactive call
         self.overdue = 0  # turns that gave up waiting after max_defer_sec
-        self._after: list[Callable[[], None]] = []
+        self._after: list[tuple[float, Callable[[], None]]] = []  # (deferred at, step)
 
     @property
     def in_flight(self) -> int:
@@ -69,20 +70,38 @@ class Priority:
     def interactive(self) -> Iterator[None]:
         with self._cond:
             self._in_flight += 1
+            due = self._due(everything=False)
+        self._run(due)
         try:
             yield
         finally:
             with self._cond:
                 self._in_flight -= 1
-                after: list[Callable[[], None]] = []
                 if self._in_flight == 0:
                     self._cond.notify_all()
-                    after, self._after = self._after, []
-            for run in after:
-                try:
-                    run()
-                except Exception as exc:  # the interactive call has answered: log, go on
-                    _log().warning("priority.after_failed", error=f"{type(exc).__name__}: {exc}")
+                due = self._due(everything=self._in_flight == 0)
+            self._run(due)
+
+    def _due(self, *, everything: bool) -> list[Callable[[], None]]:
+        """The deferred steps to send now (under the lock): all of them when no call is in
+        flight, else those that have waited `max_defer_sec` while calls overlapped."""
+        if everything:
+            due, self._after = self._after, []
+            return [run for _, run in due]
+        now = self._clock()
+        late = [run for at, run in self._after if now - at >= self.max_defer_sec]
+        if late:
+            self.overdue += len(late)
+            self._after = [(at, run) for at, run in self._after if now - at < self.max_defer_sec]
+        return late
+
+    @staticmethod
+    def _run(steps: list[Callable[[], None]]) -> None:
+        for run in steps:
+            try:
+                run()
+            except Exception as exc:  # the interactive call has answered: log, go on
+                _log().warning("priority.after_failed", error=f"{type(exc).__name__}: {exc}")
 
     def turn(self, what: str, stopping: threading.Event | None = None) -> float:
         """Wait until no interactive call is in flight (or `max_defer_sec` passed, or
@@ -111,13 +130,14 @@ class Priority:
 
     def after_interactive(self, run: Callable[[], None]) -> None:
         """Call `run` now when no interactive call is in flight, else as the last one in
-        flight finishes (in its thread: `run` must only send, never wait). For an actor's
+        flight finishes, or as a call starts or finishes once `run` has waited
+        `max_defer_sec` (in that call's thread: `run` must only send, never wait). For an actor's
         next background step: the actor's mailbox stays free for other messages meanwhile,
         where a `turn` would hold it."""
         with self._cond:
             if self._in_flight:
                 self.deferred += 1
-                self._after.append(run)
+                self._after.append((self._clock(), run))
                 return
         run()
 

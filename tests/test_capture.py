@@ -192,3 +192,30 @@ def test_backfill_finds_each_kept_transcript_with_its_sessions_folder(tmp_path: 
     assert event["session_id"] == "s-9" and event["transcript_path"] == str(t.path)
     assert event["cwd"] == str(tmp_path / "w")
     assert list(claude_code_events(tmp_path / "nobody")) == []
+
+
+def test_a_capture_never_wipes_the_session_roots_it_cannot_read_whole(
+    tmp_path: Path, rt: Runtime
+) -> None:
+    """The record of which project each session folder maps to (`capture/projects.json`)
+    grows with every new folder; past what a read takes whole, a capture in a new folder
+    used to read it as empty and write it again holding that one folder, so every other
+    folder's project (`app-<hash>` for a second folder named app) was forgotten and could
+    merge into another's. Now the record is kept as it is."""
+    from imprint.hooks.compose import _ROOTS_MAX_BYTES, SESSION_ROOTS
+
+    record = rt.data_dir / SESSION_ROOTS
+    record.parent.mkdir(parents=True, exist_ok=True)
+    roots = {"/elsewhere/app": "app-0123abcd"}
+    filler = 0
+    while len(json.dumps(roots)) <= _ROOTS_MAX_BYTES:
+        roots.update(
+            {f"/work/many/{filler + i:08d}/app": f"app-{filler + i:08d}" for i in range(4096)}
+        )
+        filler += 4096
+    before = json.dumps(roots, indent=1, sort_keys=True)
+    record.write_text(before, encoding="utf-8")
+    t = _transcript(tmp_path)
+    t.turn("hello", "Hello.")
+    assert capture_event(Writes(rt), rt.data_dir, t.event()) == 1
+    assert record.read_text(encoding="utf-8") == before

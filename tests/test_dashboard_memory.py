@@ -238,3 +238,35 @@ def test_stored_text_is_escaped_on_every_memory_page(mem: Remembered) -> None:
         page = mem.client.get(path, params=params).text
         assert "<script>alert" not in page and "<img src=x" not in page, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, path
+
+
+def test_deleting_a_session_says_its_observations_go_with_it(mem: Remembered) -> None:
+    """A captured session's delete takes the observations capture kept from its turns
+    (memories of their own, `session:<id>#n`): the confirmation page says so, naming each,
+    before anything goes, and what it says is what the delete then does."""
+    from imprint.store.records import Record, WriteBatch
+
+    sid = SESSIONS[0]
+    writes = Writes(mem.runtime)
+    observed = Record(
+        id="0f1e2d3c4b5a6978",
+        content="Decision: the kestrel cache stays in memory.",
+        project="proj",
+        source=f"session:{sid}#0",
+        source_type="memory",
+        type="decision",
+        kind="observation",
+    )
+    writes.write(writes.open(""), WriteBatch(upserts=(observed,)))
+    asked = {"source": f"session:{sid}", "project": "proj"}
+    confirm = mem.client.get("/delete", params=asked)
+    assert confirm.status_code == 200, confirm.text
+    text = _text(confirm.text)
+    assert "1 observation captured from it, a memory of its own, goes too" in text
+    assert f"decision memory {observed.id}: the kestrel cache stays in memory" in text.replace(
+        "Decision: ", ""
+    )
+    done = mem.post("/delete", asked)
+    assert done.status_code == 200 and "1 observation of it" in done.text
+    gone = mem.client.get(f"/memory/{observed.id}", params={"workspace": ""})
+    assert gone.status_code == 404

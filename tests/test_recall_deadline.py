@@ -5,6 +5,7 @@ waits for its turn while a recall is in flight."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -232,6 +233,28 @@ def test_a_deferred_step_is_sent_when_the_last_call_finishes() -> None:
         priority.after_interactive(lambda: sent.append("later"))
         assert sent == ["now"]
     assert sent == ["now", "later"]
+
+
+def test_a_deferred_step_is_not_held_past_its_longest_deferral() -> None:
+    """Overlapping interactive calls (one always in flight) cannot stop an actor's next
+    background step for good: once it has waited `max_defer_sec` it is sent as the next
+    call starts or finishes, as a `turn` would give up waiting."""
+    clock = FakeClock()
+    priority = Priority(max_defer_sec=5.0, clock=clock)
+    sent: list[str] = []
+    with contextlib.ExitStack() as first:
+        first.enter_context(priority.interactive())
+        priority.after_interactive(lambda: sent.append("reindex"))
+        for _ in range(4):  # each call starts before the one before it finishes
+            second = contextlib.ExitStack()
+            second.enter_context(priority.interactive())
+            first.close()
+            first = second
+            clock.advance(2.0)
+        assert priority.in_flight == 1
+        assert sent == ["reindex"]
+        assert priority.overdue == 1
+    assert sent == ["reindex"]  # sent once, not again as the last call finishes
 
 
 def _held_recall(rt: Runtime) -> threading.Thread:

@@ -339,3 +339,32 @@ def test_supersede_restore_and_retag_writes_hold_across_a_restart(
         assert memory_row(reads, reads.open(""), GetMemoryArgs(id=b)).record.type == "finding"
     finally:
         again.stop()
+
+
+def test_no_supersede_closes_a_chain_into_a_cycle(tmp_path: Path, embedder: Embedder) -> None:
+    """a superseded by b, b by c: superseding c by a (the dashboard's Supersede) or storing
+    a's text again with `supersedes=[c]` would hide all three for good (each has a
+    successor, none is shown). Both are refused in one line, and the chain stays as it was:
+    c is still found."""
+    from imprint.errors import InputError
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.search import SearchArgs, search
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import remember, supersede_memory
+
+    rt = Runtime(tmp_path / "data", Config(), embedder=embedder).start()
+    try:
+        w = Writes(rt)
+        a = remember(w, OLD, "jobs", "decision").id
+        b = remember(w, MID, "jobs", "decision", supersedes=[a]).id
+        c = remember(w, NEW, "jobs", "decision", supersedes=[b]).id
+        for bad in (
+            lambda: supersede_memory(w, c, a),
+            lambda: remember(w, OLD, "jobs", "decision", supersedes=[c]),
+        ):
+            with pytest.raises(InputError, match=f"is itself superseded, through .*{c}"):
+                bad()
+        asked = SearchArgs(query=QUERY, project="jobs", limit=10)
+        assert [h.record.id for h in search(ActorReads(rt), asked).hits] == [c]
+    finally:
+        rt.stop()

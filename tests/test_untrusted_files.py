@@ -454,3 +454,71 @@ def test_a_memory_within_the_skew_never_comes_back_after_a_local_delete(
         said = sync(data_dir, folder, embedder)
         assert "memory" not in said.split("took", 1)[1], said
         assert "a minute ahead" not in export(data_dir)
+
+
+def test_a_sync_folder_cannot_hide_memories_in_a_cycle_of_supersedes(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """Link lines a superseded by b and b by a (two memories this store holds) would hide
+    both for good: every memory on a cycle has a successor. The first is taken, the one
+    closing the cycle is refused and counted; b is still shown, after a second sync too."""
+
+    def fill(w: Writes) -> dict[str, str]:
+        a = remember(w, "Decision: the job queue runs on PostgreSQL", "proj", "decision").id
+        b = remember(w, "Decision: the job queue moved to Redis streams", "proj", "decision").id
+        return {"a": a, "b": b}
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    ids = on(data_dir, embedder, fill)
+    link = {"line": "link", "workspace": "default"}
+    _planted(
+        folder,
+        [
+            link | {"old": ids["a"], "new": ids["b"], "at": 1_700_000_000.0},
+            link | {"old": ids["b"], "new": ids["a"], "at": 1_700_000_001.0},
+        ],
+    )
+    for _ in range(2):
+        said = sync(data_dir, folder, embedder)
+        assert "1 line refused" in said and "cycle" in said, said
+        lines = _lines(export(data_dir))
+        assert _memory(lines, ids["b"])["superseded_by"] is None
+        assert _memory(lines, ids["a"])["superseded_by"] is not None
+
+
+def test_an_import_whose_supersedes_form_a_cycle_is_refused_whole(
+    data_dir: Path, tmp_path: Path, embedder: Embedder
+) -> None:
+    """An export file in which a supersedes b and b supersedes a (each side named on both
+    memories, as a real chain is) would import two memories hidden for good. The file is
+    refused in one line naming the line that closes the cycle, and nothing is written."""
+    ids = on(data_dir, embedder, _fill)
+    before = export(data_dir)
+    held = _memory(_lines(before), ids["decision"])
+    a, b = "00000000000000c1", "00000000000000c2"
+    at = 1_700_000_000.0
+    body = [
+        held
+        | {
+            "id": a,
+            "content": "Decision: queue on Redis",
+            "supersedes": [{"id": b, "at": at}],
+            "superseded_by": {"id": b, "at": at},
+        },
+        held
+        | {
+            "id": b,
+            "content": "Decision: queue on NATS",
+            "supersedes": [{"id": a, "at": at}],
+            "superseded_by": {"id": a, "at": at},
+        },
+    ]
+    header = json.loads(before.splitlines()[0])
+    header["workspaces"] = {"default": {"memories": 2, "sources": 0, "chunks": 0, "facts": 0}}
+    path = tmp_path / "cycle.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [header, *body]))
+    with pytest.raises(InputError, match=r"^import: line \d: supersedes: .* cycle") as refused:
+        read_export(path)
+    assert "\n" not in str(refused.value)
+    assert export(data_dir) == before

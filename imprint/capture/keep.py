@@ -30,6 +30,7 @@ from imprint.capture.observe import (
     values,
 )
 from imprint.reads.deadline import Deadline
+from imprint.store.context import MAX_CONTEXT_CHARS
 from imprint.store.records import (
     Filters,
     Record,
@@ -129,6 +130,7 @@ def keep_observations(
         context = f"session:{item.session}#{item.chunk} turn {item.turn}"
         if obs.files:
             context += " | files " + " ".join(obs.files)
+        context = context[:MAX_CONTEXT_CHARS]  # embedded before the text: never its place
         found = deadline.wait(writes.reads.ask(FetchRecords(workspace=ws, ids=(rid,))), "capture")
         same = rid if rid in found else None
         if same is None:
@@ -168,14 +170,17 @@ def keep_observations(
                 existing = deadline.wait(
                     writes.reads.ask(FetchRecords(workspace=ws, ids=(same,))), "capture"
                 ).get(same)
+            # A repeat names its session while the context has room: the context is
+            # embedded before the text, so a longer one (forty sessions) pushed the text out
+            # of the embedder's window, and a search by its own words no longer found it.
+            longer = f"{existing.context}; {context}" if existing is not None else ""
             if (
                 existing is not None
                 and existing.kind == KIND
                 and f"session:{item.session}#" not in existing.context
+                and len(longer) <= MAX_CONTEXT_CHARS
             ):
-                records.append(
-                    existing.model_copy(update={"context": f"{existing.context}; {context}"})
-                )
+                records.append(existing.model_copy(update={"context": longer}))
             continue
         record = Record(
             id=rid,

@@ -27,8 +27,9 @@ from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
 from imprint.capture.transcript import ToolCall, Turn, read_new
 from imprint.errors import InputError
-from imprint.hooks.compose import pick_project, record_root, session_roots
+from imprint.hooks.compose import SESSION_ROOTS, pick_project, record_root, session_roots
 from imprint.hooks.settings import excluded_folder, hook_settings
+from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline
 from imprint.redact import redact
 from imprint.store.records import (
@@ -44,6 +45,8 @@ from imprint.types import MemoryId
 from imprint.writes.gateway import Writes
 
 __all__ = ["Captured", "SessionState", "capture", "capture_event", "load_state", "session_project"]
+
+log = get_logger("imprint.capture")
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 PIECE_CHARS = 4_000  # a turn longer than this is stored in pieces
@@ -338,8 +341,9 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     records.extend(kept)
     writes.write(ws, WriteBatch(upserts=tuple(records), supersede=tuple(links)))
     failpoint("capture.before_state")  # written, offset not saved: the replay case
-    if root:
-        record_root(data_dir, root, state.project)  # the briefing maps this root so too
+    # The briefing maps this root so too; a record it cannot read whole is kept unchanged.
+    if root and not record_root(data_dir, root, state.project):
+        log.warning("capture.roots_unreadable", record=str(data_dir / SESSION_ROOTS))
     state.offset, state.read_to = batch.resume, batch.end
     state.captured_at = time.time()
     atomic_write_text(_state_file(data_dir, sid), state.model_dump_json())

@@ -19,6 +19,7 @@ from imprint.reads.project_memory import (
     ProjectMemory,
     memory_projects,
     project_memory,
+    session_observations,
     session_of,
     session_row,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "retag_memory",
     "running_ingests",
     "search",
+    "session_observations",
     "session_of",
     "session_row",
     "source_rows",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,8 +41,14 @@ from imprint.hooks.compose import (
 from imprint.hooks.settings import excluded_folder
 from imprint.reads.deadline import Deadline, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
-from imprint.store.records import SESSION_SUMMARY_KIND, Filters, project_from_folder
-from imprint.types import WorkspaceName
+from imprint.store.records import (
+    SESSION_SUMMARY_KIND,
+    Fact,
+    Filters,
+    Record,
+    project_from_folder,
+)
+from imprint.types import MemoryId, WorkspaceName
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
@@ -109,12 +115,22 @@ def project_for(
     return project if project in known else ""
 
 
-def briefing_text(
-    reads: Reads, ws: WorkspaceName, project: str, max_chars: int, deadline: Deadline
-) -> str:
-    """The session-start briefing for `project`: its newest decisions, bugs with their
-    fixes, preferences, the facts about it that hold now and its last sessions, then how to
-    search for more; at most `max_chars`. Empty when the project has none of these."""
+class _Read(NamedTuple):
+    """What a briefing is made of, read once: each section's newest records (past its count
+    by SUPERSEDED_SLACK), the superseded among them, the facts, the last sessions."""
+
+    newest: list[tuple[str, list[Record]]]
+    superseded: set[MemoryId]
+    facts: list[Fact]
+    sessions: list[Record]
+
+    def text(self, project: str, max_chars: int) -> str:
+        return compose_briefing(
+            project, self.newest, self.superseded, self.facts, self.sessions, max_chars
+        )
+
+
+def _read(reads: Reads, ws: WorkspaceName, project: str, deadline: Deadline) -> _Read:
     asks = [
         (
             heading,
@@ -133,14 +149,18 @@ def briefing_text(
     ids = tuple(r.id for _, records in newest for r in records)
     links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
     superseded = {link.old for link in links} if ids else set()
-    return compose_briefing(
-        project,
-        newest,
-        superseded,
-        deadline.wait(facts, "briefing"),
-        deadline.wait(sessions, "briefing"),
-        max_chars,
+    return _Read(
+        newest, superseded, deadline.wait(facts, "briefing"), deadline.wait(sessions, "briefing")
     )
+
+
+def briefing_text(
+    reads: Reads, ws: WorkspaceName, project: str, max_chars: int, deadline: Deadline
+) -> str:
+    """The session-start briefing for `project`: its newest decisions, bugs with their
+    fixes, preferences, the facts about it that hold now and its last sessions, then how to
+    search for more; at most `max_chars`. Empty when the project has none of these."""
+    return _read(reads, ws, project, deadline).text(project, max_chars)
 
 
 class LeftOut(BaseModel):
@@ -171,26 +191,19 @@ def briefing_preview(
     """`briefing_text` itself (the very text the session-start hook prints), and the items
     it read but left out: superseded memories, and those the budget had no room for (an
     item is in the text when its id is)."""
-    text = briefing_text(reads, ws, project, max_chars, deadline)
-    asks = [
-        (heading, reads.ask(Newest(workspace=ws, project=project, types=t, kinds=k, limit=n)))
-        for heading, t, k, n in MEMORY_SECTIONS
-    ]
-    sessions = reads.ask(
-        Newest(workspace=ws, project=project, kinds=(SUMMARY_KIND,), limit=SESSIONS_SHOWN)
-    )
-    facts = reads.ask(FactQuery(workspace=ws, subject=project, limit=FACTS_SHOWN))
-    read = [(heading, deadline.wait(pending, "briefing")) for heading, pending in asks]
-    ids = tuple(r.id for _, records in read for r in records)
-    links = deadline.wait(reads.ask(SupersedeLinks(workspace=ws, ids=ids)), "briefing")
-    superseded = {link.old for link in links} if ids else set()
-    read.append((SESSIONS_HEADING, deadline.wait(sessions, "briefing")))
+    got = _read(reads, ws, project, deadline)
+    text = got.text(project, max_chars)
+    # Each section as far as its count (the slack read past it is the briefing's reserve).
+    counts = {heading: n for heading, _, _, n in MEMORY_SECTIONS}
+    read = [(h, records[: counts[h]]) for h, records in got.newest]
+    read.append((SESSIONS_HEADING, got.sessions))
+    superseded = got.superseded
     entries: list[tuple[str, str, str, bool]] = [
         (h, r.id, r.content, r.id in superseded) for h, records in read for r in records
     ]
     entries += [
         (FACTS_HEADING, f"fact:{f.id}", f"{f.subject} {f.predicate} {f.object}", False)
-        for f in deadline.wait(facts, "briefing")
+        for f in got.facts
     ]
     left = [
         LeftOut(heading=h, id=i, text=c, why="superseded" if gone else "over the budget")

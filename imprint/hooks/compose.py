@@ -149,25 +149,39 @@ def session_root(cwd: Path) -> Path:
 
 
 def session_roots(data_dir: Path) -> dict[str, str]:
-    """Each session root recorded so far (its resolved path) and its project."""
+    """Each session root recorded so far (its resolved path) and its project; none when the
+    record cannot be read whole (`_read_roots`)."""
+    return _read_roots(data_dir) or {}
+
+
+def _read_roots(data_dir: Path) -> dict[str, str] | None:
+    """The record, or None when a file is there that cannot be read whole: over
+    _ROOTS_MAX_BYTES, not JSON, not a mapping (so that it is never written over)."""
     try:
         with (data_dir / SESSION_ROOTS).open("rb") as handle:
-            found = json.loads(handle.read(_ROOTS_MAX_BYTES))
+            found = json.loads(handle.read(_ROOTS_MAX_BYTES + 1))  # a cut one is no JSON
+    except FileNotFoundError:
+        return {}
     except (OSError, ValueError):
-        return {}
+        return None
     if not isinstance(found, dict):
-        return {}
+        return None
     return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def record_root(data_dir: Path, root: str, project: str) -> None:
-    """Record the project of a session root (capture's, in the daemon: one writer)."""
-    roots = session_roots(data_dir)
+def record_root(data_dir: Path, root: str, project: str) -> bool:
+    """Record the project of a session root (capture's, in the daemon: one writer); False,
+    writing nothing, when the record there cannot be read whole: written again from what
+    could be read, it would forget every other root's project."""
+    roots = _read_roots(data_dir)
+    if roots is None:
+        return False
     if roots.get(root) == project:
-        return
+        return True
     roots[root] = project
     private_dir((data_dir / SESSION_ROOTS).parent)
     atomic_write_text(data_dir / SESSION_ROOTS, json.dumps(roots, indent=1, sort_keys=True))
+    return True
 
 
 def pick_project(

@@ -18,6 +18,7 @@ from imprint.actors.read_messages import (
     SupersedeLinks,
 )
 from imprint.errors import InputError
+from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import Reads
 from imprint.store.records import (
     SESSION_SUMMARY_KIND,
@@ -39,6 +40,7 @@ __all__ = [
     "SessionRow",
     "memory_projects",
     "project_memory",
+    "session_observations",
     "session_of",
     "session_row",
 ]
@@ -245,3 +247,30 @@ def session_row(reads: Reads, ws: WorkspaceName, session_id: str, project: str) 
         summary=summary,
         extracted=tuple(r for r in mine if r.kind != SESSION_SUMMARY_KIND),
     )
+
+
+# The kinds capture gives the memories it keeps from a turn (`imprint.capture.observe`).
+_OBSERVED = ("observation", "open-problem")
+
+
+def session_observations(
+    reads: Reads, ws: WorkspaceName, project: str, source: str, deadline: Deadline
+) -> list[Record]:
+    """The observations capture kept from session `source` (`session:<id>`): each is sourced
+    `session:<id>#<chunk>`, so deleting the session takes them with it (`delete_records`),
+    and its confirmation page names them (the dashboard). Found by their source, every
+    page of them: a project's newest few thousand would miss an older session's."""
+    if not source.startswith(SESSION_PREFIX) or "#" in source:
+        return []
+    found: list[Record] = []
+    offset, total = 0, 1
+    while offset < total:
+        asked = ProjectMemories(
+            workspace=ws, project=project, offset=offset, limit=PAGE_SIZE, source=source
+        )
+        page, total = deadline.wait(reads.ask(asked), "delete")
+        if not page:
+            break
+        offset += len(page)
+        found += [r for r in page if r.kind in _OBSERVED and r.source.startswith(f"{source}#")]
+    return found

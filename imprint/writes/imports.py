@@ -330,6 +330,28 @@ def _check_links(ws: str, lines: _Workspace) -> None:
                 f"{where}: superseded_by: {m.superseded_by.id!r} is not a memory of workspace "
                 f"{ws!r} in this file whose supersedes names this one at the same time"
             )
+    # Each side matching is not enough: memories that supersede each other in a cycle each
+    # have a successor, so none of them would be shown again.
+    after = {
+        m.id: m.superseded_by.id
+        for m in lines.memories
+        if m.superseded_by and m.superseded_by.id not in lines.refused_ids
+    }
+    done: set[str] = set()
+    for m in lines.memories:
+        chain: list[str] = []
+        here: str | None = m.id
+        while here is not None and here not in done and here not in chain:
+            chain.append(here)
+            here = after.get(here)
+        done.update(chain)
+        if here is not None and here in chain:
+            cycle = chain[chain.index(here) :]
+            raise InputError(
+                f"import: line {max(lines.numbers[i] for i in cycle)}: supersedes: memories "
+                f"{', '.join(cycle)} supersede each other in a cycle, which would hide them "
+                "all; nothing was written"
+            )
 
 
 def _counts_match(header: Header, workspaces: dict[str, _Workspace], unread: int) -> bool:

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict
 from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import (
     FetchRecords,
-    Newest,
     SameText,
     SourceChunks,
     SupersedeLinks,
@@ -20,6 +19,7 @@ from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.memory import check_id
 from imprint.reads.neighbors import superseded_among
+from imprint.reads.project_memory import session_observations
 from imprint.store.records import (
     RECORD_TYPES,
     Filters,
@@ -204,6 +204,7 @@ def remember(
     links = tuple(SupersedeLink(old=o, new=target, at=now) for o in old)
     if same is not None:
         if links:
+            _refuse_cycle(writes, ws, old, same, deadline, "supersedes")
             writes.write(ws, WriteBatch(supersede=links))
         return Stored(id=same, existed=True, supersedes=old, similarity=similarity)
     rules = rule_tags("memory.txt", text)
@@ -285,7 +286,8 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    extra = _observations_of(writes, ws, projects[0], source, deadline)
+    observed = session_observations(writes.reads, ws, projects[0], source, deadline)
+    extra = tuple(r.id for r in observed)
     writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
     more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
     return f"deleted source {source} ({total} chunks{more})"
@@ -310,14 +312,41 @@ def supersede_memory(writes: Writes, old: str, new: str, workspace: str = "") ->
         raise InputError(f"by: {new_id!r} is the memory itself; name the memory that replaces it")
     _memory(writes, ws, old_id, "id")
     _memory(writes, ws, new_id, "by")
-    links = Deadline(30).wait(
-        writes.reads.ask(SupersedeLinks(workspace=ws, ids=(new_id,))), "supersede"
-    )
-    if any(link.old == new_id and link.new == old_id for link in links):
-        raise InputError(f"by: {new_id!r} is itself superseded by {old_id!r}; restore it first")
+    _refuse_cycle(writes, ws, (old_id,), new_id, Deadline(30), "by")
     link = SupersedeLink(old=old_id, new=new_id, at=time.time())
     writes.write(ws, WriteBatch(supersede=(link,)))
     return f"{old_id} superseded by {new_id}"
+
+
+# How many successors of a memory a supersede follows looking for a cycle (a chain of
+# corrections is short; a longer one is checked this far).
+MAX_CHAIN = 1_000
+
+
+def _refuse_cycle(
+    writes: Writes,
+    ws: WorkspaceName,
+    olds: tuple[MemoryId, ...],
+    new: MemoryId,
+    deadline: Deadline,
+    argument: str,
+) -> None:
+    """InputError naming `argument` when `new` is itself superseded, directly or through
+    its successors, by one of `olds`: the link would close a cycle in which every memory
+    has a successor, so none of them would be shown again."""
+    chain = [new]
+    while len(chain) <= MAX_CHAIN:
+        here = chain[-1]
+        links = deadline.wait(writes.reads.ask(SupersedeLinks(workspace=ws, ids=(here,))), argument)
+        after = next((link.new for link in links if link.old == here), None)
+        if after is None or after in chain:
+            return
+        if after in olds:
+            via = f", through {', '.join(chain[1:])}," if len(chain) > 1 else ""
+            raise InputError(
+                f"{argument}: {new!r} is itself superseded{via} by {after!r}; restore it first"
+            )
+        chain.append(after)
 
 
 def restore_memory(writes: Writes, id: str, workspace: str = "") -> str:
@@ -343,28 +372,3 @@ def retag_memory(
         return f"{rid} unchanged (type {type})"
     writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
     return f"retagged {rid} as {type}"
-
-
-# How many of a project's captured observations a session's delete looks through.
-OBSERVATIONS_LOOKED_AT = 10_000
-
-
-def _observations_of(
-    writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
-) -> tuple[MemoryId, ...]:
-    """The observations capture kept from session `source` (`session:<id>`): each is sourced
-    `session:<id>#<chunk>`, so deleting the session takes them with it."""
-    if not source.startswith("session:") or "#" in source:
-        return ()
-    found = deadline.wait(
-        writes.reads.ask(
-            Newest(
-                workspace=ws,
-                project=project,
-                kinds=("observation", "open-problem"),
-                limit=OBSERVATIONS_LOOKED_AT,
-            )
-        ),
-        "delete",
-    )
-    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))

@@ -77,6 +77,10 @@ _HERE = "this store"
 _LINES: dict[str, type[BaseModel]] = {"memory": MemoryLine, "source": SourceLine, "fact": FactLine}
 
 
+# Why a link line is not taken: it would hide every memory of a chain (see `_without_cycles`).
+CYCLE = "closing a chain of supersedes into a cycle"
+
+
 @dataclass
 class _Plan:
     ws: WorkspaceName
@@ -91,6 +95,7 @@ class _Plan:
     # This store's roots: a source taken from the folder keeps the one it has here.
     roots: dict[tuple[str, str], str] = field(default_factory=dict)
     refused: int = 0  # the folder's lines on ids of another kind of record
+    cyclic: int = 0  # the folder's links that would close a cycle of supersedes
 
     def take(self, item: Item) -> None:
         line = item.line
@@ -270,7 +275,32 @@ def _plan(data_dir: Path, ws: WorkspaceName, shared: list[Item]) -> _Plan:
             plan.publish.append(mine)
         elif isinstance(theirs.line, LinkLine) and {theirs.line.old, theirs.line.new} <= alive:
             plan.links.append(theirs.line)
+    plan.links, plan.cyclic = _without_cycles(local, plan.links)
     return plan
+
+
+def _without_cycles(local: dict[str, Item], links: list[LinkLine]) -> tuple[list[LinkLine], int]:
+    """The links to take, oldest first, without those that would close a chain of
+    supersedes into a cycle (every memory on one has a successor: none would be shown
+    again), and how many were left out."""
+    after = {
+        i.line.old: i.line.new
+        for k, i in local.items()
+        if k.startswith("link:") and isinstance(i.line, LinkLine)
+    }
+    kept: list[LinkLine] = []
+    for link in sorted(links, key=lambda ln: (ln.at, ln.old)):
+        here, seen = link.new, {link.new}
+        while here in after and here != link.old:
+            here = after[here]
+            if here in seen:
+                break  # a cycle already there, not through this link
+            seen.add(here)
+        if here == link.old:
+            continue
+        after[link.old] = link.new
+        kept.append(link)
+    return kept, len(links) - len(kept)
 
 
 def _apply(writes: Writes, plan: _Plan) -> None:
@@ -354,6 +384,7 @@ def sync_folder(writes: Writes, folder: Path, workspace: str = "", all_: bool = 
     taken: Counter[str] = Counter()
     refused = Counter(shared.refused)
     refused[OTHER_KIND] += sum(plan.refused for plan in plans)
+    refused[CYCLE] += sum(plan.cyclic for plan in plans)
     refused = +refused  # none left at zero
     for plan in plans:
         _apply(writes, plan)

@@ -21,6 +21,10 @@ __all__ = ["routes"]
 log = get_logger("imprint.dashboard")
 
 
+# Observations a session's delete confirmation names one by one; the rest are counted.
+OBSERVATIONS_NAMED = 50
+
+
 def routes(site: Site) -> list[Route]:
     def memory(request: Request) -> Response:
         rid = request.path_params["rid"]
@@ -91,6 +95,29 @@ def routes(site: Site) -> list[Route]:
                 also.append(f"the link saying {row.superseded_by.new} replaced it goes with it")
             if row.record.kind == SESSION_SUMMARY_KIND:
                 also.append("the session's turns stay; the next capture writes a new summary")
+        else:
+            # A session's delete takes the observations kept from its turns (`delete_records`).
+            try:
+                with site.reads.deadline() as deadline:
+                    observed = rows.session_observations(
+                        site.reads, site.reads.open(ws), project, source, deadline
+                    )
+            except ImprintError as exc:
+                return site.error(request, "Delete", str(exc), "/sources")
+            if observed:
+                n = len(observed)
+                also.append(
+                    f"{n} observation{'s' * (n != 1)} captured from it, "
+                    f"{'memories of their own, go' if n != 1 else 'a memory of its own, goes'} too:"
+                )
+                also += [
+                    f"{r.type} memory {r.id}: {shown(clip(one_line(r.content), 200))}"
+                    for r in observed[:OBSERVATIONS_NAMED]
+                ]
+                if n > OBSERVATIONS_NAMED:
+                    also.append(
+                        f"and {n - OBSERVATIONS_NAMED} more (the session's page lists them)"
+                    )
         return site.page(
             request, "delete.html", "Delete?", "/sources", what=what, hidden=hidden, also=also
         )
