@@ -434,3 +434,29 @@ def test_deleting_a_session_takes_its_observations_with_it(tmp_path: Path, rt: R
     said = delete_records(writes, source="session:s-gone", project=PROJECT)
     assert said.endswith("; 1 observation of it)")
     assert _observations(rt) == []
+
+
+def test_deleting_the_first_of_two_sessions_keeps_what_the_second_said(
+    tmp_path: Path, rt: Runtime
+) -> None:
+    """An observation two sessions stated is one memory sourced to the first: deleting that
+    session leaves it, sourced to the second, which said it too; deleting the second too
+    takes it."""
+    from imprint.writes.memories import delete_records
+
+    writes = Writes(rt)
+    for sid, day in (("s-first", "2026-11-02"), ("s-again", "2026-11-05")):
+        t = _session(tmp_path, sid, day)
+        t.turn("From now on always write commit messages in the imperative mood.", "OK.")
+        capture_event(writes, rt.data_dir, t.event())
+    [kept] = _observations(rt)
+    assert kept.source.startswith("session:s-first#") and "session:s-again#" in kept.context
+    said = delete_records(writes, source="session:s-first", project=PROJECT)
+    assert "observation" not in said
+    [left] = _observations(rt)
+    assert left.id == kept.id and left.content == kept.content
+    assert left.source.startswith("session:s-again#")
+    assert "s-first" not in left.context
+    said = delete_records(writes, source="session:s-again", project=PROJECT)
+    assert said.endswith("; 1 observation of it)")
+    assert _observations(rt) == []

@@ -281,8 +281,10 @@ def delete_records(
         raise InputError(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
-    extra = _observations_of(writes, ws, projects[0], source, deadline)
-    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
+    extra, moved = _observations_of(writes, ws, projects[0], source, deadline)
+    writes.write(
+        ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra, upserts=moved)
+    )
     more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
     return f"deleted source {source} ({total} chunks{more})"
 
@@ -347,11 +349,13 @@ OBSERVATIONS_LOOKED_AT = 10_000
 
 def _observations_of(
     writes: Writes, ws: WorkspaceName, project: str, source: str, deadline: Deadline
-) -> tuple[MemoryId, ...]:
-    """The observations capture kept from session `source` (`session:<id>`): each is sourced
-    `session:<id>#<chunk>`, so deleting the session takes them with it."""
+) -> tuple[tuple[MemoryId, ...], tuple[Record, ...]]:
+    """The observations capture kept from session `source` (`session:<id>`), each sourced
+    `session:<id>#<chunk>`: those only it said, which deleting the session takes with it, and
+    those a later session said again (named in their context, `session:<id>#<chunk> turn n`
+    parts joined by "; "), kept and sourced to the next session that said them."""
     if not source.startswith("session:") or "#" in source:
-        return ()
+        return (), ()
     found = deadline.wait(
         writes.reads.ask(
             Newest(
@@ -363,4 +367,15 @@ def _observations_of(
         ),
         "delete",
     )
-    return tuple(r.id for r in found if r.source.startswith(f"{source}#"))
+    gone: list[MemoryId] = []
+    moved: list[Record] = []
+    for record in found:
+        if not record.source.startswith(f"{source}#"):
+            continue
+        parts = [p for p in record.context.split("; ") if not p.startswith(f"{source}#")]
+        if not parts or not parts[0].startswith("session:"):
+            gone.append(record.id)
+            continue
+        update = {"source": parts[0].split(" ", 1)[0], "context": "; ".join(parts)}
+        moved.append(record.model_copy(update=update))
+    return tuple(gone), tuple(moved)
