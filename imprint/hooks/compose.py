@@ -355,8 +355,8 @@ def compose_briefing(
     rest = room - (session_width + _ENTRY_OVERHEAD if sessions_shown else 0)
     # Every item that holds now is worth a line: the width is what lets them all fit (past
     # their headings, ids and dates), within ITEM_MIN and each section's share.
-    items = sum(len(entries) for _, entries in sections[:-1])
-    per_item = (rest - others * _HEADING_CHARS) // max(items, 1) - _LINE_OVERHEAD
+    candidates = sum(len(entries) for _, entries in sections[:-1])
+    per_item = (rest - others * _HEADING_CHARS) // max(candidates, 1) - _LINE_OVERHEAD
     width = max(ITEM_MIN, min(ITEM_CHARS, rest // max(others, 1) - _ENTRY_OVERHEAD, per_item))
     kept: list[list[str]] = [[] for _ in sections]
     order = sorted(
