@@ -80,10 +80,14 @@ MEMORY_SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int], ...] =
 SUPERSEDED_SLACK = 10
 # Standing instructions come before any section's second line (they hold until replaced);
 # past each section's newest line, what holds now (decisions, facts) comes before further
-# fixes and open problems, which take one line for every LATER_LINES of the others.
+# fixes, open problems and older sessions, which take one line for every LATER_LINES of the
+# others.
 ALWAYS_SHOWN = frozenset({"Preferences"})
-LATER_LINES = {"Bugs and their fixes": 3, "Open problems": 3, "Last sessions": 4}
+LATER_LINES = {"Bugs and their fixes": 5, "Open problems": 5, "Last sessions": 5}
 FACTS_SHOWN = 5
+# A fix says what was wrong, then what fixed it ("X; fixed by Y"): its line is not cut to
+# its first clause.
+WHOLE = frozenset({"Bugs and their fixes", "Open problems"})
 SESSIONS_HEADING = "Last sessions"
 SESSIONS_SHOWN = 2
 # The framing: what the fenced items are, and the fence (a line no item can be: every item
@@ -325,7 +329,10 @@ def compose_briefing(
     # left out of it; each item above is cut to its core clause (get_memory has the rest).
     said = [one_line(text) for _, entries in sections for text, _, _ in entries]
     sections = [
-        (heading, [(core(text), rid, at) for text, rid, at in entries])
+        (
+            heading,
+            [(text if heading in WHOLE else core(text), rid, at) for text, rid, at in entries],
+        )
         for heading, entries in sections
     ]
     sections.append(
