@@ -460,3 +460,19 @@ def test_deleting_the_first_of_two_sessions_keeps_what_the_second_said(
     said = delete_records(writes, source="session:s-again", project=PROJECT)
     assert said.endswith("; 1 observation of it)")
     assert _observations(rt) == []
+
+
+def test_a_clause_before_a_semicolon_is_prose_not_code(tmp_path: Path, rt: Runtime) -> None:
+    """A sentence split at "; I'll ..." keeps its first clause as a statement: the fact it
+    states is captured (a clause ending in ";" was taken for a line of code)."""
+    t = _session(tmp_path, "s-semi", "2026-11-12")
+    t.turn(
+        "Did the sync server change? The app can't connect.",
+        "Yes: the sync server moved to sync2.fieldapp.io on 2026-11-11; I'll update config.xml.",
+    )
+    capture_event(Writes(rt), rt.data_dir, t.event())
+    facts = [r for r in _observations(rt) if r.type == "finding"]
+    assert [r.content for r in facts] == [
+        "The sync server moved to sync2.fieldapp.io on 2026-11-11"
+    ]
+    assert datetime.fromtimestamp(facts[0].created_at, UTC).date().isoformat() == "2026-11-11"

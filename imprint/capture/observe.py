@@ -165,10 +165,14 @@ def _clean(sentence: str) -> str:
 
 def _sentences(text: str) -> list[str]:
     out = []
-    for raw in _SENTENCE.split(text):
-        clean = _clean(raw)
-        if clean:
-            out.append(clean)
+    for line in text.split("\n"):
+        pieces = _SENTENCE.split(line)
+        for n, raw in enumerate(pieces):
+            # A ";" the line goes on after ("...; I'll update config.xml") ends a clause, not
+            # a line of code: only a line's last ";" can be code's.
+            clean = _clean(raw.rstrip().removesuffix(";") if n < len(pieces) - 1 else raw)
+            if clean:
+                out.append(clean)
     return out
 
 
