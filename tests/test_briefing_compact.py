@@ -99,3 +99,31 @@ def test_a_core_clause_drops_the_reason_only_when_it_says_enough() -> None:
     assert session_digest("Session in project p (2 turns, id s):\nAsked:\n- why", []) == (
         "Session s (2 turns): Asked: - why"
     )
+
+
+def test_a_line_a_newer_one_says_it_replaces_is_not_shown_as_current() -> None:
+    """Capture links a reversal only when the two statements are also near in meaning; the
+    briefing leaves out an older line that a newer decision, preference or fact names as
+    replaced, in its own section or another, and keeps one nothing newer replaces."""
+    socket = _rec(1, "We'll use slack-go/slack with Socket Mode, because of no public endpoint.")
+    toml = _rec(2, "We'll use TOML for the opsbot config.")
+    sqlite = _rec(3, "Incidents are stored in SQLite, one file per cluster.")
+    events = _rec(10, "Let's switch from Socket Mode to the Events API behind the ingress.")
+    yaml = _rec(11, "From now on use YAML for the opsbot config instead of TOML.")
+    memories = [
+        ("Decisions", [events, sqlite, toml, socket]),
+        ("Bugs and their fixes", []),
+        ("Preferences", [yaml]),
+        ("Facts that hold now", []),
+        ("Open problems", []),
+    ]
+    text = compose_briefing("opsbot", memories, set(), [], [], 4000)
+    for shown in (events, yaml, sqlite):
+        assert f"id {shown.id}," in text, text
+    for replaced in (socket, toml):
+        assert replaced.id not in text, text
+    # An older line that itself rejects the term stays ("Postgres, not SQLite" is no SQLite).
+    older = _rec(0, "We chose Postgres rather than SQLite for incidents.")
+    newer = _rec(5, "Let's keep Postgres instead of SQLite for incidents.")
+    text = compose_briefing("opsbot", [("Decisions", [newer, older])], set(), [], [], 4000)
+    assert f"id {older.id}," in text and f"id {newer.id}," in text

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from imprint._fs import atomic_write_text, private_dir
+from imprint._replaced import names, replaced_terms
 from imprint._shown import clip, one_line, shown
 
 __all__ = [
@@ -292,6 +293,27 @@ def _conclusions(lines: list[str]) -> list[str]:
     return kept
 
 
+# The sections of what holds until replaced: a line of one may replace a line of another (a
+# preference "YAML instead of TOML" replaces the decision "TOML for the config").
+_STANDING = frozenset({"Decisions", "Preferences", FACTS_HEADING})
+
+
+def current(entries: Sequence[Entry]) -> list[Entry]:
+    """`entries` (newest first) without those a newer one says it replaces: it names a
+    thing as replaced ("instead of X") that the older states and does not itself reject."""
+    kept: list[Entry] = []
+    replacing: list[tuple[float, tuple[str, ...]]] = []
+    for text, rid, at in entries:
+        rejected = set(replaced_terms(text))
+        if not any(
+            newer > at and any(t not in rejected and names(t, text) for t in terms)
+            for newer, terms in replacing
+        ):
+            kept.append((text, rid, at))
+        replacing.append((at, replaced_terms(text)))
+    return kept
+
+
 def fact_entry(fact: Fact) -> Entry:
     return (f"{fact.subject} {fact.predicate} {fact.object}", f"fact:{fact.id}", fact.valid_from)
 
@@ -325,6 +347,15 @@ def compose_briefing(
         sections.append((FACTS_HEADING, graph))
     else:  # the graph's facts and the facts capture kept, newest first
         merged[:] = sorted(graph + merged, key=lambda entry: -entry[2])
+    # A line a newer line says it replaces ("switch from Socket Mode to the
+    # Events API" after "slack-go with Socket Mode") is left out, though capture did not link
+    # the two (their embeddings too far apart): the briefing says what holds now.
+    standing = [e for heading, entries in sections if heading in _STANDING for e in entries]
+    holds = {rid for _, rid, _ in current(sorted(standing, key=lambda e: -e[2]))}
+    sections = [
+        (heading, [e for e in entries if heading not in _STANDING or e[1] in holds])
+        for heading, entries in sections
+    ]
     # A session's summary repeats what it concluded: what the sections above say already is
     # left out of it; each item above is cut to its core clause (get_memory has the rest).
     said = [one_line(text) for _, entries in sections for text, _, _ in entries]
