@@ -127,3 +127,21 @@ def test_a_line_a_newer_one_says_it_replaces_is_not_shown_as_current() -> None:
     newer = _rec(5, "Let's keep Postgres instead of SQLite for incidents.")
     text = compose_briefing("opsbot", [("Decisions", [newer, older])], set(), [], [], 4000)
     assert f"id {older.id}," in text and f"id {newer.id}," in text
+
+
+def test_an_older_session_that_says_nothing_new_takes_no_line() -> None:
+    decision = _rec(5, "We'll pin dramatiq==1.17.0 in requirements.txt for the worker.")
+    said = decision.content
+    older = SimpleNamespace(
+        id="01de55101aaaaaaa",
+        content=f"Session in project p (3 turns, id s-old):\nConcluded:\n- Decided: {said}",
+        created_at=START + 5 * DAY,
+    )
+    newest = SimpleNamespace(
+        id="0e3e55101aaaaaaa",
+        content=f"Session in project p (1 turns, id s-new):\nConcluded:\n- Decided: {said}",
+        created_at=START + 6 * DAY,
+    )
+    text = compose_briefing("p", [("Decisions", [decision])], set(), [], [newest, older], 2000)
+    assert "Session s-new (1 turns):" in text  # the last session is always named
+    assert "s-old" not in text and older.id not in text

@@ -366,12 +366,10 @@ def compose_briefing(
         )
         for heading, entries in sections
     ]
-    sections.append(
-        (
-            SESSIONS_HEADING,
-            [(session_digest(r.content, said), r.id, r.created_at) for r in sessions],
-        )
-    )
+    digests = [(session_digest(r.content, said), r.id, r.created_at) for r in sessions]
+    # An older session whose summary the sections above say all of takes no line.
+    digests[1:] = [d for d in digests[1:] if not d[0].endswith("turns):")]
+    sections.append((SESSIONS_HEADING, digests))
     filled = sum(1 for _, entries in sections if entries)
     if not filled:
         return ""
