@@ -55,6 +55,8 @@ from benchmark._common import (
 DATA = Path(__file__).with_name("capture_data")
 SESSIONS = DATA / "sessions.txt"
 REAL_QUESTIONS = DATA / "real_questions.txt"
+# In a questions file, the questions after this line are held out (scored apart too).
+HELD_MARK = "# --- held out"
 SHOW_BRIEFING = [""]
 KINDS = ("decision", "fix", "preference", "fact", "open")
 
@@ -629,7 +631,7 @@ def _score_briefing(
         texts = {}
         for project in projects:
             raw = briefing_text(reads, ws, project, chars, deadline_cls(30))
-            if project == SHOW_BRIEFING[0] and chars == 2000:
+            if SHOW_BRIEFING[0] in (project, "*") and chars == 2000:
                 print(raw, file=sys.stderr)
             text = norm(raw)
             texts[project] = text
@@ -650,6 +652,14 @@ def _score_briefing(
     res.briefing = out
 
 
+def _held_out(path: Path) -> int:
+    """How many of the last questions in `path` are held out: those after its HELD_MARK line."""
+    text = path.read_text(encoding="utf-8")
+    if HELD_MARK not in text:
+        return 0
+    return sum(1 for line in text.split(HELD_MARK, 1)[1].splitlines() if line.startswith("?? "))
+
+
 def _measure_real(res: Result, folder: Path, root: Path) -> None:
     """Capture the real sessions in `folder` (Claude Code's format) into a store of their
     own and ask the questions of REAL_QUESTIONS."""
@@ -661,6 +671,7 @@ def _measure_real(res: Result, folder: Path, root: Path) -> None:
     if not REAL_QUESTIONS.exists():
         return
     _, questions = parse(REAL_QUESTIONS)
+    held = _held_out(REAL_QUESTIONS)
     store = root / "real"
     store.mkdir()
     with running(store, load_config(store)) as runtime:
@@ -680,6 +691,9 @@ def _measure_real(res: Result, folder: Path, root: Path) -> None:
         misses: list[str] = []
         res.real = _search_scores(runtime, questions, misses)
         res.real["sessions"] = len(list(folder.glob("*.jsonl")))
+        if held:
+            res.real["held"] = _search_scores(runtime, questions[-held:], [])
+            res.real["held"].pop("per_question")
         res.real["misses"] = misses
 
 
@@ -707,7 +721,8 @@ def table(res: Result) -> str:
             f"({b['shown_rate']}), {b['replaced_shown_as_current']} of {b['replaced']} "
             "replaced shown as current"
         )
-    for name, s in (("labelled", res.search), ("real", res.real)):
+    scored = (("labelled", res.search), ("real", res.real), ("real held", res.real.get("held")))
+    for name, s in scored:
         if s:
             lines.append(
                 f"search ({name}): {s['questions']} questions, gold first {s['gold_first']}, "
@@ -744,14 +759,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     shared = [p / "shared" / "sessions" for p in (REPO.parent, REPO.parent.parent)]
     parser.add_argument("--real", type=Path, default=next((p for p in shared if p.is_dir()), None))
     parser.add_argument("--no-real", action="store_true")
+    parser.add_argument("--only-real", action="store_true", help="the real sessions alone")
     parser.add_argument("--label", default="after", help="names the run: before or after")
     parser.add_argument("--publish", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list misses on stderr")
-    parser.add_argument("--show-briefing", default="", help="print this project's briefing")
+    parser.add_argument("--show-briefing", default="", help="print a project's briefing (* all)")
     parser.add_argument("--out", type=Path, default=PUBLISHED)
     args = parser.parse_args(argv)
     SHOW_BRIEFING[0] = args.show_briefing
-    sessions, questions = parse(SESSIONS)
+    sessions, questions = ([], []) if args.only_real else parse(SESSIONS)
     res = Result(
         started_at=utc_now(),
         command=list(sys.argv),

@@ -513,3 +513,45 @@ def test_deleting_a_session_takes_its_observations_however_many_the_project_has(
     reads = ActorReads(rt)
     found = Deadline(30).wait(reads.ask(FetchRecords(workspace=ws, ids=(old.id,))), "test")
     assert old.id not in found
+
+
+def test_deleting_the_first_of_two_sessions_keeps_what_the_second_said(
+    tmp_path: Path, rt: Runtime
+) -> None:
+    """An observation two sessions stated is one memory sourced to the first: deleting that
+    session leaves it, sourced to the second, which said it too; deleting the second too
+    takes it."""
+    from imprint.writes.memories import delete_records
+
+    writes = Writes(rt)
+    for sid, day in (("s-first", "2026-11-02"), ("s-again", "2026-11-05")):
+        t = _session(tmp_path, sid, day)
+        t.turn("From now on always write commit messages in the imperative mood.", "OK.")
+        capture_event(writes, rt.data_dir, t.event())
+    [kept] = _observations(rt)
+    assert kept.source.startswith("session:s-first#") and "session:s-again#" in kept.context
+    said = delete_records(writes, source="session:s-first", project=PROJECT)
+    assert "observation" not in said
+    [left] = _observations(rt)
+    assert left.id == kept.id and left.content == kept.content
+    assert left.source.startswith("session:s-again#")
+    assert "s-first" not in left.context
+    said = delete_records(writes, source="session:s-again", project=PROJECT)
+    assert said.endswith("; 1 observation of it)")
+    assert _observations(rt) == []
+
+
+def test_a_clause_before_a_semicolon_is_prose_not_code(tmp_path: Path, rt: Runtime) -> None:
+    """A sentence split at "; I'll ..." keeps its first clause as a statement: the fact it
+    states is captured (a clause ending in ";" was taken for a line of code)."""
+    t = _session(tmp_path, "s-semi", "2026-11-12")
+    t.turn(
+        "Did the sync server change? The app can't connect.",
+        "Yes: the sync server moved to sync2.fieldapp.io on 2026-11-11; I'll update config.xml.",
+    )
+    capture_event(Writes(rt), rt.data_dir, t.event())
+    facts = [r for r in _observations(rt) if r.type == "finding"]
+    assert [r.content for r in facts] == [
+        "The sync server moved to sync2.fieldapp.io on 2026-11-11"
+    ]
+    assert datetime.fromtimestamp(facts[0].created_at, UTC).date().isoformat() == "2026-11-11"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from imprint._replaced import names
 from imprint.actors.read_messages import FetchRecords, SameText, SupersedeLinks, VectorQuery
 from imprint.capture.observe import (
     KIND,
@@ -67,14 +68,10 @@ class Placed:
     turn: int
 
 
-def _names(term: str, text: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text.lower()) is not None
-
-
 def _replaces(new: Observation, old_text: str, old_kind: str) -> bool:
     """Whether `new` says it replaces what `old_text` states (not what it, too, rejects)."""
     rejected = set(replaced_terms(old_text))
-    return any(term not in rejected and _names(term, old_text) for term in new.replaces)
+    return any(term not in rejected and names(term, old_text) for term in new.replaces)
 
 
 def _same_values(a: str, b: str) -> bool:

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from imprint._replaced import STOP as _STOP
+from imprint._replaced import replaced_terms
 from imprint.capture.transcript import ToolCall, Turn
 
 __all__ = [
@@ -119,30 +121,6 @@ _FACT = re.compile(
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _REASON = re.compile(r"(?i)^(?:because|since|so that|that way|the reason|this is because|as )")
 _CODE_LIKE = re.compile(r"[{};]\s*$|^\s*(?:def|class|import|from|return|\$|>>>)\s")
-# What a newer item says it replaces: "X instead of Y", "rather than Y", "from Y to X",
-# "replace Y with X", "no longer Y", "over Y", "away from Y", "Y is being decommissioned":
-# the words after the cue, up to three.
-_REPLACED = re.compile(
-    r"(?i)\b(?:instead of|rather than|away from|no longer (?:use|uses|using|on|at|in)|"
-    r"replac(?:e|es|ing|ed)|drop(?:ping|ped)?|over)\s+(?:the |a |an |our |using |plain )?"
-    r"(`?[\w./@+-]+(?::\d+)?`?(?: (?!to\b|with\b|for\b|because\b|since\b|so\b)[\w./@+-]+){0,2})"
-)
-_FROM_TO = re.compile(
-    r"(?i)\bfrom\s+(?:the |a |an |our )?`?([\w./:@+-]+)(?: [\w./:@+-]+)?`?\s+to\b"
-)
-_RETIRED = re.compile(
-    r"(?i)`?([\w./:@+-]+)`? (?:is|was|has been|are|were) (?:being |now )?(?:decommissioned|"
-    r"retired|deprecated|removed|shut down|gone|dropped)"
-)
-_STOP = frozenset(
-    {
-        "a", "an", "the", "to", "of", "in", "on", "at", "for", "and", "or", "with", "we",
-        "i", "it", "is", "are", "be", "this", "that", "our", "us", "use", "using", "now",
-        "from", "by", "as", "was", "were", "will", "would", "should", "can", "new", "old",
-        "one", "all", "any", "its", "it's", "please", "always", "never", "don't", "do",
-        "not", "into", "than", "then", "there", "here", "so",
-    }
-)  # fmt: skip
 _WORD = re.compile(r"[a-z0-9][a-z0-9._+-]*[a-z0-9]|[a-z0-9]")
 
 
@@ -165,10 +143,14 @@ def _clean(sentence: str) -> str:
 
 def _sentences(text: str) -> list[str]:
     out = []
-    for raw in _SENTENCE.split(text):
-        clean = _clean(raw)
-        if clean:
-            out.append(clean)
+    for line in text.split("\n"):
+        pieces = _SENTENCE.split(line)
+        for n, raw in enumerate(pieces):
+            # A ";" the line goes on after ("...; I'll update config.xml") ends a clause, not
+            # a line of code: only a line's last ";" can be code's.
+            clean = _clean(raw.rstrip().removesuffix(";") if n < len(pieces) - 1 else raw)
+            if clean:
+                out.append(clean)
     return out
 
 
@@ -186,24 +168,6 @@ def _clip(text: str) -> str:
 
 def _word_set(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
-def replaced_terms(sentence: str) -> tuple[str, ...]:
-    """The named things a sentence says are replaced: "Dramatiq instead of Celery" gives
-    ("celery",); "batch size 128 instead of 64" gives ("64",)."""
-    found: list[str] = []
-    for pattern in (_FROM_TO, _RETIRED):
-        found.extend(m.group(1) for m in pattern.finditer(sentence))
-    for match in _REPLACED.finditer(sentence):
-        found.extend(match.group(1).split())
-    out = []
-    for term in found:
-        term = term.strip("`.,:;()'\"").lower()
-        if term in _STOP or term in out:
-            continue
-        if len(term) >= 3 or (term.isdigit() and len(term) >= 2):
-            out.append(term)
-    return tuple(out)
 
 
 def values(text: str) -> set[str]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from imprint._fs import atomic_write_text, private_dir
+from imprint._replaced import names, replaced_terms
 from imprint._shown import clip, one_line, shown
 
 __all__ = [
@@ -60,6 +61,11 @@ ITEM_CHARS = 240
 SESSION_CHARS = 600
 # A line beyond its text: "- ", " (id <16 hex>, YYYY-MM-DD)", the newline, a heading.
 _ENTRY_OVERHEAD = 60
+# The same without the heading (a line after a section's first), and a heading's line.
+_LINE_OVERHEAD = 40
+_HEADING_CHARS = 24
+# The narrowest an item line's text is cut to so that more of them fit.
+ITEM_MIN = 60
 FACTS_HEADING = "Facts that hold now"
 # (heading, record types, record kinds, how many to show); the facts of the knowledge graph
 # join the section headed FACTS_HEADING, the last sessions follow. `memory` is what a client
@@ -75,10 +81,14 @@ MEMORY_SECTIONS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], int], ...] =
 SUPERSEDED_SLACK = 10
 # Standing instructions come before any section's second line (they hold until replaced);
 # past each section's newest line, what holds now (decisions, facts) comes before further
-# fixes and open problems, which take one line for every LATER_LINES of the others.
+# fixes, open problems and older sessions, which take one line for every LATER_LINES of the
+# others.
 ALWAYS_SHOWN = frozenset({"Preferences"})
-LATER_LINES = {"Bugs and their fixes": 3, "Open problems": 3}
+LATER_LINES = {"Bugs and their fixes": 5, "Open problems": 5, "Last sessions": 5}
 FACTS_SHOWN = 5
+# A fix says what was wrong, then what fixed it ("X; fixed by Y"): its line is not cut to
+# its first clause.
+WHOLE = frozenset({"Bugs and their fixes", "Open problems"})
 SESSIONS_HEADING = "Last sessions"
 SESSIONS_SHOWN = 2
 # The framing: what the fenced items are, and the fence (a line no item can be: every item
@@ -221,17 +231,101 @@ def instruction_like(text: str) -> bool:
     return _INSTRUCTION.search(text) is not None
 
 
-def item(entry: Entry, width: int = ITEM_CHARS) -> str:
+def item(entry: Entry, width: int = ITEM_CHARS, after: float = 0.0) -> str:
     """One briefing line: the text on one line, clipped and quoted (a quote inside it
     doubled, so it cannot end the quote), flagged when it reads like an instruction, then
-    its id and date."""
+    its id and date; the date without its year when the line above (`after`, its time) is
+    of the same year."""
     text, record_id, at = entry
-    when = time.strftime("%Y-%m-%d", time.gmtime(at)) if at else ""
+    year = at and after and time.gmtime(at).tm_year == time.gmtime(after).tm_year
+    when = time.strftime("%m-%d" if year else "%Y-%m-%d", time.gmtime(at)) if at else ""
     where = ", ".join(part for part in (record_id and f"id {record_id}", when) if part)
     flat = one_line(text)
     flag = _FLAG if instruction_like(flat) else ""
     body = clip(shown(flat).replace('"', '""'), width - len(flag))
     return f'- {flag}"{body}"' + (f" ({where})" if where else "")
+
+
+# Where an item's core clause ends: its reason or an aside follows (get_memory has them).
+_ASIDE = re.compile(r"(?:,? because |; | — | -- |, since |, so that |, as )")
+# A core clause is kept only when it says this much; a shorter one keeps its reason.
+_CORE_MIN = 32
+# A summary's own lines: its head, a heading ("Concluded:"), an item ("- Decided: ...").
+_SUMMARY_HEAD = re.compile(r"^Session in project .*?\((\d+) turns, id ([^)]*)\):$")
+_SUMMARY_ITEM = re.compile(r"^- (?:[A-Z][a-z]+: )?(.*)$")
+# The headings of what a session concluded (`imprint.capture.summary`): "Decisions stated"
+# says again what "Concluded" says, in the assistant's words.
+_CONCLUSIONS = frozenset({"Concluded:", "Errors and what followed:"})
+
+
+def core(text: str) -> str:
+    """An item's core clause: its text up to its reason or an aside, when that says enough."""
+    flat = one_line(text)
+    cut = _ASIDE.search(flat, _CORE_MIN)
+    return flat[: cut.start()] if cut else flat
+
+
+def session_digest(summary: str, said: Sequence[str]) -> str:
+    """A session summary without what the briefing's sections already say (`said`: their
+    texts): its head shortened to the session's id and turns, its items that are no repeat
+    kept under their headings."""
+    out: list[str] = []
+    heading = ""
+    lines = summary.splitlines()
+    if any(line in _CONCLUSIONS for line in lines):  # what was asked only when nothing else
+        lines = _conclusions(lines)
+    for line in lines:
+        head = _SUMMARY_HEAD.match(line)
+        if head:
+            out.append(f"Session {head.group(2)} ({head.group(1)} turns):")
+            continue
+        entry = _SUMMARY_ITEM.match(line)
+        if entry is None and line.endswith(":"):
+            heading = line
+            continue
+        if entry is None:  # a summary in words of its own (a client's): kept
+            out.append(line)
+            continue
+        body = one_line(entry.group(1)).rstrip("…")
+        if len(body) >= _CORE_MIN and any(body in text for text in said):
+            continue
+        if heading:
+            out.append(heading)
+            heading = ""
+        out.append(line)
+    return " ".join(out)
+
+
+def _conclusions(lines: list[str]) -> list[str]:
+    """A summary's head and the items under its CONCLUSIONS headings."""
+    kept, keep = lines[:1], False
+    for line in lines[1:]:
+        if not line.startswith("- "):
+            keep = line in _CONCLUSIONS
+        if keep:
+            kept.append(line)
+    return kept
+
+
+# The sections of what holds until replaced: a line of one may replace a line of another (a
+# preference "YAML instead of TOML" replaces the decision "TOML for the config").
+_STANDING = frozenset({"Decisions", "Preferences", FACTS_HEADING})
+
+
+def current(entries: Sequence[Entry]) -> list[Entry]:
+    """`entries` (newest first) without those a newer one says it replaces: it names a
+    thing as replaced ("instead of X") that the older states and does not itself reject."""
+    kept: list[Entry] = []
+    replacing: list[tuple[float, tuple[str, ...]]] = []
+    for text, rid, at in entries:
+        rejected = set(replaced_terms(text))
+        if not any(
+            newer > at and any(t not in rejected and names(t, text) for t in terms)
+            for newer, terms in replacing
+        ):
+            kept.append((text, rid, at))
+        replacing.append((at, replaced_terms(text)))
+    return kept
 
 
 def fact_entry(fact: Fact) -> Entry:
@@ -267,15 +361,34 @@ def compose_briefing(
         sections.append((FACTS_HEADING, graph))
     else:  # the graph's facts and the facts capture kept, newest first
         merged[:] = sorted(graph + merged, key=lambda entry: -entry[2])
-    sections.append((SESSIONS_HEADING, [record_entry(r) for r in sessions]))
+    # A line a newer line says it replaces ("switch from Socket Mode to the
+    # Events API" after "slack-go with Socket Mode") is left out, though capture did not link
+    # the two (their embeddings too far apart): the briefing says what holds now.
+    standing = [e for heading, entries in sections if heading in _STANDING for e in entries]
+    holds = {rid for _, rid, _ in current(sorted(standing, key=lambda e: -e[2]))}
+    sections = [
+        (heading, [e for e in entries if heading not in _STANDING or e[1] in holds])
+        for heading, entries in sections
+    ]
+    # A session's summary repeats what it concluded: what the sections above say already is
+    # left out of it; each item above is cut to its core clause (get_memory has the rest).
+    said = [one_line(text) for _, entries in sections for text, _, _ in entries]
+    sections = [
+        (
+            heading,
+            [(text if heading in WHOLE else core(text), rid, at) for text, rid, at in entries],
+        )
+        for heading, entries in sections
+    ]
+    digests = [(session_digest(r.content, said), r.id, r.created_at) for r in sessions]
+    # An older session whose summary the sections above say all of takes no line.
+    digests[1:] = [d for d in digests[1:] if not d[0].endswith("turns):")]
+    sections.append((SESSIONS_HEADING, digests))
     filled = sum(1 for _, entries in sections if entries)
     if not filled:
         return ""
     head = f"Imprint memory for project {project} (newest first):"
-    foot = (
-        f'For more: search(query, project="{project}") or recall(question); '
-        "get_memory(id) shows a whole memory."
-    )
+    foot = f'For more: search(query, project="{project}"), recall(question), get_memory(id).'
     room = max_chars - len(head) - len(foot) - len(FRAME) - 2 * len(FENCE) - 5
     # Each section's newest entry fits before any second one: clipped to its share of the
     # budget (past its heading, id and date), then taken round-robin over the sections.
@@ -285,11 +398,16 @@ def compose_briefing(
     others = filled - sessions_shown
     session_width = 0
     if sessions_shown:
-        # What holds now comes first: with many sections the summary gets a quarter.
-        share = (room // 4 if others >= 4 else room // 3) if others else room
+        # What holds now comes first: with many sections the summary gets a twelfth (it
+        # says only what the sections above do not).
+        share = (room // 12 if others >= 4 else room // 3) if others else room
         session_width = max(60, min(SESSION_CHARS, share - _ENTRY_OVERHEAD))
     rest = room - (session_width + _ENTRY_OVERHEAD if sessions_shown else 0)
-    width = max(60, min(ITEM_CHARS, rest // max(others, 1) - _ENTRY_OVERHEAD))
+    # Every item that holds now is worth a line: the width is what lets them all fit (past
+    # their headings, ids and dates), within ITEM_MIN and each section's share.
+    candidates = sum(len(entries) for _, entries in sections[:-1])
+    per_item = (rest - others * _HEADING_CHARS) // max(candidates, 1) - _LINE_OVERHEAD
+    width = max(ITEM_MIN, min(ITEM_CHARS, rest // max(others, 1) - _ENTRY_OVERHEAD, per_item))
     kept: list[list[str]] = [[] for _ in sections]
     order = sorted(
         (0 if heading in ALWAYS_SHOWN else place * LATER_LINES.get(heading, 1), index, place)
@@ -301,7 +419,8 @@ def compose_briefing(
         if place > len(kept[index]):
             continue  # an earlier line of this section did not fit: nor does this one
         wide = sessions_shown and index == len(sections) - 1
-        line = item(entries[place], session_width if wide else width)
+        above = entries[place - 1][2] if place else 0.0
+        line = item(entries[place], session_width if wide else width, above)
         cost = len(line) + 1 + (0 if kept[index] else len(heading) + 2)
         if cost <= room:
             kept[index].append(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -287,8 +288,10 @@ def delete_records(
             f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
         )
     observed = session_observations(writes.reads, ws, projects[0], source, deadline)
-    extra = tuple(r.id for r in observed)
-    writes.write(ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra))
+    extra, moved = _kept_elsewhere(observed, source)
+    writes.write(
+        ws, WriteBatch(drop_sources=((projects[0], source),), delete_ids=extra, upserts=moved)
+    )
     more = f"; {len(extra)} observation{'s' * (len(extra) != 1)} of it" if extra else ""
     return f"deleted source {source} ({total} chunks{more})"
 
@@ -372,3 +375,22 @@ def retag_memory(
         return f"{rid} unchanged (type {type})"
     writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
     return f"retagged {rid} as {type}"
+
+
+def _kept_elsewhere(
+    observed: Sequence[Record], source: str
+) -> tuple[tuple[MemoryId, ...], tuple[Record, ...]]:
+    """Of the observations capture kept from session `source` (`session:<id>`), each sourced
+    `session:<id>#<chunk>`: those only it said, which deleting the session takes with it, and
+    those a later session said again (named in their context, `session:<id>#<chunk> turn n`
+    parts joined by "; "), kept and sourced to the next session that said them."""
+    gone: list[MemoryId] = []
+    moved: list[Record] = []
+    for record in observed:
+        parts = [p for p in record.context.split("; ") if not p.startswith(f"{source}#")]
+        if not parts or not parts[0].startswith("session:"):
+            gone.append(record.id)
+            continue
+        update = {"source": parts[0].split(" ", 1)[0], "context": "; ".join(parts)}
+        moved.append(record.model_copy(update=update))
+    return tuple(gone), tuple(moved)
