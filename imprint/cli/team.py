@@ -12,7 +12,7 @@ import typer
 
 from imprint.errors import InputError, StoreError
 
-__all__ = ["import_to_team", "team_audit", "team_init", "team_local"]
+__all__ = ["import_to_team", "serve_team", "team_audit", "team_init", "team_local"]
 
 DatabaseOpt = Annotated[
     str,
@@ -127,5 +127,66 @@ def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> s
         embedder = Embedder.from_config(config.embedding)
         store = PostgresStore(pool, WorkspaceName(workspace), embedder)
         return import_into(parsed, store, actor="import").line(workspace)
+    finally:
+        pool.close()
+
+
+def serve_team(config: Any, database: str, issuer: str, resource: str, port: int) -> None:
+    """`imprint serve --http --database URL --issuer ISS --resource RES`: the stateless team
+    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C."""
+    import signal
+    import sys
+    from urllib.parse import urlsplit
+
+    import uvicorn
+
+    for value, option in ((issuer, "--issuer"), (resource, "--resource")):
+        if not value.startswith(("http://", "https://")) or not urlsplit(value).hostname:
+            raise InputError(
+                f"{option}: {value!r} is not an http(s) URL; give one (or team.{option[2:]})"
+            )
+    _connect(database).close()  # a bad URL or an unreachable server: one line, first
+    from imprint.server.team_auth import JwtVerifier
+    from imprint.server.team_server import PoolAccess, build_team_server, team_app
+    from imprint.store.embedder import Embedder
+    from imprint.store.postgres import open_pool
+
+    pool = open_pool(database)
+    try:
+        access = PoolAccess(pool, Embedder.from_config(config.embedding), config.team.teams_claim)
+        verifier = JwtVerifier(issuer, resource)
+        app = team_app(build_team_server(access), verifier)
+        host = config.team.host
+        where = f"http://{host}:{port}/mcp"
+        shown_db = urlsplit(database)._replace(netloc=urlsplit(database).hostname or "").geturl()
+
+        class Announcing(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets)
+                if self.started:
+                    # The line a supervisor (or a test) waits for: listening from now on.
+                    print(
+                        f"imprint: team server at {where} for resource {resource}, issuer "
+                        f"{issuer}, database {shown_db}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+
+        # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        Announcing(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_config=None,
+                access_log=False,  # request lines are nobody's business in a shared log
+                server_header=False,
+                ws="none",
+                log_level="warning",
+                timeout_keep_alive=5,
+                limit_concurrency=config.server.http_max_connections,
+            )
+        ).run()
     finally:
         pool.close()

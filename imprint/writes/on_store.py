@@ -1,0 +1,155 @@
+"""The write row functions on the storage seam: store, delete and kg_edit for the team server.
+
+The same rules as the local writes (`writes.memories.remember`, `writes.facts.edit_facts`,
+with their limits imported from there, one copy): the same text in the same project is one
+memory with one id, supersedes names memories of this workspace, a refused argument writes
+nothing. Each write is one `MemoryStore.write` (one transaction on PostgreSQL), recorded with
+who made it (`actor`, the token's subject) for `imprint team audit`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from imprint.errors import InputError
+from imprint.ingest.tags import rule_tags
+from imprint.reads.memory import check_id
+from imprint.store.records import (
+    RECORD_TYPES,
+    Fact,
+    Record,
+    SupersedeLink,
+    WriteBatch,
+    check_project,
+    content_sha,
+    make_id,
+    text_key,
+)
+from imprint.store.seam import MemoryStore
+from imprint.types import MemoryId
+from imprint.writes.facts import _part
+from imprint.writes.memories import MAX_MEMORY_CHARS, _words
+
+__all__ = ["delete_on_store", "edit_facts_on_store", "store_on_store"]
+
+MAX_IDS = 100
+
+
+def store_on_store(
+    store: MemoryStore,
+    content: str,
+    project: str = "",
+    type: str = "note",
+    domains: list[str] | None = None,
+    topics: list[str] | None = None,
+    supersedes: list[str] | None = None,
+    *,
+    actor: str,
+) -> str:
+    """Store one memory (or find the one already holding this text); its one-line answer."""
+    text = content.strip() if isinstance(content, str) else ""
+    if not text:
+        raise InputError("content: must be non-empty text")
+    if len(text) > MAX_MEMORY_CHARS:
+        raise InputError(
+            f"content: {len(text)} characters; at most {MAX_MEMORY_CHARS} "
+            "(use ingest_content for documents)"
+        )
+    if type not in RECORD_TYPES:
+        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    check_project(project)
+    given_domains = _words(domains or [], "domains")
+    given_topics = _words(topics or [], "topics")
+    old = [check_id(o, "supersedes") for o in supersedes or []]
+    if len(old) > MAX_IDS:
+        raise InputError(f"supersedes: {len(old)} ids; at most {MAX_IDS}")
+    found = store.fetch(old)
+    missing = [o for o in old if o not in found or found[o].source_type != "memory"]
+    if missing:
+        raise InputError(f"supersedes: no memory {missing[0]!r} in workspace {store.name!r}")
+    rid = make_id("memory", project, content_sha(text))
+    same: MemoryId | None = rid if rid in store.fetch([rid]) else None
+    if same is None:
+        same = store.same_text(project, text_key(text))
+    target = same or rid
+    if target in old:
+        raise InputError(f"supersedes: {target!r} is this memory itself")
+    now = time.time()
+    links = tuple(SupersedeLink(old=o, new=target, at=now) for o in dict.fromkeys(old))
+    note = f" (superseding {', '.join(old)})" if old else ""
+    if same is not None:
+        if links:
+            store.write(WriteBatch(supersede=links), actor=actor)
+        return f"exists {same} in {store.name}{note}"
+    rules = rule_tags("memory.txt", text)
+    record = Record(
+        id=rid,
+        content=text,
+        project=project,
+        source_type="memory",
+        type=type,
+        kind="memory",
+        domains=given_domains,
+        topics=given_topics or tuple(rules["topics"]),  # type: ignore[arg-type]
+        created_at=now,
+        content_sha=content_sha(text),
+    )
+    store.write(WriteBatch(upserts=(record,), supersede=links), actor=actor)
+    return f"stored {rid} in {store.name}{note}"
+
+
+def delete_on_store(store: MemoryStore, ids: list[str], *, actor: str) -> str:
+    """Delete records by id (a tombstone each); every id must name a record here."""
+    wanted = list(dict.fromkeys(check_id(i) for i in ids or []))
+    if not wanted:
+        raise InputError("ids: give at least one record id")
+    if len(wanted) > MAX_IDS:
+        raise InputError(f"ids: {len(wanted)} ids; at most {MAX_IDS}")
+    found = store.fetch(wanted)
+    missing = [i for i in wanted if i not in found]
+    if missing:
+        raise InputError(f"ids: no record {missing[0]!r} in workspace {store.name!r}")
+    store.write(WriteBatch(delete_ids=tuple(wanted)), actor=actor)
+    return f"deleted {len(wanted)} from {store.name}: {', '.join(wanted)}"
+
+
+def edit_facts_on_store(
+    store: MemoryStore,
+    action: str,
+    subject: str = "",
+    predicate: str = "",
+    object: str = "",
+    fact_id: str = "",
+    source: str = "",
+    *,
+    actor: str,
+) -> str:
+    """Add a fact unless it already holds, or end one by id."""
+    if action not in ("add", "end"):
+        raise InputError(f"action: {action!r} is not allowed; one of add, end")
+    if action == "add":
+        s, p, o = _part(subject, "subject"), _part(predicate, "predicate"), _part(object, "object")
+        for fact in store.facts(s, p, False, 200):
+            if fact.object.lower() == o.lower():
+                return f"unchanged: fact:{fact.id} already holds"
+        now = time.time()
+        fact = Fact(
+            id=make_id("fact", s.lower(), p.lower(), o.lower(), now)[:12],
+            subject=s,
+            predicate=p,
+            object=o,
+            valid_from=now,
+            source=source.strip()[:300],
+        )
+        store.write(WriteBatch(add_facts=(fact,)), actor=actor)
+        return f"added fact:{fact.id} ({s} | {p} | {o})"
+    fid = fact_id.removeprefix("fact:").strip() if isinstance(fact_id, str) else ""
+    if not fid:
+        raise InputError("fact_id: required to end a fact; kg_query shows fact ids")
+    found = store.fact(fid)
+    if found is None:
+        raise InputError(f"fact_id: no fact {fid!r} in workspace {store.name!r}")
+    if found.ended is not None:
+        raise InputError(f"fact_id: fact:{fid} has already ended")
+    store.write(WriteBatch(end_facts=((fid, time.time()),)), actor=actor)
+    return f"ended fact:{fid} ({found.subject} | {found.predicate} | {found.object})"
