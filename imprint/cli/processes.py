@@ -46,6 +46,14 @@ def serve(
     resource: Annotated[
         str, typer.Option("--resource", help="with --database: this server's resource URL")
     ] = "",
+    dev_issuer: Annotated[
+        bool,
+        typer.Option(
+            "--dev-issuer",
+            help="with --database: issue tokens from a throwaway issuer in this process (on "
+            "127.0.0.1, for trying out; prints a token for user dev in team dev)",
+        ),
+    ] = False,
 ) -> None:
     """Serve MCP. Over stdio (the default) it bridges to the data dir's shared daemon,
     starting it if needed; with --http this process owns the data dir and serves both.
@@ -57,7 +65,7 @@ def serve(
         raise ImprintError("--rotate-token: only with --http (stdio needs no token)")
     root, config = setup()
     database = database or config.team.database
-    if database or issuer or resource:
+    if database or issuer or resource or dev_issuer:
         if not http:
             raise ImprintError("--database: only with --http (the team server is HTTP)")
         from imprint.cli.team import serve_team
@@ -68,6 +76,7 @@ def serve(
             issuer or config.team.issuer,
             resource or config.team.resource,
             port or config.server.http_port,
+            dev_issuer=dev_issuer,
         )
         return
     if not http:

@@ -131,16 +131,31 @@ def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> s
         pool.close()
 
 
-def serve_team(config: Any, database: str, issuer: str, resource: str, port: int) -> None:
+def serve_team(
+    config: Any, database: str, issuer: str, resource: str, port: int, *, dev_issuer: bool = False
+) -> None:
     """`imprint serve --http --database URL --issuer ISS --resource RES`: the stateless team
-    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C."""
+    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C. With
+    `dev_issuer`, tokens come from a throwaway issuer inside this process (loopback only)."""
     import signal
     import sys
     from urllib.parse import urlsplit
 
     import uvicorn
 
+    host = config.team.host
+    if not database:
+        raise InputError("--database: give the team store's PostgreSQL URL (or team.database)")
+    dev = None
+    if dev_issuer:
+        if issuer:
+            raise InputError("--dev-issuer: not with --issuer; the development issuer is its own")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise InputError(f"--dev-issuer: only on loopback; team.host is {host!r}")
+        resource = resource or f"http://{host}:{port}/mcp"
     for value, option in ((issuer, "--issuer"), (resource, "--resource")):
+        if dev_issuer and option == "--issuer":
+            continue
         if not value.startswith(("http://", "https://")) or not urlsplit(value).hostname:
             raise InputError(
                 f"{option}: {value!r} is not an http(s) URL; give one (or team.{option[2:]})"
@@ -153,24 +168,41 @@ def serve_team(config: Any, database: str, issuer: str, resource: str, port: int
 
     pool = open_pool(database)
     try:
+        if dev_issuer:
+            from imprint.server.dev_issuer import DEV_TOKEN_HOURS, DevIssuer
+
+            dev = DevIssuer()
+            issuer = dev.url
         access = PoolAccess(pool, Embedder.from_config(config.embedding), config.team.teams_claim)
         verifier = JwtVerifier(issuer, resource)
         app = team_app(build_team_server(access), verifier)
-        host = config.team.host
         where = f"http://{host}:{port}/mcp"
-        shown_db = urlsplit(database)._replace(netloc=urlsplit(database).hostname or "").geturl()
+        parts = urlsplit(database)
+        # Never the user or a password: this line goes to every log the server's stderr reaches.
+        netloc = f"{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        shown_db = parts._replace(netloc=netloc).geturl()
+        lines: list[str] = []
+        if dev is not None:
+            token = dev.token("dev", resource, ["dev"])
+            header = f"Authorization: Bearer {token}"
+            lines += [
+                f"imprint: development token for user dev in team dev ({DEV_TOKEN_HOURS} h; "
+                "it stops working when this server stops):",
+                "  Claude Code: claude mcp add --transport http imprint "
+                f"{where} --header '{header}'",
+            ]
+        # Last: the line that says it listens.
+        lines.append(
+            f"imprint: team server at {where} for resource {resource}, issuer {issuer}, "
+            f"database {shown_db}"
+        )
 
         class Announcing(uvicorn.Server):
             async def startup(self, sockets: Any = None) -> None:
                 await super().startup(sockets)
                 if self.started:
-                    # The line a supervisor (or a test) waits for: listening from now on.
-                    print(
-                        f"imprint: team server at {where} for resource {resource}, issuer "
-                        f"{issuer}, database {shown_db}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    # The lines a supervisor (or a test) waits for: listening from now on.
+                    print("\n".join(lines), file=sys.stderr, flush=True)
 
         # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -189,4 +221,6 @@ def serve_team(config: Any, database: str, issuer: str, resource: str, port: int
             )
         ).run()
     finally:
+        if dev is not None:
+            dev.close()
         pool.close()

@@ -25,7 +25,10 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.mcpserver import Context
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecuritySettings,
+)
 from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -52,9 +55,9 @@ from imprint.types import WorkspaceName
 
 __all__ = ["PoolAccess", "WriteScopeGate", "build_team_server", "team_app"]
 
-# A tools/call body is read whole to see which tool it names; bigger bodies are refused by
-# the SDK's own limit further in, so none is buffered past it here.
-MAX_BODY = 4 * 1024 * 1024
+# A POST body is read whole to see which tools it calls: at most the SDK's own limit (one
+# copy), a bigger one is 413 here as it would be further in.
+MAX_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE
 
 INSTRUCTIONS = (
     "Imprint team memory: search and store what your sessions learned, in your own workspace "
@@ -125,6 +128,12 @@ class WriteScopeGate:
             size += len(chunk)
             chunks.append(chunk)
             more = message.get("more_body", False) and size <= MAX_BODY
+        if size > MAX_BODY:
+            # Past MAX_BODY: refused whole rather than passed on half-checked.
+            await JSONResponse({"error": "request body too large"}, status_code=413)(
+                scope, receive, send
+            )
+            return
         body = b"".join(chunks)
         user = scope.get("user")
         scopes = user.scopes if isinstance(user, AuthenticatedUser) else []
@@ -151,7 +160,7 @@ class WriteScopeGate:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": body, "more_body": more}
+                return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)

@@ -38,7 +38,7 @@ RES = "http://team.imprint.test/mcp"  # one resource, served by both (as behind 
 class TeamServer:
     """One `imprint serve --http --database` process; started when its ready line is out."""
 
-    def __init__(self, database: str, issuer_url: str, home: Path) -> None:
+    def __init__(self, database: str, issuer_url: str, home: Path, *extra: str) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -46,7 +46,8 @@ class TeamServer:
         env = {**os.environ, "IMPRINT_DATA_DIR": str(home)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "imprint.cli", "serve", "--http", "--database", database,
-             "--issuer", issuer_url, "--resource", RES, "--port", str(self.port)],
+             *(["--issuer", issuer_url, "--resource", RES] if issuer_url else []),
+             "--port", str(self.port), *extra],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # the team server writes nothing there
@@ -281,3 +282,40 @@ def test_a_server_killed_during_writes_loses_nothing_acknowledged(
                 assert not got.is_error, (rid, got.content[0].text)
 
     anyio.run(go)
+
+
+def test_the_readme_try_out_a_dev_issuer_and_its_token(
+    team_database: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`imprint serve --http --database URL --dev-issuer` prints a token for user dev (team
+    dev) and a client line; that token stores and searches; the database URL's password is not
+    printed."""
+    # Trust authentication ignores the password; the server must not print it all the same.
+    with_password = team_database.replace("://postgres@", "://postgres:s3cret-word@", 1)
+    assert with_password != team_database
+    server = TeamServer(with_password, "", tmp_path / "dev", "--dev-issuer")
+    try:
+        out = "".join(server.lines)
+        token = out.split("Authorization: Bearer ", 1)[1].split("'", 1)[0]
+        assert f"claude mcp add --transport http imprint {server.url}" in out
+        assert "s3cret-word" not in out and "postgres@" not in out
+
+        async def go() -> tuple[str, str]:
+            stored = _text(
+                await _call(server.url, token, "store", {"content": "dev tried the cormorant"})
+            )
+            team = _text(
+                await _call(
+                    server.url, token, "store",
+                    {"content": "dev team cormorant", "workspace": "team:dev"},
+                )
+            )  # fmt: skip
+            found = _text(await _call(server.url, token, "search", {"query": "cormorant"}))
+            return stored + team, found
+
+        stored, found = anyio.run(go)
+        assert "user:dev" in stored and "team:dev" in stored
+        assert "dev tried the cormorant" in found and "dev team cormorant" not in found
+    finally:
+        server.stop()
