@@ -38,14 +38,22 @@ RES = "http://team.imprint.test/mcp"  # one resource, served by both (as behind 
 class TeamServer:
     """One `imprint serve --http --database` process; started when its ready line is out."""
 
-    def __init__(self, database: str, issuer_url: str, home: Path, *extra: str) -> None:
+    def __init__(
+        self,
+        database: str,
+        issuer_url: str,
+        home: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         home.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "IMPRINT_DATA_DIR": str(home)}
+        env = {**os.environ, "IMPRINT_DATA_DIR": str(home), **(env or {})}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "imprint.cli", "serve", "--http", "--database", database,
+            [sys.executable, "-m", "imprint.cli", "serve", "--http",
+             *(["--database", database] if database else []),
              *(["--issuer", issuer_url, "--resource", RES] if issuer_url else []),
              "--port", str(self.port), *extra],
             env=env,
@@ -317,5 +325,38 @@ def test_the_readme_try_out_a_dev_issuer_and_its_token(
         stored, found = anyio.run(go)
         assert "user:dev" in stored and "team:dev" in stored
         assert "dev tried the cormorant" in found and "dev team cormorant" not in found
+    finally:
+        server.stop()
+
+
+def test_the_team_keys_configure_the_server(
+    team_database: str,  # noqa: F811
+    issuer: Issuer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """team.database, team.issuer, team.resource and team.teams_claim (here from the
+    environment) serve as the options do: a token whose `teams` claim names core reaches
+    team:core; its `groups` claim no longer counts."""
+    keys = {
+        "IMPRINT_TEAM_DATABASE": team_database,
+        "IMPRINT_TEAM_ISSUER": issuer.url,
+        "IMPRINT_TEAM_RESOURCE": RES,
+        "IMPRINT_TEAM_TEAMS_CLAIM": "teams",
+    }
+    server = TeamServer("", "", tmp_path / "keys", env=keys)
+    try:
+        by_teams = issuer.token("frank", RES, extra={"teams": ["core"]})
+        by_groups = issuer.token("frank", RES, groups=["core"])
+
+        async def go() -> tuple[Any, Any]:
+            args = {"content": "frank's core note on the skua", "workspace": "team:core"}
+            return (
+                await _call(server.url, by_teams, "store", args),
+                await _call(server.url, by_groups, "store", args),
+            )
+
+        allowed, refused = anyio.run(go)
+        assert "team:core" in _text(allowed)
+        assert refused.is_error and "not one of yours" in refused.content[0].text
     finally:
         server.stop()
