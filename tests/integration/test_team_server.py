@@ -360,3 +360,71 @@ def test_the_team_keys_configure_the_server(
         assert refused.is_error and "not one of yours" in refused.content[0].text
     finally:
         server.stop()
+
+
+def test_the_database_restarted_under_load_loses_nothing_acknowledged(
+    issuer: Issuer,  # noqa: F811
+) -> None:
+    """Two servers take writes while their PostgreSQL is stopped as by a crash (immediate)
+    and started again: during the outage a call is one error line, after it both servers
+    write again without being restarted, and every write either acknowledged reads back."""
+    import shutil
+    import tempfile
+
+    from imprint.store.postgres.local import LocalPostgres
+
+    folder = Path(tempfile.mkdtemp(prefix="imprint-pg-restart-"))
+    database = LocalPostgres(folder)
+    made: list[TeamServer] = []
+    try:
+        url = database.start()
+        made = [TeamServer(url, issuer.url, folder / f"home{n}") for n in range(2)]
+        token = issuer.token("gwen", RES)
+        acked: list[str] = []
+        after: list[int] = [0, 0]  # acknowledgements per server since the restart
+        failures: list[str] = []
+        enough = anyio.Event()
+        restarted = anyio.Event()
+
+        async def writer(n: int) -> None:
+            async with _client(made[n].url, token) as client:
+                for i in range(5000):
+                    if after[n] >= 10:
+                        return
+                    result = await client.call_tool("store", {"content": f"gwen auk {n}-{i}"})
+                    if result.is_error:
+                        failures.append(result.content[0].text)
+                        continue
+                    acked.append(_text(result).split()[1])
+                    if restarted.is_set():
+                        after[n] += 1
+                    elif len(acked) >= 20:
+                        enough.set()
+
+        def restart() -> None:
+            database.stop("immediate")
+            database.start()
+
+        async def go() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer, 0)
+                tg.start_soon(writer, 1)
+                await enough.wait()
+                await anyio.to_thread.run_sync(restart)
+                restarted.set()
+            async with _client(made[1].url, token) as client:
+                for rid in acked:
+                    got = await client.call_tool("get_memory", {"id": rid})
+                    assert not got.is_error, (rid, got.content[0].text)
+
+        anyio.run(go)
+        assert after == [10, 10]
+        for line in failures:
+            assert line.startswith("the team database (PostgreSQL) failed") and "\n" not in line
+    finally:
+        for server in made:
+            server.stop()
+        try:
+            database.stop("immediate")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
