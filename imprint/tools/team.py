@@ -204,10 +204,20 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
         )
 
     @tool(server, "delete", REPLACE)
-    async def delete(ids: list[str], ctx: Context[Any, Any], workspace: Workspace = "") -> str:
-        """Delete records by id from one of your workspaces."""
+    async def delete(
+        ctx: Context[Any, Any],
+        id: Annotated[str, Field(description="a memory id")] = "",
+        source: Annotated[str, Field(description="or a source")] = "",
+        project: Annotated[str, Field(description="the source's, if ambiguous")] = "",
+        workspace: Workspace = "",
+    ) -> str:
+        """Permanently delete one memory (id) or one source with all its chunks (source) from
+        one of your workspaces. Give exactly one."""
         return await run(
-            ctx, workspace, True, lambda o: w.delete_on_store(o.store, ids, actor=o.actor)
+            ctx,
+            workspace,
+            True,
+            lambda o: w.delete_on_store(o.store, id, source, project, actor=o.actor),
         )
 
     @tool(server, "kg_edit", WRITE)

@@ -27,12 +27,14 @@ from imprint.store.records import (
 )
 from imprint.store.seam import MemoryStore
 from imprint.types import MemoryId
-from imprint.writes.facts import _part
-from imprint.writes.memories import MAX_MEMORY_CHARS, _words
+from imprint.writes.facts import fact_part
+from imprint.writes.memories import MAX_MEMORY_CHARS, MAX_SUPERSEDES, tag_words
 
 __all__ = ["delete_on_store", "edit_facts_on_store", "store_on_store"]
 
-MAX_IDS = 100
+# Chunk indexes a source's delete looks through to find its projects (every chunk of any
+# source ingest makes is below it).
+MAX_CHUNK_INDEX = 1_000_000
 
 
 def store_on_store(
@@ -58,11 +60,11 @@ def store_on_store(
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
     check_project(project)
-    given_domains = _words(domains or [], "domains")
-    given_topics = _words(topics or [], "topics")
-    old = [check_id(o, "supersedes") for o in supersedes or []]
-    if len(old) > MAX_IDS:
-        raise InputError(f"supersedes: {len(old)} ids; at most {MAX_IDS}")
+    given_domains = tag_words(domains or [], "domains")
+    given_topics = tag_words(topics or [], "topics")
+    if not isinstance(supersedes, list | None) or len(supersedes or []) > MAX_SUPERSEDES:
+        raise InputError(f"supersedes: a list of at most {MAX_SUPERSEDES} memory ids")
+    old = list(dict.fromkeys(check_id(o, "supersedes") for o in supersedes or []))
     found = store.fetch(old)
     missing = [o for o in old if o not in found or found[o].source_type != "memory"]
     if missing:
@@ -75,7 +77,7 @@ def store_on_store(
     if target in old:
         raise InputError(f"supersedes: {target!r} is this memory itself")
     now = time.time()
-    links = tuple(SupersedeLink(old=o, new=target, at=now) for o in dict.fromkeys(old))
+    links = tuple(SupersedeLink(old=o, new=target, at=now) for o in old)
     note = f" (superseding {', '.join(old)})" if old else ""
     if same is not None:
         if links:
@@ -98,19 +100,39 @@ def store_on_store(
     return f"stored {rid} in {store.name}{note}"
 
 
-def delete_on_store(store: MemoryStore, ids: list[str], *, actor: str) -> str:
-    """Delete records by id (a tombstone each); every id must name a record here."""
-    wanted = list(dict.fromkeys(check_id(i) for i in ids or []))
-    if not wanted:
-        raise InputError("ids: give at least one record id")
-    if len(wanted) > MAX_IDS:
-        raise InputError(f"ids: {len(wanted)} ids; at most {MAX_IDS}")
-    found = store.fetch(wanted)
-    missing = [i for i in wanted if i not in found]
-    if missing:
-        raise InputError(f"ids: no record {missing[0]!r} in workspace {store.name!r}")
-    store.write(WriteBatch(delete_ids=tuple(wanted)), actor=actor)
-    return f"deleted {len(wanted)} from {store.name}: {', '.join(wanted)}"
+def delete_on_store(
+    store: MemoryStore, id: str = "", source: str = "", project: str = "", *, actor: str
+) -> str:
+    """Delete one memory by id, or every chunk of one source (a tombstone either way), as the
+    local `delete` does: exactly one of them."""
+    if bool(id) == bool(source):
+        raise InputError("id, source: give exactly one (an id from search, or a source path)")
+    if id:
+        rid = check_id(id)
+        record = store.fetch([rid]).get(rid)
+        if record is None:
+            raise InputError(f"id: no record {rid!r} in workspace {store.name!r}")
+        if record.source_type != "memory" and record.chunk_count > 1:
+            raise InputError(
+                f"id: {rid!r} is chunk {record.chunk_index} of source {record.source!r}; "
+                "delete the whole source with source= instead"
+            )
+        if record.source_type == "memory":
+            store.write(WriteBatch(delete_ids=(rid,)), actor=actor)
+        else:
+            store.write(WriteBatch(drop_sources=((record.project, record.source),)), actor=actor)
+        return f"deleted {rid}"
+    check_project(project)
+    chunks, total = store.source_chunks(project, source, 0, MAX_CHUNK_INDEX)
+    if total == 0:
+        raise InputError(f"source: no source {source!r}; list_sources shows what exists")
+    projects = sorted({r.project for r in chunks})
+    if len(projects) > 1:
+        raise InputError(
+            f"project: source {source!r} exists in projects {', '.join(projects)}; name one"
+        )
+    store.write(WriteBatch(drop_sources=((projects[0], source),)), actor=actor)
+    return f"deleted source {source} ({total} chunks)"
 
 
 def edit_facts_on_store(
@@ -128,7 +150,11 @@ def edit_facts_on_store(
     if action not in ("add", "end"):
         raise InputError(f"action: {action!r} is not allowed; one of add, end")
     if action == "add":
-        s, p, o = _part(subject, "subject"), _part(predicate, "predicate"), _part(object, "object")
+        s, p, o = (
+            fact_part(subject, "subject"),
+            fact_part(predicate, "predicate"),
+            fact_part(object, "object"),
+        )
         for fact in store.facts(s, p, False, 200):
             if fact.object.lower() == o.lower():
                 return f"unchanged: fact:{fact.id} already holds"

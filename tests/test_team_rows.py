@@ -1,0 +1,108 @@
+"""The team server's row functions on the storage seam (`reads.on_store`, `writes.on_store`)
+against PostgreSQL: the local rules (one memory per text, supersede hides and counts, delete by
+id or source, facts added once and ended), bad input one line with nothing written, and every
+write recorded with who made it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+from imprint.errors import InputError
+from imprint.reads import on_store as r
+from imprint.store.embedder import Embedder
+from imprint.store.postgres import PostgresStore, open_pool
+from imprint.store.records import Record, SourceEntry, WriteBatch
+from imprint.types import MemoryId
+from imprint.writes import on_store as w
+from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
+
+
+@pytest.fixture
+def store(team_database: str, embedder: Embedder) -> Iterator[PostgresStore]:  # noqa: F811
+    pool = open_pool(team_database, max_size=2)
+    try:
+        yield PostgresStore(pool, fresh_workspace(), embedder)
+    finally:
+        pool.close()
+
+
+def _embed(embedder: Embedder) -> r.Embed:
+    return lambda text: embedder.embed([text])[0]
+
+
+def test_store_once_supersede_hides_and_counts_delete_removes(
+    store: PostgresStore, embedder: Embedder
+) -> None:
+    """The same text (up to case and spacing) is one memory; a superseded memory is left out
+    of search and counted, get_memory names what replaced it; delete by id removes it."""
+    first = w.store_on_store(store, "We pick Postgres for the team store", actor="ann")
+    rid = first.split()[1]
+    assert first.startswith("stored ")
+    again = w.store_on_store(store, "we pick  postgres for the team store!", actor="ann")
+    assert again.startswith(f"exists {rid}")
+    newer = w.store_on_store(
+        store, "We pick Postgres 18 for the team store", supersedes=[rid], actor="ann"
+    )
+    new_id = newer.split()[1]
+    found = r.search_store_text(store, _embed(embedder), "Postgres team store")
+    assert new_id in found and rid not in found
+    assert "1 superseded result hidden" in found
+    assert f"superseded by {new_id}" in r.memory_text(store, rid)
+    assert w.delete_on_store(store, new_id, actor="ann") == f"deleted {new_id}"
+    # Deleting the newer memory brings the older one back (its link went with it).
+    assert rid in r.search_store_text(store, _embed(embedder), "Postgres team store")
+    assert {row["actor"] for row in store.audit()} == {"ann"}
+
+
+def test_delete_a_source_and_facts_added_once_then_ended(store: PostgresStore) -> None:
+    """delete source= drops every chunk; kg_edit adds a fact once and ends it by id."""
+    chunks = tuple(
+        Record(id=MemoryId(f"c{i}"), content=f"chunk {i}", project="p", source="notes.md",
+               chunk_index=i, chunk_count=2)
+        for i in range(2)
+    )  # fmt: skip
+    entry = SourceEntry(
+        project="p", source="notes.md", source_type="file", mtime=1.0, sha="s", chunk_count=2
+    )
+    store.write(WriteBatch(upserts=chunks, set_sources=(entry,)))
+    with pytest.raises(InputError, match=r"^id: 'c0' is chunk 0 of source 'notes.md'"):
+        w.delete_on_store(store, "c0", actor="ann")
+    assert w.delete_on_store(store, source="notes.md", actor="ann") == (
+        "deleted source notes.md (2 chunks)"
+    )
+    assert r.sources_text(store) == "0 sources"
+    added = w.edit_facts_on_store(store, "add", "imprint", "stores in", "postgres", actor="ann")
+    fid = added.split()[1]
+    assert added.startswith("added fact:")
+    assert w.edit_facts_on_store(
+        store, "add", "Imprint", "stores in", "Postgres", actor="ann"
+    ).startswith(f"unchanged: {fid}")
+    assert w.edit_facts_on_store(store, "end", fact_id=fid, actor="ann").startswith("ended")
+    assert r.facts_text(store, "imprint") == "no facts"
+    assert "ended" in r.facts_text(store, "imprint", include_ended=True)
+
+
+@pytest.mark.parametrize(
+    ("call", "start"),
+    [
+        (lambda s: w.store_on_store(s, "", actor="a"), "content: must be non-empty"),
+        (lambda s: w.store_on_store(s, "x", type="essay", actor="a"), "type: 'essay'"),
+        (lambda s: w.store_on_store(s, "x", supersedes=["nope"], actor="a"), "supersedes: no"),
+        (lambda s: w.delete_on_store(s, actor="a"), "id, source: give exactly one"),
+        (lambda s: w.delete_on_store(s, "zzz", actor="a"), "id: no record 'zzz'"),
+        (lambda s: w.edit_facts_on_store(s, "drop", actor="a"), "action: 'drop'"),
+        (lambda s: w.edit_facts_on_store(s, "end", actor="a"), "fact_id: required"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(
+    store: PostgresStore, call: object, start: str
+) -> None:
+    """Each refusal names the argument in one line; the workspace stays empty."""
+    with pytest.raises(InputError) as refused:
+        call(store)  # type: ignore[operator]
+    assert str(refused.value).startswith(start) and "\n" not in str(refused.value)
+    assert store.projects() == [] and store.audit() == []
