@@ -13,10 +13,12 @@ from typing import TypeVar
 
 import numpy as np
 
+from imprint.actors.deadline import Deadline, Done, Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Family, ReadMessage, VectorQuery
 from imprint.actors.readers import Reading, reading_for
-from imprint.reads.deadline import Deadline, Done, Pending, call_deadline
+from imprint.reads.gateway import STATUS_TIMEOUT_SEC, ActorReads
+from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName
 
 __all__ = ["DirectReads"]
@@ -27,6 +29,7 @@ R = TypeVar("R")
 class DirectReads:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self.applying = runtime.applying
 
         def embed_query(text: str) -> np.ndarray:
             # Unbatched and uncached, unlike the runtime's query embedder.
@@ -47,6 +50,12 @@ class DirectReads:
         ws = self.runtime.resolve(workspace)
         self.runtime.workspace(ws)
         return ws
+
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck:
+        """The writer's check, as the actor gateway asks it (a writer answers it either way)."""
+        return ActorReads(self.runtime).check(ws, deep, seconds=seconds)
 
     def prime_vectors(self, queries: list[VectorQuery]) -> None:
         """Nothing: each vector query is read alone, in the caller's thread, here."""

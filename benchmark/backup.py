@@ -114,7 +114,7 @@ def build(runtime: Runtime, n: int) -> float:
             last = time.perf_counter()
             note(f"  writing: {hi}/{n}")
     seconds = time.perf_counter() - started
-    check = writes.check(ws, seconds=WRITE_TIMEOUT_SEC)
+    check = writes.reads.check(ws, seconds=WRITE_TIMEOUT_SEC)
     if check.records != n or check.vectors != n or not check.fts_ok:
         raise SystemExit(f"store of {n}: built wrong: {check}")
     common.settle_merges(runtime, ws)

@@ -61,8 +61,8 @@ from imprint.config import load_config
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import Mode, SearchArgs, format_search, search
+from imprint.reads.status import status_row
 from imprint.store.context import TEXT_FORMAT
-from imprint.writes.repair import status_row
 
 DEFAULT_QUERIES = REPO / "benchmark" / "retrieval.json"
 MODES: tuple[Mode, ...] = ("hybrid", "semantic", "lexical")
@@ -356,7 +356,7 @@ def wait_reindexed(runtime: Runtime, seconds: float = 3600.0) -> int:
     """A store built with an older text format is re-indexed when opened: wait for that, so
     every lookup runs on one index. The format measured."""
     started = time.monotonic()
-    while (row := status_row(runtime)).text_format < TEXT_FORMAT:
+    while (row := status_row(ActorReads(runtime))).text_format < TEXT_FORMAT:
         if time.monotonic() - started > seconds:
             raise SystemExit(f"retrieval benchmark: re-index not done after {seconds:.0f} s")
         note(

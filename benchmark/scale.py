@@ -382,7 +382,7 @@ def grow(runtime: Runtime, chunks: Chunks, start: int, end: int) -> tuple[float,
             last = time.perf_counter()
             note(f"  writing: {lo + len(records)}/{end}")
     seconds = time.perf_counter() - started
-    check = writes.check(ws, seconds=WRITE_TIMEOUT_SEC)
+    check = writes.reads.check(ws, seconds=WRITE_TIMEOUT_SEC)
     common.settle_merges(runtime, ws)
     if check.records != end or check.vectors != end or not check.fts_ok:
         raise SystemExit(f"store of {end}: built wrong: {check}")

@@ -371,7 +371,7 @@ def build_store(
     for batch, rows in replicated(records, vectors, n, rng):
         writes.send(ws, WriteBatch(upserts=tuple(batch)), rows).get(timeout=WRITE_TIMEOUT_SEC)
     seconds = time.perf_counter() - started
-    check = writes.check(ws, seconds=WRITE_TIMEOUT_SEC)
+    check = writes.reads.check(ws, seconds=WRITE_TIMEOUT_SEC)
     if check.records != n or check.vectors != n or not check.fts_ok:
         raise SystemExit(f"store of {n}: built wrong: {check}")
     return seconds, check.model_dump(exclude={"findings"})

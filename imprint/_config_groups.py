@@ -1,5 +1,5 @@
 """Configuration groups below `imprint.config` (which re-exports them): the base every group
-shares, and the groups of the hooks and of rolling backups. Kept apart only to keep
+shares, and the groups of the hooks, of rolling backups and of redaction. Kept apart only to keep
 `imprint/config.py` within 500 lines; `imprint.config` is where keys are read and set."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BackupConfig", "HookTimeoutsConfig", "HooksConfig", "TeamConfig"]
+__all__ = ["BackupConfig", "HookTimeoutsConfig", "HooksConfig", "RedactConfig", "TeamConfig"]
 
 
 class _Group(BaseModel):
@@ -65,4 +65,16 @@ class TeamConfig(_Group):
     )
     host: str = Field(
         default="127.0.0.1", max_length=255, description="the team server's listen address"
+    )
+
+
+class RedactConfig(_Group):
+    enabled: bool = Field(
+        default=True,
+        description="every write (store, kg_edit, ingest, import, sync) redacts secrets first",
+    )
+    keep_secrets_in: list[str] = Field(
+        default_factory=list,
+        description="workspaces whose writes keep secrets as given, for secrets stored on "
+        "purpose (captured transcripts are redacted all the same)",
     )

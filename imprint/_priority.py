@@ -21,12 +21,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-from imprint.logs import get_logger
+from functools import cache
+from typing import Any
 
 __all__ = ["BACKGROUND_NICE", "MAX_DEFER_SEC", "Priority", "background_thread"]
 
-log = get_logger("imprint.priority")
+
+@cache
+def _log() -> Any:
+    # Imported when first used: the daemon package (which the hook and CLI clients import
+    # for its client half) reaches this module, and structlog is no import for a hook.
+    from imprint.logs import get_logger
+
+    return get_logger("imprint.priority")
+
 
 # A background turn waits at most this long for interactive calls to finish.
 MAX_DEFER_SEC = 5.0
@@ -74,7 +82,7 @@ class Priority:
                 try:
                     run()
                 except Exception as exc:  # the interactive call has answered: log, go on
-                    log.warning("priority.after_failed", error=f"{type(exc).__name__}: {exc}")
+                    _log().warning("priority.after_failed", error=f"{type(exc).__name__}: {exc}")
 
     def turn(self, what: str, stopping: threading.Event | None = None) -> float:
         """Wait until no interactive call is in flight (or `max_defer_sec` passed, or
@@ -98,7 +106,7 @@ class Priority:
             finally:
                 self.waiting -= 1
         waited = self._clock() - started
-        log.debug("priority.turn", what=what, waited_ms=round(waited * 1000, 1))
+        _log().debug("priority.turn", what=what, waited_ms=round(waited * 1000, 1))
         return waited
 
     def after_interactive(self, run: Callable[[], None]) -> None:
@@ -134,4 +142,4 @@ def background_thread() -> None:
         tid = native()
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)
     except OSError as exc:  # refused or not supported: the turns still hold
-        log.debug("priority.nice.refused", error=str(exc))
+        _log().debug("priority.nice.refused", error=str(exc))

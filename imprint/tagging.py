@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.logs import get_logger
+from imprint.redact import redact
 from imprint.store.records import RECORD_TYPES
 
 if TYPE_CHECKING:
@@ -72,7 +73,9 @@ def model_tags(runtime: Runtime, text: str, source: str = "") -> ModelTags | Non
     request = CompleteRequest(
         messages=(
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": head + text[:MAX_INPUT_CHARS]},
+            # The provider may be a service elsewhere, and tags need no secret: it reads the
+            # text as the write gateway will store it, redacted.
+            {"role": "user", "content": head + redact(text[:MAX_INPUT_CHARS])},
         ),
         deadline=time.monotonic() + cfg.timeout_sec,
         json_schema=TAG_SCHEMA,

@@ -5,7 +5,6 @@ then SQLite): that is not the damage `warning: N results had no record` reports
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
-from imprint.store.applying import applied_count, applying, being_applied
+from imprint.store.applying import Applying
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
@@ -59,20 +58,53 @@ def test_a_search_between_a_writes_vectors_and_its_records_warns_of_nothing(
     assert any("second memory" in hit.record.content for hit in after.hits)
 
 
-def test_ids_are_marked_while_applied_and_each_apply_is_counted(tmp_path: Path) -> None:
-    """Marked ids are seen only during their block, per workspace folder, nested blocks
-    of the same id included; every block that ends counts as an apply, a failed one too."""
-    one, other = tmp_path / "one", tmp_path / "other"
-    before = applied_count(one)
-    with applying(one, ["a", "b"]):
-        assert being_applied(one, ["a", "b", "c"]) == {"a", "b"}
-        assert being_applied(other, ["a"]) == set()
-        with applying(one, ["a"]):
+def test_the_writer_marks_its_ids_in_the_runtime_s_applying(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ids in flight reach searches through the one `Applying` the Runtime hands its
+    writers and its reads, no module state: held mid-apply, the memory's id is marked there
+    and in `ActorReads(rt).applying`, and nowhere in another Runtime's."""
+    writes = Writes(rt)
+    ws = rt.resolve("")
+    entered, release = threading.Event(), threading.Event()
+    original = SqliteWriter.apply
+    held: list[str] = []
+
+    def held_apply(self: SqliteWriter, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        held.extend(r.id for r in batch.upserts)
+        entered.set()
+        assert release.wait(WAIT_SEC)
+        return original(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteWriter, "apply", held_apply)
+    writer = threading.Thread(target=lambda: store_memory(writes, "Tealmoth: held mid-write."))
+    writer.start()
+    try:
+        assert entered.wait(WAIT_SEC)
+        before = rt.applying.applied_count(ws)
+        assert rt.applying.being_applied(ws, held) == set(held) != set()
+        assert ActorReads(rt).applying is rt.applying
+        assert Applying().being_applied(ws, held) == set()
+    finally:
+        release.set()
+        writer.join(WAIT_SEC)
+    assert rt.applying.being_applied(ws, held) == set()
+    assert rt.applying.applied_count(ws) == before + 1
+
+
+def test_ids_are_marked_while_applied_and_each_apply_is_counted() -> None:
+    """Marked ids are seen only during their block, per workspace, nested blocks of the
+    same id included; every block that ends counts as an apply, a failed one too."""
+    marks = Applying()
+    with marks.applying("one", ["a", "b"]):
+        assert marks.being_applied("one", ["a", "b", "c"]) == {"a", "b"}
+        assert marks.being_applied("other", ["a"]) == set()
+        with marks.applying("one", ["a"]):
             pass
-        assert being_applied(one, ["a"]) == {"a"}
-    assert being_applied(one, ["a", "b"]) == set()
-    with pytest.raises(RuntimeError), applying(one, ["c"]):
+        assert marks.being_applied("one", ["a"]) == {"a"}
+    assert marks.being_applied("one", ["a", "b"]) == set()
+    with pytest.raises(RuntimeError), marks.applying("one", ["c"]):
         raise RuntimeError("the apply failed")
-    assert being_applied(one, ["c"]) == set()
-    assert applied_count(one) == before + 3
-    assert applied_count(other) == 0
+    assert marks.being_applied("one", ["c"]) == set()
+    assert marks.applied_count("one") == 3
+    assert marks.applied_count("other") == 0

@@ -336,3 +336,35 @@ def test_the_local_provider_refuses_an_amx_build_on_an_amx_cpu_before_loading(
         CompleteRequest(messages=MESSAGES, deadline=time.monotonic() + 60, max_tokens=4)
     )
     assert done.outcome == "error" and "llama.cpp#20824" in (done.detail or "")
+
+
+@pytest.mark.parametrize(
+    ("cls", "env"),
+    [
+        (AnthropicProvider, "ANTHROPIC_API_KEY"),
+        (GeminiProvider, "GEMINI_API_KEY"),
+        (OpenAIProvider, "OPENAI_API_KEY"),
+        (VllmProvider, ""),
+        (OllamaProvider, ""),
+    ],
+)
+def test_every_http_provider_refuses_a_missing_model_and_key_alike(
+    cls: Any, env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HTTP providers' one shared setup: a missing model, base URL (vllm) or key is one
+    line naming the setting, and a provider with what it needs talks to its base URL."""
+    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    url = "http://127.0.0.1:9"
+    if env:
+        with pytest.raises(ProviderError, match=rf"^tagger.api_key: empty; .* {env}$"):
+            cls(url, "m")
+        monkeypatch.setenv(env, "k-" + "0123456789")
+    with pytest.raises(ProviderError, match=rf"^tagger.model: required for provider {cls.name}$"):
+        cls(url, "")
+    if cls is VllmProvider:
+        with pytest.raises(ProviderError, match=r"^tagger\.base_url: required for provider vllm$"):
+            cls("", "m")
+    provider = cls(url + "/", "m")
+    assert (provider.base_url, provider.model) == (url, "m")
+    provider.close()

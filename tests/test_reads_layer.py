@@ -297,3 +297,43 @@ def test_stop_tries_every_part_and_reports_each_failure(
     alive[0].stop(block=True)
     logged = log_path(data).read_text(encoding="utf-8")
     assert '"runtime.stop_failed"' in logged
+
+
+def test_the_status_row_is_a_read_through_reads(rt: Runtime) -> None:
+    """The status row lives with the reads and takes a `Reads`: the writer's check of the
+    workspace through `Reads.check`, the same row the old address gives."""
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.status import status_row
+    from imprint.writes import repair
+    from imprint.writes.gateway import Writes
+    from imprint.writes.memories import store_memory
+
+    store_memory(Writes(rt), "Tealmoth status: one memory for the status row to count.")
+    row = status_row(ActorReads(rt), "", check=True)
+    assert row.records == 1 and row.consistent and row.store == "embedded"
+    assert repair.status_row(rt, "", True) == row
+    assert not hasattr(Writes, "check")  # one copy of the check, in the reads gateway
+
+
+def test_the_deadline_lives_once_below_reads_and_writes() -> None:
+    """One deadline piece, in the actors' floor that reads, writes and ingest all stand on:
+    the old `imprint.reads.deadline` address gives the very same objects, and no module of
+    writes/ or ingest/ reaches sideways into reads/ for it (imports: moved in parallel)."""
+    import imprint
+    from imprint.actors import deadline
+    from imprint.reads import deadline as old
+
+    assert (old.Deadline, old.Pending, old.Done, old.call_deadline) == (
+        deadline.Deadline,
+        deadline.Pending,
+        deadline.Done,
+        deadline.call_deadline,
+    )
+    root = Path(imprint.__file__).parent
+    sideways = [
+        str(p.relative_to(root))
+        for folder in ("writes", "ingest")
+        for p in sorted((root / folder).rglob("*.py"))
+        if "imprint.reads.deadline" in p.read_text(encoding="utf-8")
+    ]
+    assert sideways in ([], ["writes/imports.py"]), sideways

@@ -32,6 +32,7 @@ from imprint.config import Config
 from imprint.errors import StoreError
 from imprint.logs import get_logger
 from imprint.providers import Provider, make_provider
+from imprint.store.applying import Applying
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import Embedder, QueryEmbedder
 from imprint.store.vectors import close_http_client, open_client
@@ -94,6 +95,8 @@ class Runtime:
         # Interactive calls in flight; background work waits for a turn between its units.
         self.priority = Priority()
         self._started = False
+        # The ids each workspace's writer is applying, for searches (`store.applying`).
+        self.applying = Applying()
 
     # -- start ---------------------------------------------------------------------------
 
@@ -198,7 +201,11 @@ class Runtime:
                     max_file_bytes=ingest.max_file_bytes,
                 )
                 logic = Writer(
-                    store, self.embedder(), min_free_mb=self.config.store.min_free_mb, rechunk=sizes
+                    store,
+                    self.embedder(),
+                    min_free_mb=self.config.store.min_free_mb,
+                    rechunk=sizes,
+                    applying=self.applying,
                 )
                 logic.recover()
                 upkeep = logic.reembed_due() or store.sqlite.text_format() < TEXT_FORMAT

@@ -38,7 +38,7 @@ from imprint.actors.write_messages import (
 )
 from imprint.errors import StoreError, failure_line
 from imprint.logs import get_logger
-from imprint.store.applying import applying
+from imprint.store.applying import Applying
 from imprint.store.check import IndexCheck, RepairReport
 from imprint.store.context import TEXT_FORMAT
 from imprint.store.embedder import DIMENSIONS, Embedder
@@ -62,6 +62,8 @@ class WriteAck(BaseModel):
 
     upserted: int
     deleted: int
+    # (kind, count) of the secrets the write's gateway redacted before sending it.
+    redacted: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -101,8 +103,11 @@ class Writer:
         min_free_mb: int = DEFAULT_MIN_FREE_MB,
         free_bytes: Callable[[Path], int] = free_bytes,
         rechunk: Rechunk | None = None,
+        applying: Applying | None = None,
     ) -> None:
+        """`applying`: where searches see the ids being applied (the Runtime's)."""
         self.store = store
+        self.applying = applying or Applying()
         self.rechunk = rechunk or Rechunk()
         self.embedder = embedder
         self.actor_name = f"Writer[{store.name}]"
@@ -274,7 +279,7 @@ class Writer:
             self._reconnect(strict=True)
         delay("writer.apply")
         # Searches meanwhile see these vectors before their records (`store.applying`).
-        with applying(self.store.folder, (r.id for r in batch.upserts)):
+        with self.applying.applying(self.store.name, (r.id for r in batch.upserts)):
             try:
                 # Chroma's Rust calls keep the interpreter lock: SIGTERM must not need it.
                 with sigterm_kills():

@@ -73,8 +73,8 @@ def status(
     """Counts per project, facts, and whether the two indexes agree."""
     from imprint.actors.lifecycle import running
     from imprint.daemon import ask_status, daemon_alive
-    from imprint.reads.status import StatusRow, format_status
-    from imprint.writes.repair import status_row
+    from imprint.reads.gateway import ActorReads
+    from imprint.reads.status import StatusRow, format_status, status_row
 
     root, config = setup()
     alive = daemon_alive(root)
@@ -83,7 +83,7 @@ def status(
         row = StatusRow.model_validate(ask_status(root, workspace, check))
     else:
         with running(root, config, reindex=False) as runtime:
-            row = status_row(runtime, workspace, check)
+            row = status_row(ActorReads(runtime), workspace, check)
     typer.echo(format_status(row))
     from imprint.cli.watch import watch_lines
 

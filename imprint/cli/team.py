@@ -126,7 +126,8 @@ def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> s
     try:
         embedder = Embedder.from_config(config.embedding)
         store = PostgresStore(pool, WorkspaceName(workspace), embedder)
-        return import_into(parsed, store, actor="import").line(workspace)
+        redact = config.redact.enabled and workspace not in config.redact.keep_secrets_in
+        return import_into(parsed, store, actor="import", redact=redact).line(workspace)
     finally:
         pool.close()
 

@@ -30,6 +30,7 @@ from imprint.reads.search import (
     search,
 )
 from imprint.reads.sources import ListSourcesArgs, source_rows
+from imprint.reads.status import status_row
 from imprint.reads.summary import FileSummaryArgs, summary_row
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.watch import watch_rows
@@ -40,7 +41,6 @@ from imprint.writes.memories import (
     retag_memory,
     supersede_memory,
 )
-from imprint.writes.repair import status_row
 
 __all__ = [
     "PAGE_SIZE",

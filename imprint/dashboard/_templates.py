@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import re
 import time
-from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
-from markupsafe import Markup
 from starlette.templating import Jinja2Templates
 
 from imprint._shown import shown
 from imprint.dashboard._security import CSRF_FIELD
+from imprint.trace.waterfall import escaped
 
 __all__ = ["NAV", "TEMPLATES", "ago", "duration", "href", "stamp"]
 
@@ -41,13 +40,6 @@ class _JoinLines(Extension):
 
     def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
         return _LAYOUT.sub("", source)
-
-
-def _escaped(value: Any) -> Markup:
-    """Every value put into a page: markup stays (a macro's output), the rest is escaped."""
-    if isinstance(value, Markup):
-        return value
-    return Markup(escape("" if value is None else str(value), quote=True))
 
 
 def href(path: str, params: dict[str, Any]) -> str:
@@ -82,9 +74,16 @@ def duration(seconds: float) -> str:
 
 def _environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("imprint.dashboard", "templates"),
+        # The trace package's templates too: a page draws a recall's waterfall from the same
+        # `waterfall.svg` that `imprint trace --svg` writes.
+        loader=ChoiceLoader(
+            [
+                PackageLoader("imprint.dashboard", "templates"),
+                PackageLoader("imprint.trace", "templates"),
+            ]
+        ),
         autoescape=True,
-        finalize=_escaped,
+        finalize=escaped,
         undefined=StrictUndefined,
         extensions=[_JoinLines],
     )

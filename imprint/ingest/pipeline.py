@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from imprint._faults import delay
 from imprint._fs import read_utf8
 from imprint._shown import shown
+from imprint.actors.deadline import Deadline, Pending
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import WriteAck
 from imprint.ingest.chunking import chunk_file
@@ -35,7 +36,6 @@ from imprint.ingest.files import select_files, walk, within
 from imprint.ingest.git import GitListing, blob_sha
 from imprint.ingest.tags import file_kind, lang_of, rule_tags, supported
 from imprint.logs import get_logger
-from imprint.reads.deadline import Deadline, Pending
 from imprint.store.context import chunk_contexts
 from imprint.store.records import (
     Record,

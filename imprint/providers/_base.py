@@ -6,7 +6,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from ipaddress import ip_address
 from typing import Any, Protocol, TypedDict
 from urllib.parse import urlsplit
@@ -18,6 +18,7 @@ from imprint.logs import add_secret
 
 __all__ = [
     "ChatMessage",
+    "HttpProvider",
     "Provider",
     "ProviderError",
     "effective_base_url",
@@ -174,3 +175,50 @@ def check_status(response: httpx.Response, what: str) -> None:
         response.read()
         detail = response.text[:200].replace("\n", " ")
         raise ProviderError(f"{what}: HTTP {response.status_code}: {detail}")
+
+
+class HttpProvider:
+    """What every HTTP provider sets up the same way: the URL it really talks to, a model
+    it must be given, its API key (from the setting or the environment, never logged), one
+    httpx client for all its requests, and `close`. Subclasses add `stream`."""
+
+    name = "http"
+    # The environment variables a key may come from; none: the key is optional.
+    key_env: tuple[str, ...] = ()
+    # Whether an empty `tagger.base_url` is an error (no default server to talk to).
+    needs_base_url = False
+
+    def __init__(self, base_url: str, model: str, key: str = "") -> None:
+        self.base_url = effective_base_url(self.name, base_url)
+        if self.needs_base_url and not self.base_url:
+            raise ProviderError(f"tagger.base_url: required for provider {self.name}")
+        if not model:
+            raise ProviderError(f"tagger.model: required for provider {self.name}")
+        self.model = model
+        self.key = api_key(key, self.key_env) if self.key_env else key
+        add_secret(self.key)
+        # Made last: a setting refused above leaves no client to close.
+        self._client = httpx.Client()
+
+    def _post(
+        self,
+        path: str,
+        *,
+        deadline: float,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> AbstractContextManager[httpx.Response]:
+        """`post_stream` to `path` under the base URL, with this provider's client and name."""
+        return post_stream(
+            self._client,
+            self.name,
+            f"{self.base_url}{path}",
+            deadline=deadline,
+            body=body,
+            headers=headers,
+            params=params,
+        )
+
+    def close(self) -> None:
+        self._client.close()

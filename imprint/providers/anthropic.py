@@ -5,32 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
-from imprint.providers._base import (
-    ChatMessage,
-    ProviderError,
-    api_key,
-    effective_base_url,
-    post_stream,
-    sse_data,
-)
+from imprint.providers._base import ChatMessage, HttpProvider, ProviderError, sse_data
 
 __all__ = ["AnthropicProvider"]
 
 API_VERSION = "2023-06-01"
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     name = "anthropic"
-
-    def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = effective_base_url(self.name, base_url)
-        if not model:
-            raise ProviderError("tagger.model: required for provider anthropic")
-        self.model = model
-        self.key = api_key(key, ("ANTHROPIC_API_KEY",))
-        self._client = httpx.Client()
+    key_env = ("ANTHROPIC_API_KEY",)
 
     def stream(
         self,
@@ -58,14 +42,7 @@ class AnthropicProvider:
             ]
             body["tool_choice"] = {"type": "tool", "name": "answer"}
         headers = {"x-api-key": self.key, "anthropic-version": API_VERSION}
-        with post_stream(
-            self._client,
-            self.name,
-            f"{self.base_url}/v1/messages",
-            deadline=deadline,
-            body=body,
-            headers=headers,
-        ) as response:
+        with self._post("/v1/messages", deadline=deadline, body=body, headers=headers) as response:
             for event in sse_data(response):
                 if event.get("type") == "error":
                     raise ProviderError(f"anthropic: {event.get('error')}")
@@ -75,6 +52,3 @@ class AnthropicProvider:
                 piece = delta.get("text") or delta.get("partial_json")
                 if piece:
                     yield piece
-
-    def close(self) -> None:
-        self._client.close()

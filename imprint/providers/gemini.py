@@ -5,30 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
-from imprint.providers._base import (
-    ChatMessage,
-    ProviderError,
-    api_key,
-    effective_base_url,
-    post_stream,
-    sse_data,
-)
+from imprint.providers._base import ChatMessage, HttpProvider, sse_data
 
 __all__ = ["GeminiProvider"]
 
 
-class GeminiProvider:
+class GeminiProvider(HttpProvider):
     name = "gemini"
-
-    def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = effective_base_url(self.name, base_url)
-        if not model:
-            raise ProviderError("tagger.model: required for provider gemini")
-        self.model = model
-        self.key = api_key(key, ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
-        self._client = httpx.Client()
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def stream(
         self,
@@ -57,11 +41,8 @@ class GeminiProvider:
         if schema is not None:
             body["generationConfig"]["responseMimeType"] = "application/json"
             body["generationConfig"]["responseJsonSchema"] = schema
-        url = f"{self.base_url}/v1beta/models/{self.model}:streamGenerateContent"
-        with post_stream(
-            self._client,
-            self.name,
-            url,
+        with self._post(
+            f"/v1beta/models/{self.model}:streamGenerateContent",
             deadline=deadline,
             body=body,
             headers={"x-goog-api-key": self.key},
@@ -72,6 +53,3 @@ class GeminiProvider:
                     for part in (candidate.get("content") or {}).get("parts", []):
                         if part.get("text"):
                             yield part["text"]
-
-    def close(self) -> None:
-        self._client.close()

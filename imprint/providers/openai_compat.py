@@ -9,41 +9,20 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
-from imprint.logs import add_secret
-from imprint.providers._base import (
-    ChatMessage,
-    ProviderError,
-    api_key,
-    effective_base_url,
-    post_stream,
-    sse_data,
-)
+from imprint.providers._base import ChatMessage, HttpProvider, ProviderError, api_key, sse_data
 
 __all__ = ["OllamaProvider", "OpenAIProvider", "VllmProvider"]
 
 
-class _ChatCompletions:
+class _ChatCompletions(HttpProvider):
     """POST {base}/v1/chat/completions with stream=true; JSON schema as response_format."""
 
     name = "openai-compatible"
-    key_env: tuple[str, ...] = ()
+    needs_base_url = True
     # How the server takes a JSON schema: OpenAI's `json_schema` (vLLM, ollama, llama.cpp's
     # llama-server), or `json_object` with a `schema` (llama-cpp-python's own server, which
     # refuses `json_schema`). A refusal naming response_format switches once per client.
     schema_style = "json_schema"
-
-    def __init__(self, base_url: str, model: str, key: str = "") -> None:
-        self.base_url = effective_base_url(self.name, base_url)
-        if not self.base_url:
-            raise ProviderError(f"tagger.base_url: required for provider {self.name}")
-        if not model:
-            raise ProviderError(f"tagger.model: required for provider {self.name}")
-        self.model = model
-        self.key = key
-        add_secret(key)
-        self._client = httpx.Client()
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"} if self.key else {}
@@ -101,10 +80,8 @@ class _ChatCompletions:
         schema: dict[str, Any] | None,
         max_tokens: int,
     ) -> Iterator[str]:
-        with post_stream(
-            self._client,
-            self.name,
-            f"{self.base_url}/v1/chat/completions",
+        with self._post(
+            "/v1/chat/completions",
             deadline=deadline,
             body=self._body(messages, schema, max_tokens),
             headers=self._headers(),
@@ -114,9 +91,6 @@ class _ChatCompletions:
                     piece = (choice.get("delta") or {}).get("content")
                     if piece:
                         yield piece
-
-    def close(self) -> None:
-        self._client.close()
 
 
 class VllmProvider(_ChatCompletions):
@@ -138,20 +112,14 @@ class OpenAIProvider(_ChatCompletions):
     key_env = ("OPENAI_API_KEY",)
 
     def __init__(self, base_url: str, model: str, key: str = "") -> None:
+        # The key is checked before the model here, as it always was for openai.
         super().__init__(base_url, model, api_key(key, self.key_env))
 
 
-class OllamaProvider:
+class OllamaProvider(HttpProvider):
     """Ollama's own /api/chat: NDJSON stream, and `format` carries the JSON schema."""
 
     name = "ollama"
-
-    def __init__(self, base_url: str, model: str) -> None:
-        self.base_url = effective_base_url(self.name, base_url)
-        if not model:
-            raise ProviderError("tagger.model: required for provider ollama")
-        self.model = model
-        self._client = httpx.Client()
 
     def stream(
         self,
@@ -171,9 +139,7 @@ class OllamaProvider:
         }
         if schema is not None:
             body["format"] = schema
-        with post_stream(
-            self._client, self.name, f"{self.base_url}/api/chat", deadline=deadline, body=body
-        ) as response:
+        with self._post("/api/chat", deadline=deadline, body=body) as response:
             for line in response.iter_lines():
                 if not line.strip():
                     continue
@@ -185,6 +151,3 @@ class OllamaProvider:
                     yield piece
                 if event.get("done"):
                     return
-
-    def close(self) -> None:
-        self._client.close()

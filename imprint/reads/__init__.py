@@ -4,7 +4,7 @@ A tool and a recall step call the same function here, so clamps, filters and wor
 cannot drift apart. Nothing here knows MCP.
 """
 
-from imprint.reads.deadline import Deadline, Pending, call_deadline
+from imprint.actors.deadline import Deadline, Pending, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
 
 __all__ = ["ActorReads", "Deadline", "Pending", "Reads", "call_deadline"]

@@ -1,9 +1,6 @@
-"""One deadline per call, reaching every read the call causes.
-
-A tool call (or CLI command) binds its deadline once at the edge; a recall step binds the
-recall's. Row functions wait on their reads with `Deadline.wait`, which gives each wait only
-what is left, and every reader message they send carries the same instant, so a reader that
-takes it too late skips it instead of doing work nobody waits for.
+"""One deadline per call (`imprint.actors.deadline`, by its old address too: the hook's
+briefing, the session capture and the imports import it from here), and the part of a
+caller's deadline a call keeps for its own tail (`Reserve`).
 """
 
 from __future__ import annotations
@@ -13,12 +10,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, Protocol, TypeVar
 
-import pykka
-
-from imprint.actors._trace import bind_deadline, bound_deadline
-from imprint.errors import DeadlineExceeded
+from imprint.actors.deadline import Deadline, Done, Pending, call_deadline
 
 __all__ = [
     "RESERVE_FLOOR_SEC",
@@ -30,53 +23,6 @@ __all__ = [
     "call_deadline",
     "cpu_contention",
 ]
-
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-
-
-class Pending(Protocol[T_co]):
-    def get(self, *, timeout: float | None = None) -> T_co: ...
-
-
-class Done(Generic[T]):
-    """An answer that is already there (a read done in the caller's thread)."""
-
-    def __init__(self, value: T) -> None:
-        self.value = value
-
-    def get(self, *, timeout: float | None = None) -> T:
-        return self.value
-
-
-class Deadline:
-    """One deadline for a group of waits: each wait gets only what is left."""
-
-    def __init__(self, seconds: float, *, at: float | None = None) -> None:
-        self.at = time.monotonic() + seconds if at is None else at
-        self.seconds = seconds
-
-    def left(self) -> float:
-        return max(0.0, self.at - time.monotonic())
-
-    def wait(self, pending: Pending[T], what: str) -> T:
-        try:
-            return pending.get(timeout=self.left())
-        except pykka.Timeout as exc:
-            raise DeadlineExceeded(f"{what}: no answer within {self.seconds:g} s") from exc
-
-
-@contextmanager
-def call_deadline(seconds: float) -> Iterator[Deadline]:
-    """The deadline of the call in progress: the one already bound (a recall step's, a tool
-    call's), or a new one `seconds` from now, bound for the messages this call sends."""
-    at = bound_deadline()
-    if at is not None:
-        yield Deadline(max(0.0, at - time.monotonic()), at=at)
-        return
-    deadline = Deadline(seconds)
-    with bind_deadline(deadline.at):
-        yield deadline
 
 
 # What a call keeps of its caller's deadline for what comes after its last wait (merge,

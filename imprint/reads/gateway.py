@@ -13,24 +13,33 @@ from typing import Any, Protocol, TypeVar
 
 from imprint._primed import Primed
 from imprint.actors import read_messages as m
+from imprint.actors.deadline import Deadline, Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Hits
-from imprint.reads.deadline import Deadline, Pending, call_deadline
+from imprint.actors.write_messages import Check
+from imprint.store.applying import Applying
+from imprint.store.check import IndexCheck
 from imprint.types import WorkspaceName
 
-__all__ = ["ActorReads", "Hits", "Reads"]
+__all__ = ["STATUS_TIMEOUT_SEC", "ActorReads", "Hits", "Reads"]
+
+STATUS_TIMEOUT_SEC = 120.0
 
 R = TypeVar("R")
 
 
 class Reads(Protocol):
     runtime: Runtime
+    applying: Applying  # what the writers are applying now (`store.applying`)
 
     def open(self, workspace: str) -> WorkspaceName: ...
     def deadline(self) -> AbstractContextManager[Deadline]: ...
     def prime_vectors(self, queries: list[m.VectorQuery]) -> None: ...
     def drop_primed(self, queries: list[m.VectorQuery]) -> None: ...
     def ask(self, msg: m.ReadMessage[R]) -> Pending[R]: ...
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck: ...
 
 
 _Key = tuple[WorkspaceName, str, int, Any]
@@ -54,6 +63,7 @@ class _Picked:
 class ActorReads:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self.applying = runtime.applying
         # Each entry answers the very VectorQuery it is keyed by, so it is of that query's
         # answer type; typed loosely because `ask` cannot name R from an isinstance.
         self._primed: Primed[_Key, Pending[Any]] = Primed()
@@ -95,3 +105,12 @@ class ActorReads:
         ws = self.runtime.resolve(workspace)
         self.runtime.workspace(ws)
         return ws
+
+    def check(
+        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
+    ) -> IndexCheck:
+        """The workspace's counts and whether its two indexes agree (record by record with
+        `deep`). A read the writer answers: in its mailbox, no write is half-applied while
+        the indexes are compared."""
+        with call_deadline(seconds) as deadline:
+            return deadline.wait(self.runtime.writer(ws).check(Check(deep=deep)), "status")

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.deadline import Deadline, Pending
 from imprint.actors.read_messages import (
     ListSources,
     Projects,
@@ -18,7 +19,6 @@ from imprint.actors.read_messages import (
     WithTopic,
 )
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clamp, clip, one_line
 from imprint.reads.memory import check_id

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import FetchRecords, Neighbors, SupersedeLinks
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import clamp
 from imprint.reads.memory import check_id

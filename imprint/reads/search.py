@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from imprint._faults import fail
+from imprint.actors.deadline import Deadline, Pending
 from imprint.actors.read_messages import (
     FetchRecords,
     LexicalAndPhrase,
@@ -28,7 +28,6 @@ from imprint.actors.read_messages import (
 from imprint.config import SearchConfig
 from imprint.errors import DeadlineExceeded, InputError
 from imprint.logs import get_logger
-from imprint.reads.deadline import Deadline, Pending
 from imprint.reads.gateway import Reads
 from imprint.reads.layout import (
     Block,
@@ -40,11 +39,10 @@ from imprint.reads.layout import (
     superseded_note,
 )
 from imprint.reads.ranking import Fusion, Ranking, Why, by_source, fuse, rerank
-from imprint.store.applying import applied_count, being_applied
+from imprint.store.applying import Applying
 from imprint.store.lexical import check_query
 from imprint.store.records import RECORD_TYPES, Filters, Record
 from imprint.types import MemoryId, WorkspaceName
-from imprint.workspaces import workspace_dir
 
 __all__ = [
     "HINT",
@@ -246,8 +244,8 @@ class _Sent(NamedTuple):
     vector: Pending[Ranking] | None
     lexical: Pending[Ranking] | None
     both: Pending[tuple[Ranking, Ranking]] | None  # the BM25 ranking and its phrase block
-    folder: Path  # the workspace's folder (`store.applying`)
-    applied: int  # writes applied to it before these reads were asked
+    applying: Applying  # what the writers are applying now (`store.applying`)
+    applied: int  # writes applied to the workspace before these reads were asked
 
 
 class _Ranked(NamedTuple):
@@ -267,8 +265,7 @@ def _reranks(mode: Mode, fusion: Fusion) -> bool:
 def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
     mode, text, filters = asked.mode, asked.text, asked.filters
     pool = candidates(asked)
-    folder = workspace_dir(reads.runtime.data_dir, workspace)
-    applied = applied_count(folder)
+    applied = reads.applying.applied_count(workspace)
     vector = lexical = both = None
     if mode in ("hybrid", "semantic"):
         vector = reads.ask(_vector_query(workspace, asked))
@@ -282,7 +279,7 @@ def _send(reads: Reads, workspace: WorkspaceName, asked: Search) -> _Sent:
         lexical = reads.ask(
             LexicalQuery(workspace=workspace, text=text, limit=pool, filters=filters)
         )
-    return _Sent(asked, workspace, vector, lexical, both, folder, applied)
+    return _Sent(asked, workspace, vector, lexical, both, reads.applying, applied)
 
 
 def _rank(sent: _Sent, fusion: Fusion, deadline: Deadline) -> _Ranked:
@@ -355,9 +352,9 @@ def _orphans(missing: list[MemoryId], sent: _Sent) -> int:
     """How many of the candidates without a record count as damage: none when a write
     was applied to the workspace since the search's reads were asked, else those no
     write is applying now."""
-    if not missing or applied_count(sent.folder) != sent.applied:
+    if not missing or sent.applying.applied_count(sent.workspace) != sent.applied:
         return 0
-    return len(missing) - len(being_applied(sent.folder, missing))
+    return len(missing) - len(sent.applying.being_applied(sent.workspace, missing))
 
 
 def history_below(

@@ -7,10 +7,9 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-from imprint.reads.status import format_status
+from imprint.reads.status import format_status, status_row
 from imprint.tools._app import READ, App, run_tool, tool
 from imprint.watch import format_watch, watch_rows
-from imprint.writes.repair import status_row
 
 __all__ = ["register"]
 
@@ -23,6 +22,6 @@ def register(server: MCPServer, app: App) -> None:
     ) -> str:
         """Workspace health: records and sources per project, facts, and whether the vector
         and lexical indexes agree."""
-        row = await run_tool(status_row, app.runtime, workspace, check)
+        row = await run_tool(status_row, app.reads, workspace, check)
         watched = format_watch(watch_rows(app.runtime.data_dir))
         return "\n".join([format_status(row), *watched])

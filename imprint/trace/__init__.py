@@ -13,10 +13,12 @@ from imprint.trace.show import load_recalls, render_trace
 from imprint.trace.waterfall import (
     Bar,
     RecallSummary,
+    SvgPicture,
     Waterfall,
     build_waterfall,
     recall_summaries,
     render_svg,
+    svg_picture,
     write_svg,
 )
 
@@ -25,6 +27,7 @@ __all__ = [
     "Bar",
     "Event",
     "RecallSummary",
+    "SvgPicture",
     "Waterfall",
     "build_waterfall",
     "load_recalls",
@@ -35,5 +38,6 @@ __all__ = [
     "recall_summaries",
     "render_svg",
     "render_trace",
+    "svg_picture",
     "write_svg",
 ]

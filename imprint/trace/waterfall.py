@@ -3,15 +3,20 @@
 The events are `imprint.trace.log`'s. An `actor.message` is logged when its handler ends, so
 its run started `run_ms` earlier and it entered the mailbox `queue_ms` before that.
 
-The dashboard and `imprint trace --svg` draw the same picture from the same function.
+The dashboard and `imprint trace --svg` draw the same picture from the same template,
+`templates/waterfall.svg`, autoescaped: names in the log never become markup.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from html import escape
 from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from imprint.errors import ImprintError
 from imprint.trace.log import Event, read_outcome, read_recall_events
@@ -20,10 +25,13 @@ from imprint.types import Outcome
 __all__ = [
     "Bar",
     "RecallSummary",
+    "SvgPicture",
     "Waterfall",
     "build_waterfall",
+    "escaped",
     "recall_summaries",
     "render_svg",
+    "svg_picture",
     "write_svg",
 ]
 
@@ -112,9 +120,9 @@ def _question(start: Event) -> str:
     return f"question of {chars} chars, sha {sha}" if isinstance(chars, int) else ""
 
 
-def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
-    """The rows of one recall: gather, each step with its reads under it, model phases."""
-    wf = Waterfall(recall_id=recall_id)
+def _recall_events(wf: Waterfall, events: list[Event]) -> tuple[Event | None, list[str]]:
+    """What the recall's own events say (its start, question, timeout, outcome, total) into
+    `wf`; its start event and the tools of its plan's steps."""
     start_event = next((e for e in events if e.get("event") == "recall.start"), None)
     tools: list[str] = []
     if start_event is not None:
@@ -123,16 +131,27 @@ def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
         if isinstance(start_event.get("timeout_sec"), int | float):
             wf.timeout_sec = float(start_event["timeout_sec"])
         tools = [str(t) for t in start_event.get("tools") or []]
-    timed_out: dict[int, Event] = {}
     for e in events:
-        if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int):
-            timed_out[e["step"]] = e
-            if wf.timeout_sec is None and isinstance(e.get("timeout_sec"), int | float):
-                wf.timeout_sec = float(e["timeout_sec"])
+        timeout = e.get("timeout_sec")
+        late = e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int)
+        if late and wf.timeout_sec is None and isinstance(timeout, int | float):
+            wf.timeout_sec = float(timeout)
         if e.get("event") == "recall.done":
             wf.outcome = read_outcome(e.get("outcome"))
             if isinstance(e.get("total_ms"), int | float):
                 wf.total_ms = float(e["total_ms"])
+    return start_event, tools
+
+
+def build_waterfall(recall_id: str, events: list[Event]) -> Waterfall:
+    """The rows of one recall: gather, each step with its reads under it, model phases."""
+    wf = Waterfall(recall_id=recall_id)
+    start_event, tools = _recall_events(wf, events)
+    timed_out: dict[int, Event] = {
+        e["step"]: e
+        for e in events
+        if e.get("event") == "recall.step.timeout" and isinstance(e.get("step"), int)
+    }
     messages = [e for e in events if e.get("event") == "actor.message" and _when(e) is not None]
     spans: list[tuple[Event, float, float, float]] = []
     for e in messages:
@@ -279,8 +298,115 @@ def _tick_step(span: float) -> float:
     return span / 8
 
 
-def render_svg(wf: Waterfall) -> str:
-    """A self-contained SVG (presentation attributes only: no CSS, no script needed)."""
+@dataclass(frozen=True)
+class _Row:
+    """One bar's place on the picture; the template escapes every string in it."""
+
+    kind: str
+    step: int | None
+    outcome: str
+    classes: str
+    tip: str
+    slowest: bool
+    y: int
+    indent: int
+    bold: bool
+    label: str
+    bar_h: int
+    top: float
+    queue_x: float | None
+    queue_w: float | None
+    run_x: float
+    run_w: float
+    fill: str
+    mark: str
+    mark_x: float
+    mark_inside: bool
+    mark_colour: str
+
+
+@dataclass(frozen=True)
+class SvgPicture:
+    """The numbers and texts `templates/waterfall.svg` draws."""
+
+    title: str
+    height: int
+    ticks: list[tuple[float, str]]
+    rows: list[_Row]
+    deadline_x: float | None
+    deadline: str
+    width: int = _WIDTH
+    top: int = _TOP
+    row_h: int = _ROW_H
+    chart_x: int = _CHART_X
+
+
+def escaped(value: object) -> Markup:
+    """Every value put into a template: markup stays (a macro's output), the rest escaped the
+    way `html.escape` spells it (`&#x27;`, `&quot;`), for this picture and the dashboard's
+    pages alike."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(escape("" if value is None else str(value), quote=True))
+
+
+_TEMPLATES = Environment(
+    loader=PackageLoader("imprint.trace", "templates"),
+    autoescape=True,
+    finalize=escaped,
+    undefined=StrictUndefined,
+    # Block tags sit on lines of their own; the lines between them are the output's lines.
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _row(bar: Bar, i: int, x: Callable[[float], float], scale: float) -> _Row:
+    y = _TOP + i * _ROW_H
+    marked = bar.outcome in MARKED
+    classes = ["bar", f"kind-{bar.kind}", f"outcome-{bar.outcome}"]
+    if bar.slowest:
+        classes.append("slowest")
+    tip = (
+        f"{bar.label} ({bar.actor or '-'}): queue {bar.queue_ms:.1f} ms, run "
+        f"{bar.run_ms:.1f} ms, {bar.outcome}" + (f"; {bar.note}" if bar.note else "")
+    )
+    bar_h = 14 if bar.depth == 0 else 10
+    mark = f"{bar.total_ms:.1f} ms"
+    if marked:
+        mark = f"{bar.outcome.upper()} · {mark}"
+    if bar.slowest:
+        mark += " · slowest"
+    after = x(bar.end_at) + 4
+    # No room after the bar: the mark goes inside the bar's end instead.
+    inside = after + 6.5 * len(mark) > _WIDTH
+    return _Row(
+        kind=bar.kind,
+        step=bar.step,
+        outcome=str(bar.outcome),
+        classes=" ".join(classes),
+        tip=tip,
+        slowest=bar.slowest,
+        y=y,
+        indent=14 * bar.depth + 6,
+        bold=bar.kind == "step",
+        label=bar.label[:40],
+        bar_h=bar_h,
+        top=y + (_ROW_H - bar_h) / 2,
+        queue_x=x(bar.queued_at) if bar.queue_ms > 0 else None,
+        queue_w=max(1.0, round(bar.queue_ms * scale, 2)) if bar.queue_ms > 0 else None,
+        run_x=x(bar.run_at),
+        run_w=max(1.0, round(bar.run_ms * scale, 2)),
+        fill=_OUTCOME_FILL.get(bar.outcome, _FILL.get(bar.kind, "#3b6fb6")),
+        mark=mark,
+        mark_x=x(bar.end_at) - 4 if inside else after,
+        mark_inside=inside,
+        mark_colour="#ffffff" if inside else ("#c8372d" if marked else "#444"),
+    )
+
+
+def svg_picture(wf: Waterfall) -> SvgPicture:
+    """Where everything of the waterfall goes: the template's one argument (`svg`)."""
     rows = wf.bars
     height = _TOP + max(1, len(rows)) * _ROW_H + 30
     span = max([b.end_at for b in rows] + [wf.deadline_ms or 0.0, 1.0])
@@ -293,97 +419,25 @@ def render_svg(wf: Waterfall) -> str:
     title = f"recall {wf.recall_id}"
     if wf.question:
         title += f": {wf.question}"
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="waterfall" width="{_WIDTH}" '
-        f'height="{height}" viewBox="0 0 {_WIDTH} {height}" role="img" '
-        f'aria-label="{escape(title)}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(title)}</title>",
-        f'<rect x="0" y="0" width="{_WIDTH}" height="{height}" fill="#ffffff"/>',
-    ]
+    ticks = []
     tick = _tick_step(span)
     t = 0.0
     while t <= span:
-        out.append(
-            f'<line x1="{x(t)}" y1="{_TOP - 6}" x2="{x(t)}" y2="{height - 24}" '
-            'stroke="#e4e7eb" stroke-width="1"/>'
-            f'<text x="{x(t)}" y="{_TOP - 10}" text-anchor="middle" fill="#555">'
-            f"{t:g} ms</text>"
-        )
+        ticks.append((x(t), f"{t:g} ms"))
         t += tick
-    if not rows:
-        out.append(
-            f'<text x="{_CHART_X}" y="{_TOP + 14}" fill="#555">'
-            "no traced messages for this recall (a plain search has no steps)</text>"
-        )
-    for i, bar in enumerate(rows):
-        y = _TOP + i * _ROW_H
-        marked = bar.outcome in MARKED
-        classes = ["bar", f"kind-{bar.kind}", f"outcome-{bar.outcome}"]
-        if bar.slowest:
-            classes.append("slowest")
-        step_attr = f' data-step="{bar.step}"' if bar.step is not None else ""
-        tip = (
-            f"{bar.label} ({bar.actor or '-'}): queue {bar.queue_ms:.1f} ms, run "
-            f"{bar.run_ms:.1f} ms, {bar.outcome}" + (f"; {bar.note}" if bar.note else "")
-        )
-        out.append(
-            f'<g class="{" ".join(classes)}" data-kind="{bar.kind}"{step_attr} '
-            f'data-outcome="{escape(bar.outcome)}"><title>{escape(tip)}</title>'
-        )
-        if bar.slowest:
-            out.append(f'<rect x="0" y="{y}" width="{_WIDTH}" height="{_ROW_H}" fill="#fff4d6"/>')
-        indent = 14 * bar.depth + 6
-        weight = ' font-weight="bold"' if bar.kind == "step" else ""
-        out.append(
-            f'<text x="{indent}" y="{y + 15}" fill="#222"{weight}>{escape(bar.label[:40])}</text>'
-        )
-        bar_h = 14 if bar.depth == 0 else 10
-        top = y + (_ROW_H - bar_h) / 2
-        if bar.queue_ms > 0:
-            out.append(
-                f'<rect class="queue" x="{x(bar.queued_at)}" y="{top}" '
-                f'width="{max(1.0, round(bar.queue_ms * scale, 2))}" height="{bar_h}" '
-                'fill="#d5dbe3"/>'
-            )
-        fill = _OUTCOME_FILL.get(bar.outcome, _FILL.get(bar.kind, "#3b6fb6"))
-        stroke = ' stroke="#b8860b" stroke-width="2"' if bar.slowest else ""
-        out.append(
-            f'<rect class="run" x="{x(bar.run_at)}" y="{top}" '
-            f'width="{max(1.0, round(bar.run_ms * scale, 2))}" height="{bar_h}" '
-            f'fill="{fill}"{stroke}/>'
-        )
-        label = f"{bar.total_ms:.1f} ms"
-        if marked:
-            label = f"{bar.outcome.upper()} · {label}"
-        if bar.slowest:
-            label += " · slowest"
-        after = x(bar.end_at) + 4
-        colour = "#c8372d" if marked else "#444"
-        if after + 6.5 * len(label) > _WIDTH:
-            # No room after the bar: write it inside the bar's end instead.
-            place = f'x="{x(bar.end_at) - 4}" text-anchor="end"'
-            colour = "#ffffff"
-        else:
-            place = f'x="{after}"'
-        out.append(
-            f'<text class="mark" {place} y="{y + 15}" fill="{colour}">{escape(label)}</text>'
-        )
-        out.append("</g>")
-    if wf.deadline_ms is not None:
-        dx = x(wf.deadline_ms)
-        out.append(
-            f'<g class="deadline"><line x1="{dx}" y1="{_TOP - 4}" x2="{dx}" y2="{height - 22}" '
-            'stroke="#c8372d" stroke-width="2" stroke-dasharray="6 4"/>'
-            f'<text x="{dx}" y="{height - 8}" text-anchor="middle" fill="#c8372d">'
-            f"deadline {wf.deadline_ms:.0f} ms</text></g>"
-        )
-    legend_y = height - 8
-    out.append(
-        f'<text x="6" y="{legend_y}" fill="#555">light grey: queue wait · colour: run · '
-        "orange: timeout · red: error · grey: skipped late</text>"
+    return SvgPicture(
+        title=title,
+        height=height,
+        ticks=ticks,
+        rows=[_row(bar, i, x, scale) for i, bar in enumerate(rows)],
+        deadline_x=x(wf.deadline_ms) if wf.deadline_ms is not None else None,
+        deadline=f"deadline {wf.deadline_ms:.0f} ms" if wf.deadline_ms is not None else "",
     )
-    out.append("</svg>")
-    return "\n".join(out)
+
+
+def render_svg(wf: Waterfall) -> str:
+    """A self-contained SVG (presentation attributes only: no CSS, no script needed)."""
+    return _TEMPLATES.get_template("waterfall.svg").render(svg=svg_picture(wf))
 
 
 def write_svg(logs: list[Path], recall: str, out: Path) -> str:

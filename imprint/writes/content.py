@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import SourceEntryQuery
 from imprint.errors import InputError
 from imprint.ingest.fetch import fetch_page, page_text
 from imprint.ingest.pipeline import IngestReport, Progress, build_records, ingest_path
-from imprint.reads.deadline import Deadline
 from imprint.store.records import SourceEntry, SourceType, WriteBatch, check_project, content_sha
 from imprint.types import WorkspaceName
+from imprint.writes._redaction import redaction_note
 from imprint.writes.gateway import Writes
 
 __all__ = [
@@ -46,8 +47,9 @@ def index_text(
     lang: str = "",
     validators: str = "",
     argument: str = "content",
-) -> int:
-    """Replace the source `name` with the chunks of `text`; how many chunks.
+) -> tuple[int, str]:
+    """Replace the source `name` with the chunks of `text`; how many chunks, and the note
+    of the secrets redacted from them (`redaction_note`; empty when none were).
 
     Refused (nothing written) past MAX_CONTENT_CHARS or ingest.max_chunks_per_source."""
     if len(text) > MAX_CONTENT_CHARS:
@@ -79,8 +81,8 @@ def index_text(
         chunk_count=len(records),
         validators=validators,
     )
-    writes.write(ws, WriteBatch(upserts=tuple(records), set_sources=(entry,)))
-    return len(records)
+    ack = writes.write(ws, WriteBatch(upserts=tuple(records), set_sources=(entry,)))
+    return len(records), redaction_note(ack.redacted)
 
 
 def _entry(
@@ -112,7 +114,7 @@ def ingest_text(
             f"{project or '-'!r}; ingest_content replaces only its own texts, choose another name"
         )
     lang = "markdown" if label.endswith((".md", ".markdown")) else ""
-    chunks = index_text(
+    chunks, note = index_text(
         writes,
         label,
         content,
@@ -121,7 +123,9 @@ def ingest_text(
         source_type="content",
         lang=lang or ("markdown" if content.lstrip().startswith("#") else ""),
     )
-    return f"ingested {label!r}: {chunks} chunks (replacing any earlier content of that name)"
+    return (
+        f"ingested {label!r}: {chunks} chunks (replacing any earlier content of that name)" + note
+    )
 
 
 def ingest_roots(configured: list[str], cwd: Path | None, extra: list[Path]) -> list[Path]:
@@ -215,7 +219,7 @@ def fetch_and_index(writes: Writes, url: str, project: str = "", workspace: str 
         raise InputError(f"url: {source!r} holds no text; nothing was stored")
     if entry is not None and entry.sha == content_sha(text):
         return f"unchanged: {source} (same content; {entry.chunk_count} chunks kept)"
-    chunks = index_text(
+    chunks, note = index_text(
         writes,
         source,
         text,
@@ -227,4 +231,4 @@ def fetch_and_index(writes: Writes, url: str, project: str = "", workspace: str 
         argument="url",
     )
     via = f" (redirected to {page.final_url})" if page.final_url != source else ""
-    return f"ingested {source}{via}: {chunks} chunks"
+    return f"ingested {source}{via}: {chunks} chunks{note}"

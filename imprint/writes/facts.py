@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import FactById, FactQuery
 from imprint.errors import InputError
-from imprint.reads.deadline import Deadline
 from imprint.store.records import Fact, WriteBatch, make_id
+from imprint.writes._redaction import redaction_note
 from imprint.writes.gateway import Writes
 
 __all__ = ["edit_facts", "fact_part"]
@@ -57,7 +58,9 @@ def edit_facts(
             valid_from=now,
             source=source.strip()[:300],
         )
-        writes.write(ws, WriteBatch(add_facts=(fact,)))
+        ack = writes.write(ws, WriteBatch(add_facts=(fact,)))
+        if ack.redacted:  # the fact as stored, not the secret the caller sent
+            return f"added fact:{fact.id}{redaction_note(ack.redacted)}"
         return f"added fact:{fact.id} ({s} | {p} | {o})"
     fid = fact_id.removeprefix("fact:").strip() if isinstance(fact_id, str) else ""
     if not fid:

@@ -1,7 +1,7 @@
 """How everything above the actors writes: one gateway to the workspaces' writers.
 
 `Writes.open` resolves a workspace once and opens it; every later call takes that
-`WorkspaceName`. A call sends the workspace's writer one typed message (`Write`, `Check`,
+`WorkspaceName`. A call sends the workspace's writer one typed message (`Write`,
 `Repair`, `SourceState`) and waits for its answer under the call's deadline: the one already
 bound (a tool call's, a recall step's), or one of the write's own length from now.
 
@@ -17,20 +17,32 @@ from pathlib import Path
 
 import numpy as np
 
+from imprint.actors.deadline import Pending, call_deadline
 from imprint.actors.lifecycle import Runtime
-from imprint.actors.write_messages import Backup, Check, Repair, SourceState, Write
+from imprint.actors.write_messages import Backup, Repair, SourceState, Write
 from imprint.actors.writer import WriteAck
-from imprint.reads.deadline import Pending, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
-from imprint.store.check import IndexCheck, RepairReport
+from imprint.store.check import RepairReport
 from imprint.store.records import SourceEntry, WriteBatch
 from imprint.types import WorkspaceName
+from imprint.writes._redaction import redacted_batch, redacts
 
-__all__ = ["REPAIR_TIMEOUT_SEC", "STATUS_TIMEOUT_SEC", "WRITE_TIMEOUT_SEC", "Writes"]
+__all__ = ["REPAIR_TIMEOUT_SEC", "WRITE_TIMEOUT_SEC", "Writes"]
 
 WRITE_TIMEOUT_SEC = 120.0
-STATUS_TIMEOUT_SEC = 120.0
 REPAIR_TIMEOUT_SEC = 3600.0  # re-embedding a large workspace takes minutes
+
+
+class _Counted:
+    """A write's pending answer that also says what was redacted from it."""
+
+    def __init__(self, pending: Pending[WriteAck], redacted: tuple[tuple[str, int], ...]):
+        self._pending = pending
+        self._redacted = redacted
+
+    def get(self, *, timeout: float | None = None) -> WriteAck:
+        ack = self._pending.get(timeout=timeout)
+        return ack.model_copy(update={"redacted": self._redacted})
 
 
 class Writes:
@@ -68,8 +80,19 @@ class Writes:
     def send(
         self, ws: WorkspaceName, batch: WriteBatch, embeddings: np.ndarray | None = None
     ) -> Pending[WriteAck]:
-        """Send a write without waiting (an ingest embeds the next file meanwhile)."""
-        return self.runtime.writer(ws).write(Write(batch=batch), embeddings)
+        """Send a write without waiting (an ingest embeds the next file meanwhile). Every
+        write passes here, so this is where its secrets are redacted (`_redaction`)."""
+        found: dict[str, int] = {}
+        if redacts(self.runtime.config, ws):
+            batch, kinds, changed = redacted_batch(batch)
+            found = dict(kinds)
+            if changed and embeddings is not None and len(embeddings) == len(batch.upserts):
+                # The vectors given were made from the secret: made again from what is kept.
+                embeddings = embeddings.copy()
+                texts = [batch.upserts[i].indexed_text for i in changed]
+                embeddings[changed] = self.runtime.embedder().embed(texts)
+        pending = self.runtime.writer(ws).write(Write(batch=batch), embeddings)
+        return _Counted(pending, tuple(sorted(found.items()))) if found else pending
 
     def write(
         self,
@@ -85,13 +108,6 @@ class Writes:
     def source_state(self, ws: WorkspaceName, project: str) -> Pending[dict[str, SourceEntry]]:
         """The registry's entry of every file source of `project` (see `Writer.source_state`)."""
         return self.runtime.writer(ws).source_state(SourceState(project=project))
-
-    def check(
-        self, ws: WorkspaceName, deep: bool = False, *, seconds: float = STATUS_TIMEOUT_SEC
-    ) -> IndexCheck:
-        # Through the writer's mailbox: no write is half-applied while the indexes are compared.
-        with call_deadline(seconds) as deadline:
-            return deadline.wait(self.runtime.writer(ws).check(Check(deep=deep)), "status")
 
     def repair(self, ws: WorkspaceName) -> RepairReport:
         with call_deadline(REPAIR_TIMEOUT_SEC) as deadline:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import (
     FetchRecords,
     Newest,
@@ -17,7 +18,6 @@ from imprint.actors.read_messages import (
 )
 from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
-from imprint.reads.deadline import Deadline
 from imprint.reads.memory import check_id
 from imprint.reads.neighbors import superseded_among
 from imprint.store.records import (
@@ -34,6 +34,7 @@ from imprint.store.records import (
 )
 from imprint.tagging import model_tags
 from imprint.types import MemoryId, WorkspaceName
+from imprint.writes._redaction import redaction_note
 from imprint.writes.gateway import Writes
 
 __all__ = [
@@ -67,6 +68,8 @@ class Stored(BaseModel):
     supersedes: tuple[MemoryId, ...] = ()
     # Set when the memory found says the same in other words (`store.near_duplicate`).
     similarity: float | None = None
+    # (kind, count) of the secrets redacted before it was written.
+    redacted: tuple[tuple[str, int], ...] = ()
 
     def line(self) -> str:
         """The store tool's answer: `stored ID`, `already stored as ID` or `already stored
@@ -74,6 +77,7 @@ class Stored(BaseModel):
         head = f"already stored as {self.id}" if self.existed else f"stored {self.id}"
         if self.similarity is not None:
             head += f" (similar, {self.similarity:.2f})"
+        head += redaction_note(self.redacted)
         return head + (f"; supersedes {', '.join(self.supersedes)}" if self.supersedes else "")
 
 
@@ -221,8 +225,8 @@ def remember(
         content_sha=content_sha(text),
         tagged_by="model" if model is not None else "rules",
     )
-    writes.write(ws, WriteBatch(upserts=(record,), supersede=links))
-    return Stored(id=record.id, supersedes=old)
+    ack = writes.write(ws, WriteBatch(upserts=(record,), supersede=links))
+    return Stored(id=record.id, supersedes=old, redacted=ack.redacted)
 
 
 def restore_memories(writes: Writes, ids: list[str], workspace: str = "") -> str:

@@ -1,9 +1,12 @@
-"""The writer's check and repair of a workspace's two indexes (`status`, `imprint repair`)."""
+"""The writer's repair of a workspace's two indexes (`imprint repair`); and `status_row` by
+its old address, for the daemon's status handler (the row itself is a read:
+`imprint.reads.status.status_row`)."""
 
 from __future__ import annotations
 
-from imprint._faults import fail
 from imprint.actors.lifecycle import Runtime
+from imprint.reads import status
+from imprint.reads.gateway import ActorReads
 from imprint.reads.status import StatusRow
 from imprint.store.check import RepairReport
 from imprint.writes.gateway import Writes
@@ -12,13 +15,9 @@ __all__ = ["repair_workspace", "status_row"]
 
 
 def status_row(runtime: Runtime, workspace: str = "", check: bool = False) -> StatusRow:
-    """Counts per project, facts, and whether the vector and lexical indexes agree (record
-    by record with `check`), from the workspace's writer."""
-    fail("status.row")  # a bug in a tool's row function (tests/test_error_lines.py)
-    writes = Writes(runtime)
-    ws = writes.open(workspace, create=False)
-    found = writes.check(ws, deep=check)
-    return StatusRow.of(ws, runtime.workspace(ws).chroma_url or "embedded", found)
+    """`imprint.reads.status.status_row` through the runtime's reads (the daemon's status
+    handler and older callers ask by this address)."""
+    return status.status_row(ActorReads(runtime), workspace, check)
 
 
 def repair_workspace(runtime: Runtime, workspace: str = "") -> RepairReport:

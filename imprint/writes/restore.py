@@ -17,9 +17,10 @@ from pathlib import Path
 from imprint._fs import private_dir
 from imprint.actors.lifecycle import running
 from imprint.config import Config
+from imprint.reads.gateway import ActorReads
+from imprint.reads.status import status_row
 from imprint.workspaces import workspace_dir
 from imprint.writes.backup import SQLITE_SIDE, read_manifest
-from imprint.writes.repair import status_row
 
 __all__ = ["restore_backup"]
 
@@ -49,7 +50,7 @@ def restore_backup(data_dir: Path, config: Config, folder: Path) -> tuple[bool, 
     clean = True
     with running(data_dir, config, reindex=False) as runtime:
         for ws in names:
-            row = status_row(runtime, ws, check=True)
+            row = status_row(ActorReads(runtime), ws, check=True)
             clean = clean and row.consistent
             verdict = "verified: the indexes agree record by record"
             if not row.consistent:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from imprint.errors import InputError
 from imprint.store.records import Fact, Record, WriteBatch
 from imprint.store.seam import MemoryStore
+from imprint.writes._redaction import redacted_batch
 from imprint.writes.imports import ExportFile, memory_record, source_records
 
 __all__ = ["TEAM_WORKSPACE", "TeamImport", "check_team_workspace", "import_into"]
@@ -51,9 +52,16 @@ def import_into(
     *,
     actor: str = "",
     progress: Callable[[int], None] = lambda n: None,
+    redact: bool = True,
 ) -> TeamImport:
-    """Every workspace of the export into `store`'s one workspace."""
+    """Every workspace of the export into `store`'s one workspace; with `redact` (the
+    `redact` settings' answer for it), its secrets redacted as every local write's are (the
+    team store is written behind the seam, past the local write gateway)."""
     report = TeamImport()
+
+    def write(batch: WriteBatch) -> None:
+        store.write(redacted_batch(batch)[0] if redact else batch, actor=actor)
+
     for lines in export.workspaces.values():
         pending: list[Record] = [memory_record(m) for m in lines.memories]
         batches: list[WriteBatch] = []
@@ -63,16 +71,16 @@ def import_into(
             entry, records = source_records(source)
             batches.append(WriteBatch(upserts=tuple(records), set_sources=(entry,)))
         for batch in batches:
-            store.write(batch, actor=actor)
+            write(batch)
             report.records += len(batch.upserts)
             progress(len(batch.upserts))
         # Links after the records they join, so a link never names a memory not yet there.
         links = lines.links()
         for start in range(0, len(links), BATCH):
-            store.write(WriteBatch(supersede=tuple(links[start : start + BATCH])), actor=actor)
+            write(WriteBatch(supersede=tuple(links[start : start + BATCH])))
         report.links += len(links)
         facts = [Fact(**f.model_dump(exclude={"line", "workspace"})) for f in lines.facts]
         for start in range(0, len(facts), BATCH):
-            store.write(WriteBatch(add_facts=tuple(facts[start : start + BATCH])), actor=actor)
+            write(WriteBatch(add_facts=tuple(facts[start : start + BATCH])))
         report.facts += len(facts)
     return report

@@ -46,7 +46,7 @@ def routes(site: Site) -> list[Route]:
         workspaces: list[dict[str, Any]] = []
         for ws in list_workspaces(rt.data_dir):
             try:
-                st = rows.status_row(rt, ws)
+                st = rows.status_row(site.reads, ws)
             except ImprintError as exc:
                 workspaces.append({"name": ws, "error": exc})
                 continue

@@ -5,14 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from imprint.dashboard._site import Site
 from imprint.logs import log_files
-from imprint.trace import build_waterfall, read_recall_events, recall_summaries, render_svg
+from imprint.trace import (
+    SvgPicture,
+    build_waterfall,
+    read_recall_events,
+    recall_summaries,
+    render_svg,
+    svg_picture,
+)
 
 __all__ = ["TRACE_LIMIT", "Waterfall", "routes", "waterfall"]
 
@@ -27,7 +33,7 @@ class Waterfall:
     recall_id: str
     note: str = ""
     caption: str = ""
-    svg: Markup | None = None
+    svg: SvgPicture | None = None  # drawn by the trace package's `waterfall.svg`
 
 
 def _events(site: Site, recall_id: str = "", limit: int = 0) -> dict[str, list[dict[str, Any]]]:
@@ -54,7 +60,7 @@ def waterfall(site: Site, recall_id: str) -> Waterfall:
     marked = [b for b in wf.steps if b.outcome != "ok"]
     if marked:
         caption += "; " + ", ".join(f"{b.label}: {b.outcome}" for b in marked)
-    return Waterfall(recall_id, caption=caption, svg=Markup(render_svg(wf)))
+    return Waterfall(recall_id, caption=caption, svg=svg_picture(wf))
 
 
 def routes(site: Site) -> list[Route]:
