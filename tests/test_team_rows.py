@@ -106,3 +106,27 @@ def test_bad_input_is_one_line_and_writes_nothing(
         call(store)  # type: ignore[operator]
     assert str(refused.value).startswith(start) and "\n" not in str(refused.value)
     assert store.projects() == [] and store.audit() == []
+
+
+def test_team_writes_are_redacted_unless_the_workspace_keeps_secrets(
+    store: PostgresStore,
+    team_database: str,  # noqa: F811
+) -> None:
+    """A key in a stored memory or an added fact is redacted before it reaches the database,
+    and the answer says so; with redact off for the workspace it is kept as given."""
+    from tests.test_redact_writes import _aws_key, _github_token
+
+    token, aws = _github_token(), _aws_key()
+    stored = w.store_on_store(store, f"the bot pushes with {token}", actor="ann")
+    assert "redacted 1 secret (github-token)" in stored and token not in stored
+    fact = w.edit_facts_on_store(store, "add", "ci", "uses key", aws, actor="ann")
+    assert "redacted 1 secret" in fact and aws not in fact
+    with store.pool.connection() as conn:
+        dumped = str(conn.execute(
+            "SELECT array_agg(record::text) FROM records WHERE workspace = %s", (store.name,)
+        ).fetchone()) + str(conn.execute(
+            "SELECT array_agg(object) FROM facts WHERE workspace = %s", (store.name,)
+        ).fetchone())  # fmt: skip
+    assert token not in dumped and aws not in dumped and "[redacted:github-token]" in dumped
+    kept = w.store_on_store(store, f"on purpose: {token}", actor="ann", redact=False)
+    assert token in r.memory_text(store, kept.split()[1])

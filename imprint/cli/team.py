@@ -174,7 +174,13 @@ def serve_team(
 
             dev = DevIssuer()
             issuer = dev.url
-        access = PoolAccess(pool, Embedder.from_config(config.embedding), config.team.teams_claim)
+        redact = config.redact
+        access = PoolAccess(
+            pool,
+            Embedder.from_config(config.embedding),
+            config.team.teams_claim,
+            lambda ws: redact.enabled and ws not in redact.keep_secrets_in,
+        )
         verifier = JwtVerifier(issuer, resource)
         app = team_app(build_team_server(access), verifier)
         where = f"http://{host}:{port}/mcp"

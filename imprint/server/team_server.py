@@ -15,6 +15,7 @@ The token's tenancy picks the workspace: `user:<sub>` unless the call names one 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -68,8 +69,15 @@ INSTRUCTIONS = (
 class PoolAccess:
     """The stores of one database, opened per call for the caller's workspace."""
 
-    def __init__(self, pool: ConnectionPool, embedder: Embedder, teams_claim: str) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        embedder: Embedder,
+        teams_claim: str,
+        redacts: Callable[[str], bool] = lambda ws: True,
+    ) -> None:
         self.pool = pool
+        self.redacts = redacts
         self.embedder = embedder
         self.teams_claim = teams_claim
         self.embed: Embed = lambda text: embedder.embed([text])[0]
@@ -85,7 +93,12 @@ class PoolAccess:
         tenant = tenant_of(access, self.teams_claim)
         name = workspace_for(tenant, workspace)
         store = PostgresStore(self.pool, WorkspaceName(name), self.embedder)
-        return Opened(store=store, actor=tenant.subject, workspaces=tenant.workspaces)
+        return Opened(
+            store=store,
+            actor=tenant.subject,
+            workspaces=tenant.workspaces,
+            redact=self.redacts(name),
+        )
 
 
 def _tool_calls(body: bytes) -> list[str]:

@@ -35,6 +35,7 @@ Workspace = Annotated[
 class Opened:
     store: MemoryStore
     actor: str  # who the write is recorded as
+    redact: bool  # whether writes here are redacted first (`redact.*`)
     workspaces: tuple[str, ...]  # every workspace this caller reaches
 
 
@@ -199,7 +200,15 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
             workspace,
             True,
             lambda o: w.store_on_store(
-                o.store, content, project, type, domains, topics, supersedes, actor=o.actor
+                o.store,
+                content,
+                project,
+                type,
+                domains,
+                topics,
+                supersedes,
+                actor=o.actor,
+                redact=o.redact,
             ),
         )
 
@@ -238,6 +247,14 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
             workspace,
             True,
             lambda o: w.edit_facts_on_store(
-                o.store, action, subject, predicate, object, fact_id, source, actor=o.actor
+                o.store,
+                action,
+                subject,
+                predicate,
+                object,
+                fact_id,
+                source,
+                actor=o.actor,
+                redact=o.redact,
             ),
         )

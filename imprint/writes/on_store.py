@@ -27,10 +27,24 @@ from imprint.store.records import (
 )
 from imprint.store.seam import MemoryStore
 from imprint.types import MemoryId
+from imprint.writes._redaction import redacted_batch, redaction_note
 from imprint.writes.facts import fact_part
 from imprint.writes.memories import MAX_MEMORY_CHARS, MAX_SUPERSEDES, tag_words
 
 __all__ = ["delete_on_store", "edit_facts_on_store", "store_on_store"]
+
+
+def _write(store: MemoryStore, batch: WriteBatch, actor: str, redact: bool) -> str:
+    """One write, its secrets redacted first as every local write's are (`writes._redaction`:
+    the team store is written behind the seam, past the local write gateway that does it);
+    the answer's note of what was redacted."""
+    if redact:
+        batch, found, _ = redacted_batch(batch)
+        store.write(batch, actor=actor)
+        return redaction_note(tuple(sorted(found.items())))
+    store.write(batch, actor=actor)
+    return ""
+
 
 # Chunk indexes a source's delete looks through to find its projects (every chunk of any
 # source ingest makes is below it).
@@ -47,6 +61,7 @@ def store_on_store(
     supersedes: list[str] | None = None,
     *,
     actor: str,
+    redact: bool = True,
 ) -> str:
     """Store one memory (or find the one already holding this text); its one-line answer."""
     text = content.strip() if isinstance(content, str) else ""
@@ -81,7 +96,7 @@ def store_on_store(
     note = f" (superseding {', '.join(old)})" if old else ""
     if same is not None:
         if links:
-            store.write(WriteBatch(supersede=links), actor=actor)
+            _write(store, WriteBatch(supersede=links), actor, redact)
         return f"exists {same} in {store.name}{note}"
     rules = rule_tags("memory.txt", text)
     record = Record(
@@ -96,8 +111,8 @@ def store_on_store(
         created_at=now,
         content_sha=content_sha(text),
     )
-    store.write(WriteBatch(upserts=(record,), supersede=links), actor=actor)
-    return f"stored {rid} in {store.name}{note}"
+    redacted = _write(store, WriteBatch(upserts=(record,), supersede=links), actor, redact)
+    return f"stored {rid} in {store.name}{note}{redacted}"
 
 
 def delete_on_store(
@@ -145,6 +160,7 @@ def edit_facts_on_store(
     source: str = "",
     *,
     actor: str,
+    redact: bool = True,
 ) -> str:
     """Add a fact unless it already holds, or end one by id."""
     if action not in ("add", "end"):
@@ -167,7 +183,9 @@ def edit_facts_on_store(
             valid_from=now,
             source=source.strip()[:300],
         )
-        store.write(WriteBatch(add_facts=(fact,)), actor=actor)
+        redacted = _write(store, WriteBatch(add_facts=(fact,)), actor, redact)
+        if redacted:  # the fact as stored, not the secret the caller sent
+            return f"added fact:{fact.id}{redacted}"
         return f"added fact:{fact.id} ({s} | {p} | {o})"
     fid = fact_id.removeprefix("fact:").strip() if isinstance(fact_id, str) else ""
     if not fid:
