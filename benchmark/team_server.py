@@ -122,7 +122,7 @@ async def _session_calls(
             started = time.perf_counter()
             result = await client.call_tool(tool, args)
             if result.is_error:
-                raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+                raise RuntimeError(f"{tool} failed: {getattr(result.content[0], 'text', '')}")
             if timed:
                 out.append(time.perf_counter() - started)
     return out
