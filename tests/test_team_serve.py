@@ -62,3 +62,39 @@ def test_the_gate_finds_the_tools_a_body_calls() -> None:
     assert _tool_calls(batch) == ["delete"]
     assert _tool_calls(b"not json") == [] and _tool_calls(b'{"method":"tools/list"}') == []
     assert _tool_calls(b'{"method":"tools/call","params":{"name":7}}') == []
+
+
+def test_each_call_opens_only_a_workspace_of_the_token_and_writes_need_the_scope() -> None:
+    """Behind the HTTP gate, the tools check again: a read-only token's write is one line,
+    another user's workspace is one line, the caller's own and team workspaces open, each
+    write recorded as the token's subject."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from imprint.errors import InputError
+    from imprint.server.team_server import PoolAccess
+
+    def ctx(scopes: list[str]) -> Any:
+        token = AccessToken(
+            token="t", client_id="c", scopes=scopes, subject="ann",
+            claims={"sub": "ann", "groups": ["core"]},
+        )  # fmt: skip
+        request = SimpleNamespace(user=AuthenticatedUser(token))
+        return SimpleNamespace(request_context=SimpleNamespace(request=request))
+
+    access = PoolAccess(pool=None, embedder=None, teams_claim="groups")  # type: ignore[arg-type]
+    reader, writer = ctx(["imprint:read"]), ctx(["imprint:read", "imprint:write"])
+    with pytest.raises(InputError, match=r"^authorization: this token lacks imprint:write"):
+        access.open(reader, "", write=True)
+    with pytest.raises(InputError, match=r"^workspace: 'user:bob' is not one of yours"):
+        access.open(writer, "user:bob", write=True)
+    own = access.open(writer, "", write=True)
+    team = access.open(reader, "team:core", write=False)
+    assert (own.store.name, own.actor, team.store.name) == ("user:ann", "ann", "team:core")
+    assert own.workspaces == ("user:ann", "team:core") and own.redact
+    anonymous = SimpleNamespace(request_context=SimpleNamespace(request=SimpleNamespace()))
+    with pytest.raises(InputError, match=r"^authorization: no token"):
+        access.open(anonymous, "", write=False)
