@@ -95,6 +95,6 @@ def test_each_call_opens_only_a_workspace_of_the_token_and_writes_need_the_scope
     team = access.open(reader, "team:core", write=False)
     assert (own.store.name, own.actor, team.store.name) == ("user:ann", "ann", "team:core")
     assert own.workspaces == ("user:ann", "team:core") and own.redact
-    anonymous = SimpleNamespace(request_context=SimpleNamespace(request=SimpleNamespace()))
+    anonymous: Any = SimpleNamespace(request_context=SimpleNamespace(request=SimpleNamespace()))
     with pytest.raises(InputError, match=r"^authorization: no token"):
         access.open(anonymous, "", write=False)
