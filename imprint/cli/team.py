@@ -182,7 +182,12 @@ def serve_team(
             lambda ws: redact.enabled and ws not in redact.keep_secrets_in,
         )
         verifier = JwtVerifier(issuer, resource)
-        app = team_app(build_team_server(access), verifier)
+        # DNS-rebinding protection: the Host a request names is the resource's (a balancer in
+        # front) or, on loopback, this server's own address; nothing else.
+        hosts = [urlsplit(resource).netloc]
+        if host in ("127.0.0.1", "localhost", "::1"):
+            hosts += [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
+        app = team_app(build_team_server(access), verifier, hosts)
         where = f"http://{host}:{port}/mcp"
         parts = urlsplit(database)
         # Never the user or a password: this line goes to every log the server's stderr reaches.

@@ -197,8 +197,9 @@ def test_bad_tokens_are_401_and_a_read_only_token_cannot_write(
     issuer: Issuer,  # noqa: F811
 ) -> None:
     """Wrong audience, expired, unknown key, other issuer: 401 with resource_metadata on
-    either server; a token with imprint:read alone reads, and its write is 403
-    insufficient_scope naming imprint:write, with nothing written."""
+    either server; a Host that is neither the resource's nor this server's: 421; a token with
+    imprint:read alone reads, and its write is 403 insufficient_scope naming imprint:write,
+    with nothing written."""
     bad = {
         "audience": issuer.token("alice", "http://other.test/mcp"),
         "expired": issuer.token("alice", RES, lifetime=-120),
@@ -221,6 +222,17 @@ def test_bad_tokens_are_401_and_a_read_only_token_cannot_write(
             assert "resource_metadata=" in answer.headers["www-authenticate"], case
     reader = issuer.token("dave", RES, scope="imprint:read")
     writer = issuer.token("dave", RES)
+    # A valid token through a page that rebinds another name to this address: 421.
+    rebound = httpx.post(
+        servers[0].url,
+        json=init,
+        headers={
+            **headers,
+            "authorization": f"Bearer {writer}",
+            "host": f"evil.test:{servers[0].port}",
+        },
+    )
+    assert rebound.status_code == 421
 
     async def go() -> None:
         one, two = servers
