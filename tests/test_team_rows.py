@@ -130,3 +130,37 @@ def test_team_writes_are_redacted_unless_the_workspace_keeps_secrets(
     assert token not in dumped and aws not in dumped and "[redacted:github-token]" in dumped
     kept = w.store_on_store(store, f"on purpose: {token}", actor="ann", redact=False)
     assert token in r.memory_text(store, kept.split()[1])
+
+
+def test_recall_runs_a_plan_on_the_store_and_refuses_a_bad_one(
+    store: PostgresStore, embedder: Embedder
+) -> None:
+    """recall without a plan is search(question); with one, each step answers in its share of
+    max_chars (a failing step says so while the others answer); a write step, an argument the
+    team server does not serve, or too many steps are one line before anything runs."""
+    from imprint.recall.on_store import recall_on_store
+
+    embed = _embed(embedder)
+    rid = w.store_on_store(store, "the albatross glides for hours", actor="ann").split()[1]
+    w.edit_facts_on_store(store, "add", "albatross", "glides", "hours", actor="ann")
+    plain = recall_on_store(store, embed, "albatross", None)
+    assert plain == r.search_store_text(store, embed, "albatross")
+    plan = [
+        {"tool": "search", "args": {"query": "albatross"}},
+        {"tool": "kg_query", "args": {"subject": "albatross"}},
+        {"tool": "get_memory", "args": {"id": "nope"}},
+        {"tool": "get_memory", "args": {"id": rid}},
+    ]
+    answer = recall_on_store(store, embed, "albatross", plan, max_chars=2400)
+    assert len(answer) <= 2400
+    assert answer.count("\nstep ") == 3 and answer.startswith("step 1 search(query='albatross')")
+    assert "| albatross | glides | hours |" in answer
+    assert "error: id: no record 'nope'" in answer and "the albatross glides" in answer
+    for bad, start in (
+        ([{"tool": "store", "args": {"content": "x"}}], "plan: step 1: 'store' is a write"),
+        ([{"tool": "search", "args": {"query": "x", "since": "7d"}}], "plan: step 1 (search): "),
+        ([{"tool": "kg_query", "args": {}}] * 9, "plan: 9 steps; at most 8"),
+    ):
+        with pytest.raises(InputError) as refused:
+            recall_on_store(store, embed, "q", bad)
+        assert str(refused.value).startswith(start), str(refused.value)

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Protocol
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from imprint.errors import InputError
 from imprint.reads import on_store as r
+from imprint.recall.on_store import recall_on_store
 from imprint.store.seam import MemoryStore
 from imprint.tools._app import READ, REPLACE, WRITE, run_tool, tool
 from imprint.writes import on_store as w
@@ -91,20 +91,21 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
     async def recall(
         question: str,
         ctx: Context[Any, Any],
-        plan: list[dict[str, Any]] | None = None,
+        plan: list[dict[str, Any]] | str | None = None,
         max_chars: Annotated[int, Field(ge=1200, le=12000)] = 4000,
         condense: bool = True,
         workspace: Workspace = "",
     ) -> str:
-        """Answer a question from one of your workspaces in one call: the evidence of
-        search(question). (The team server runs no model and no plans.)"""
-        if plan:
-            raise InputError("plan: the team server runs no plans yet; call the read tools")
+        """Answer a multi-part question from one of your workspaces in one call. Without a
+        plan: the evidence of search(question). With plan, a list of up to 8 steps
+        {"tool": <a read tool>, "args": {...}} over search, get_memory, neighbors,
+        file_chunks, file_summary, list_sources, kg_query: each step's answer within an even
+        share of max_chars. (The team server runs no model: condense is ignored.)"""
         return await run(
             ctx,
             workspace,
             False,
-            lambda o: r.search_store_text(o.store, access.embed, question, max_chars),
+            lambda o: recall_on_store(o.store, access.embed, question, plan, max_chars),
         )
 
     @tool(server, "get_memory", READ)
