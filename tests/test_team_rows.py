@@ -164,3 +164,14 @@ def test_recall_runs_a_plan_on_the_store_and_refuses_a_bad_one(
         with pytest.raises(InputError) as refused:
             recall_on_store(store, embed, "q", bad)
         assert str(refused.value).startswith(start), str(refused.value)
+
+
+def test_status_counts_records_per_project_and_facts(store: PostgresStore) -> None:
+    """status: the workspace's records per project, its facts, the caller's workspaces."""
+    w.store_on_store(store, "one note", project="alpha", actor="ann")
+    w.store_on_store(store, "two note", project="beta", actor="ann")
+    w.edit_facts_on_store(store, "add", "a", "b", "c", actor="ann")
+    text = r.status_text(store, (str(store.name), "team:core"))
+    assert f"workspace {store.name}: 2 records" in text
+    assert "  alpha: 1" in text and "  beta: 1" in text and "facts: 1" in text
+    assert f"your workspaces: {store.name}, team:core" in text

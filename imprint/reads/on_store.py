@@ -221,6 +221,10 @@ def facts_text(
     )
 
 
+def _count(n: int, most: int) -> str:
+    return f"more than {most}" if n > most else str(n)
+
+
 def status_text(store: MemoryStore, workspaces: tuple[str, ...]) -> str:
     """Counts per project of this workspace, and the workspaces this caller reaches."""
     projects = store.projects()
@@ -228,7 +232,7 @@ def status_text(store: MemoryStore, workspaces: tuple[str, ...]) -> str:
     lines = [
         f"workspace {store.name}: {total} records (team store, PostgreSQL)",
         *(f"  {name or '-'}: {n}" for name, n in projects),
-        f"facts: {len(store.facts('', '', True, FACTS_RANGE[1]))} (first {FACTS_RANGE[1]})",
+        f"facts: {_count(len(store.facts('', '', True, FACTS_RANGE[1] + 1)), FACTS_RANGE[1])}",
         f"your workspaces: {', '.join(workspaces)}",
         f"at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
     ]
