@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BackupConfig", "HookTimeoutsConfig", "HooksConfig", "RedactConfig"]
+__all__ = ["BackupConfig", "HookTimeoutsConfig", "HooksConfig", "RedactConfig", "TeamConfig"]
 
 
 class _Group(BaseModel):
@@ -44,6 +44,27 @@ class HooksConfig(_Group):
     exclude: list[str] = Field(
         default_factory=list,
         description="projects or folders no hook briefs or captures (names, paths, globs)",
+    )
+
+
+class TeamConfig(_Group):
+    """`imprint serve --http --database` (the team server); each key is also its option."""
+
+    database: str = Field(
+        default="", max_length=2000, description="PostgreSQL URL of the team store; empty = off"
+    )
+    issuer: str = Field(default="", max_length=2000, description="OAuth issuer URL of the tokens")
+    resource: str = Field(
+        default="", max_length=2000, description="this server's resource URL (the tokens' aud)"
+    )
+    teams_claim: str = Field(
+        default="groups",
+        min_length=1,
+        max_length=100,
+        description="the token claim naming the caller's teams",
+    )
+    host: str = Field(
+        default="127.0.0.1", max_length=255, description="the team server's listen address"
     )
 
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from imprint._config_groups import BackupConfig, HooksConfig, RedactConfig, _Group
+from imprint._config_groups import BackupConfig, HooksConfig, RedactConfig, TeamConfig, _Group
 from imprint._fs import atomic_write_text, data_dir, private_dir
 from imprint.errors import ConfigError
 
@@ -244,11 +244,12 @@ class Config(BaseModel):
     log: LogConfig = Field(default_factory=LogConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    team: TeamConfig = Field(default_factory=TeamConfig)
     redact: RedactConfig = Field(default_factory=RedactConfig)
 
 
 # Shown as `set` / `not set` by every command and tool; `config get --reveal` shows the value.
-SECRET_KEYS = frozenset({"tagger.api_key"})
+SECRET_KEYS = frozenset({"tagger.api_key", "team.database"})  # a URL may hold a password
 # Where a provider finds its key when tagger.api_key is empty (the providers read these).
 PROVIDER_KEY_ENV: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),

@@ -107,4 +107,11 @@ def failure_line(exc: BaseException) -> str | None:
             "folder was moved or deleted, run `imprint stop`, then `imprint repair` (it "
             "rebuilds the vectors from SQLite)"
         )
+    if type(exc).__module__.split(".")[0] in ("psycopg", "psycopg_pool"):
+        # A database restarted or out of reach: nothing was acknowledged, and trying again is
+        # safe (the same memory text gives the same id, so a write that did land is not doubled).
+        return (
+            f"the team database (PostgreSQL) failed: {type(exc).__name__}: {_cause(exc)}; "
+            "nothing was acknowledged, try again"
+        )
     return None

@@ -78,6 +78,7 @@ class Issuer:
         iss: str = "",
         lifetime: float = 300,
         unpublished_key: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> str:
         now = time.time()
         claims: dict[str, Any] = {
@@ -92,6 +93,7 @@ class Issuer:
         }
         if groups is not None:
             claims["groups"] = groups
+        claims.update(extra or {})
         key = _key() if unpublished_key else self.keys[kid]
         return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 

@@ -30,6 +30,13 @@ from imprint.writes.gateway import Writes
 from tests.conftest import TOPICS, write_tree
 
 ELSEWHERE: dict[str, tuple[str, str]] = {
+    **{
+        f"team.{key}": (
+            "tests/integration/test_team_server.py",
+            "test_the_team_keys_configure_the_server",
+        )
+        for key in ("database", "issuer", "resource", "teams_claim")
+    },
     "redact.enabled": (
         "tests/test_redact_writes.py",
         "test_a_workspace_named_in_keep_secrets_in_keeps_them",
@@ -168,6 +175,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
 }
 
 AT_START: dict[str, str] = {
+    "team.host": "the team server's listen address, bound when `serve --http --database` starts",
     "embedding.threads": "onnxruntime session options, set when the embedder loads (once)",
     "embedding.batch_size": "batching inside the embedder; same vectors, only speed changes",
     "embedding.max_tokens": "tokenizer truncation, set when the embedder loads (once)",

@@ -31,14 +31,54 @@ def serve(
             "each client's config line",
         ),
     ] = False,
+    database: Annotated[
+        str,
+        typer.Option(
+            "--database",
+            envvar="IMPRINT_DATABASE_URL",
+            help="with --http: serve the team store in this PostgreSQL (a stateless team "
+            "server; default team.database)",
+        ),
+    ] = "",
+    issuer: Annotated[
+        str, typer.Option("--issuer", help="with --database: the OAuth issuer of the tokens")
+    ] = "",
+    resource: Annotated[
+        str, typer.Option("--resource", help="with --database: this server's resource URL")
+    ] = "",
+    dev_issuer: Annotated[
+        bool,
+        typer.Option(
+            "--dev-issuer",
+            help="with --database: issue tokens from a throwaway issuer in this process (on "
+            "127.0.0.1, for trying out; prints a token for user dev in team dev)",
+        ),
+    ] = False,
 ) -> None:
     """Serve MCP. Over stdio (the default) it bridges to the data dir's shared daemon,
-    starting it if needed; with --http this process owns the data dir and serves both."""
+    starting it if needed; with --http this process owns the data dir and serves both.
+    With --http --database URL --issuer ISS --resource RES it is a stateless team server on
+    PostgreSQL instead: no data dir, OAuth bearer tokens, any number of them on one database."""
     from imprint.daemon import Daemon, bridge_stdio
 
     if rotate_token and not http:
         raise ImprintError("--rotate-token: only with --http (stdio needs no token)")
     root, config = setup()
+    database = database or config.team.database
+    if database or issuer or resource or dev_issuer:
+        if not http:
+            raise ImprintError("--database: only with --http (the team server is HTTP)")
+        from imprint.cli.team import serve_team
+
+        serve_team(
+            config,
+            database,
+            issuer or config.team.issuer,
+            resource or config.team.resource,
+            port or config.server.http_port,
+            dev_issuer=dev_issuer,
+        )
+        return
     if not http:
         raise typer.Exit(bridge_stdio(root, allow))
     import signal

@@ -12,7 +12,7 @@ import typer
 
 from imprint.errors import InputError, StoreError
 
-__all__ = ["import_to_team", "team_audit", "team_init", "team_local"]
+__all__ = ["import_to_team", "serve_team", "team_audit", "team_init", "team_local"]
 
 DatabaseOpt = Annotated[
     str,
@@ -129,4 +129,110 @@ def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> s
         redact = config.redact.enabled and workspace not in config.redact.keep_secrets_in
         return import_into(parsed, store, actor="import", redact=redact).line(workspace)
     finally:
+        pool.close()
+
+
+def serve_team(
+    config: Any, database: str, issuer: str, resource: str, port: int, *, dev_issuer: bool = False
+) -> None:
+    """`imprint serve --http --database URL --issuer ISS --resource RES`: the stateless team
+    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C. With
+    `dev_issuer`, tokens come from a throwaway issuer inside this process (loopback only)."""
+    import signal
+    import sys
+    from urllib.parse import urlsplit
+
+    import uvicorn
+
+    host = config.team.host
+    if not database:
+        raise InputError("--database: give the team store's PostgreSQL URL (or team.database)")
+    dev = None
+    if dev_issuer:
+        if issuer:
+            raise InputError("--dev-issuer: not with --issuer; the development issuer is its own")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise InputError(f"--dev-issuer: only on loopback; team.host is {host!r}")
+        resource = resource or f"http://{host}:{port}/mcp"
+    for value, option in ((issuer, "--issuer"), (resource, "--resource")):
+        if dev_issuer and option == "--issuer":
+            continue
+        if not value.startswith(("http://", "https://")) or not urlsplit(value).hostname:
+            raise InputError(
+                f"{option}: {value!r} is not an http(s) URL; give one (or team.{option[2:]})"
+            )
+    _connect(database).close()  # a bad URL or an unreachable server: one line, first
+    from imprint.server.team_auth import JwtVerifier
+    from imprint.server.team_server import PoolAccess, build_team_server, team_app
+    from imprint.store.embedder import Embedder
+    from imprint.store.postgres import open_pool
+
+    pool = open_pool(database)
+    try:
+        if dev_issuer:
+            from imprint.server.dev_issuer import DEV_TOKEN_HOURS, DevIssuer
+
+            dev = DevIssuer()
+            issuer = dev.url
+        redact = config.redact
+        access = PoolAccess(
+            pool,
+            Embedder.from_config(config.embedding),
+            config.team.teams_claim,
+            lambda ws: redact.enabled and ws not in redact.keep_secrets_in,
+        )
+        verifier = JwtVerifier(issuer, resource)
+        # DNS-rebinding protection: the Host a request names is the resource's (a balancer in
+        # front) or, on loopback, this server's own address; nothing else.
+        hosts = [urlsplit(resource).netloc]
+        if host in ("127.0.0.1", "localhost", "::1"):
+            hosts += [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"]
+        app = team_app(build_team_server(access), verifier, hosts)
+        where = f"http://{host}:{port}/mcp"
+        parts = urlsplit(database)
+        # Never the user or a password: this line goes to every log the server's stderr reaches.
+        netloc = f"{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        shown_db = parts._replace(netloc=netloc).geturl()
+        lines: list[str] = []
+        if dev is not None:
+            token = dev.token("dev", resource, ["dev"])
+            header = f"Authorization: Bearer {token}"
+            lines += [
+                f"imprint: development token for user dev in team dev ({DEV_TOKEN_HOURS} h; "
+                "it stops working when this server stops):",
+                "  Claude Code: claude mcp add --transport http imprint "
+                f"{where} --header '{header}'",
+            ]
+        # Last: the line that says it listens.
+        lines.append(
+            f"imprint: team server at {where} for resource {resource}, issuer {issuer}, "
+            f"database {shown_db}"
+        )
+
+        class Announcing(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets)
+                if self.started:
+                    # The lines a supervisor (or a test) waits for: listening from now on.
+                    print("\n".join(lines), file=sys.stderr, flush=True)
+
+        # uvicorn shuts down on SIGTERM, then re-raises it: exit normally so `finally` runs.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        Announcing(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_config=None,
+                access_log=False,  # request lines are nobody's business in a shared log
+                server_header=False,
+                ws="none",
+                log_level="warning",
+                timeout_keep_alive=5,
+                limit_concurrency=config.server.http_max_connections,
+            )
+        ).run()
+    finally:
+        if dev is not None:
+            dev.close()
         pool.close()

@@ -186,7 +186,8 @@ class ImprintServer(MCPServer):
         await self._tools_ready()
         if self._tool_manager.get_tool(name) is None:
             # A protocol error, not a tool result: the spec's -32602 for an unknown tool.
-            line = f"name: unknown tool {shown(name)}; tools/list names the {len(tool_modules())}"
+            count = len(self._tool_manager.list_tools())  # 17 here, 12 on the team server
+            line = f"name: unknown tool {shown(name)}; tools/list names the {count}"
             raise MCPError(code=INVALID_PARAMS, message=bounded(line), data={"name": name})
         try:
             return await super().call_tool(name, arguments, context)

@@ -11,10 +11,10 @@ from imprint.store.records import Fact, WriteBatch, make_id
 from imprint.writes._redaction import redaction_note
 from imprint.writes.gateway import Writes
 
-__all__ = ["edit_facts"]
+__all__ = ["edit_facts", "fact_part"]
 
 
-def _part(value: str, argument: str) -> str:
+def fact_part(value: str, argument: str) -> str:
     text = " ".join(value.split()) if isinstance(value, str) else ""
     if not text or len(text) > 300:
         raise InputError(f"{argument}: must be 1-300 characters")
@@ -37,7 +37,11 @@ def edit_facts(
     ws = writes.open(workspace, create=action == "add")
     deadline = Deadline(60.0)
     if action == "add":
-        s, p, o = _part(subject, "subject"), _part(predicate, "predicate"), _part(object, "object")
+        s, p, o = (
+            fact_part(subject, "subject"),
+            fact_part(predicate, "predicate"),
+            fact_part(object, "object"),
+        )
         current = deadline.wait(
             writes.reads.ask(FactQuery(workspace=ws, subject=s, predicate=p, limit=200)),
             "kg_edit",

@@ -82,7 +82,7 @@ class Stored(BaseModel):
         return head + (f"; supersedes {', '.join(self.supersedes)}" if self.supersedes else "")
 
 
-def _words(values: list[str], argument: str) -> tuple[str, ...]:
+def tag_words(values: list[str], argument: str) -> tuple[str, ...]:
     out = []
     for v in values:
         v = v.strip().lower() if isinstance(v, str) else ""
@@ -180,8 +180,8 @@ def remember(
     if type not in RECORD_TYPES:
         raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
     check_project(project)
-    given_domains = _words(domains or [], "domains")
-    given_topics = _words(topics or [], "topics")
+    given_domains = tag_words(domains or [], "domains")
+    given_topics = tag_words(topics or [], "topics")
     rid = make_id("memory", project, content_sha(text))
     ws = writes.open(workspace, create=True)
     deadline = Deadline(30)
@@ -370,7 +370,7 @@ def retag_memory(
     record = _memory(writes, ws, rid, "id")
     update: dict[str, Any] = {"type": type, "tagged_by": "person"}
     if topics is not None:
-        update["topics"] = _words(topics, "topics")
+        update["topics"] = tag_words(topics, "topics")
     if all(getattr(record, k) == v for k, v in update.items() if k != "tagged_by"):
         return f"{rid} unchanged (type {type})"
     writes.write(ws, WriteBatch(upserts=(record.model_copy(update=update),)))
