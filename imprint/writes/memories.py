@@ -147,6 +147,29 @@ def _paraphrased(
     return None
 
 
+def memory_args(
+    content: str,
+    project: str,
+    type: str,
+    domains: list[str] | None,
+    topics: list[str] | None,
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """A memory's text, domains and topics as given, each checked (one line naming the
+    argument when refused): what every store path, local or team, checks first."""
+    text = content.strip() if isinstance(content, str) else ""
+    if not text:
+        raise InputError("content: must be non-empty text")
+    if len(text) > MAX_MEMORY_CHARS:
+        raise InputError(
+            f"content: {len(text)} characters; at most {MAX_MEMORY_CHARS} "
+            "(use ingest_content for documents)"
+        )
+    if type not in RECORD_TYPES:
+        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
+    check_project(project)
+    return text, tag_words(domains or [], "domains"), tag_words(topics or [], "topics")
+
+
 def store_memory(writes: Writes, content: str, *args: Any, **kwargs: Any) -> MemoryId:
     """`remember` (the same arguments), answering only the memory's id."""
     return remember(writes, content, *args, **kwargs).id
@@ -169,19 +192,7 @@ def remember(
     (`records.text_key`) finds the memory stored first; so does text the embedder finds at
     least `store.near_duplicate` similar (a paraphrase), when that is set. Nothing new is
     written then but the supersede links. Nothing is written when any argument is refused."""
-    text = content.strip() if isinstance(content, str) else ""
-    if not text:
-        raise InputError("content: must be non-empty text")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise InputError(
-            f"content: {len(text)} characters; at most {MAX_MEMORY_CHARS} "
-            "(use ingest_content for documents)"
-        )
-    if type not in RECORD_TYPES:
-        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
-    check_project(project)
-    given_domains = tag_words(domains or [], "domains")
-    given_topics = tag_words(topics or [], "topics")
+    text, given_domains, given_topics = memory_args(content, project, type, domains, topics)
     rid = make_id("memory", project, content_sha(text))
     ws = writes.open(workspace, create=True)
     deadline = Deadline(30)

@@ -15,7 +15,6 @@ from imprint.errors import InputError
 from imprint.ingest.tags import rule_tags
 from imprint.reads.memory import check_id
 from imprint.store.records import (
-    RECORD_TYPES,
     Fact,
     Record,
     SupersedeLink,
@@ -29,7 +28,7 @@ from imprint.store.seam import MemoryStore
 from imprint.types import MemoryId
 from imprint.writes._redaction import redacted_batch, redaction_note
 from imprint.writes.facts import fact_part
-from imprint.writes.memories import MAX_MEMORY_CHARS, MAX_SUPERSEDES, tag_words
+from imprint.writes.memories import MAX_SUPERSEDES, memory_args
 
 __all__ = ["delete_on_store", "edit_facts_on_store", "store_on_store"]
 
@@ -64,19 +63,7 @@ def store_on_store(
     redact: bool = True,
 ) -> str:
     """Store one memory (or find the one already holding this text); its one-line answer."""
-    text = content.strip() if isinstance(content, str) else ""
-    if not text:
-        raise InputError("content: must be non-empty text")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise InputError(
-            f"content: {len(text)} characters; at most {MAX_MEMORY_CHARS} "
-            "(use ingest_content for documents)"
-        )
-    if type not in RECORD_TYPES:
-        raise InputError(f"type: {type!r} is not allowed; one of {', '.join(RECORD_TYPES)}")
-    check_project(project)
-    given_domains = tag_words(domains or [], "domains")
-    given_topics = tag_words(topics or [], "topics")
+    text, given_domains, given_topics = memory_args(content, project, type, domains, topics)
     if not isinstance(supersedes, list | None) or len(supersedes or []) > MAX_SUPERSEDES:
         raise InputError(f"supersedes: a list of at most {MAX_SUPERSEDES} memory ids")
     old = list(dict.fromkeys(check_id(o, "supersedes") for o in supersedes or []))
