@@ -4,11 +4,13 @@ the `imprint` to run or fails open and says so (`imprint hooks status`)."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from imprint.hooks.events import NATIVE_EVENTS, canonical_event
@@ -99,6 +101,13 @@ def test_the_runner_runs_the_imprint_it_finds_and_fails_open_when_none(tmp_path:
     (said,) = [line for line in lines if line.startswith("  plugin: ")]
     assert said.startswith("  plugin: its hooks found no `imprint` to run 2 times, the last at ")
     assert "IMPRINT_BIN=" in said
+    # A miss in the second a hook last ran (its stamp is whole seconds, the run's is not)
+    # is still shown: the plugin's test in the real Claude Code ran both within a second.
+    stamp = log.read_text().splitlines()[-1].split(" ", 1)[0]
+    at = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    record_run(data, "claude-code", "stop", elapsed_ms=5, now=at + 0.9)
+    lines = status_lines(data, home=home, project=tmp_path)
+    assert any(line.startswith("  plugin: its hooks found no `imprint` to run ") for line in lines)
     # A hook that ran after the last miss (the log's times are whole seconds: moved back).
     log.write_text(log.read_text().replace(log.read_text()[:4], "2020"))
     record_run(data, "claude-code", "session-start", elapsed_ms=20)

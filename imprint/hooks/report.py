@@ -6,6 +6,7 @@ plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log)."""
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,9 @@ def plugin_misses(data_dir: Path, events: dict[str, dict[str, object]]) -> tuple
             at = calendar.timegm(time.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%SZ"))
         except ValueError:
             continue
-        if at > ran:
+        # The log's stamps are whole seconds and a hook's last run is not: a miss in the
+        # second a hook last ran is counted (shown rather than lost).
+        if at >= math.floor(ran):
             stamps.append(float(at))
     return len(stamps), max(stamps, default=0.0)
 

@@ -87,11 +87,18 @@ def _write_in_place(path: Path, data: bytes) -> None:
 
 
 def record_run(
-    data_dir: Path, client: str, event: str, *, error: str = "", elapsed_ms: int = 0
+    data_dir: Path,
+    client: str,
+    event: str,
+    *,
+    error: str = "",
+    elapsed_ms: int = 0,
+    now: float | None = None,
 ) -> None:
-    """Count one run of `client`'s `event` hook (a failure when `error` is given). Never
-    raises: a hook whose bookkeeping fails still exits quietly."""
-    now = time.time()
+    """Count one run of `client`'s `event` hook (a failure when `error` is given), at `now`
+    (the clock's time when not given). Never raises: a hook whose bookkeeping fails still
+    exits quietly."""
+    now = time.time() if now is None else now
     path = state_path(data_dir)
     with contextlib.suppress(OSError, ValueError), _in_process:
         folder = path.parent
