@@ -299,16 +299,18 @@ def team_answers(url: str, token: str, lookups: Sequence[Lookup]) -> list[tuple[
     return [(text, seconds) for text, _, seconds in got]
 
 
-def recall_checks(url: str, token: str, step_timeout: float) -> list[dict[str, Any]]:
+def recall_checks(
+    url: str, token: str, step_timeout: float, recalls: Sequence[RecallCase]
+) -> list[dict[str, Any]]:
     calls = []
-    for case in RECALLS:
+    for case in recalls:
         args: dict[str, Any] = {"question": case.question, "max_chars": case.max_chars}
         if case.plan is not None:
             args["plan"] = case.plan
         calls.append(("recall", args))
     out = []
-    for case, (text, failed, seconds) in zip(RECALLS, team_calls(url, token, calls), strict=True):
-        steps = len(case.plan or [None])
+    for case, (text, failed, seconds) in zip(recalls, team_calls(url, token, calls), strict=True):
+        steps = len(case.plan) if case.plan else 1
         out.append(
             {
                 "question": case.question,
@@ -344,6 +346,7 @@ def measure(
     lookups: Sequence[Lookup],
     folder: Path,
     data_dir: Path | None = None,
+    recalls: Sequence[RecallCase] = RECALLS,
 ) -> Result:
     """The whole run in `folder` (the data dir there unless given, the PostgreSQL cluster,
     the team server's home)."""
@@ -395,7 +398,7 @@ def measure(
             note("searching the team store through its server")
             team_got = team_answers(url, token, lookups)
             note("recall on the team store")
-            res.recalls = recall_checks(url, token, config.recall.step_timeout_sec)
+            res.recalls = recall_checks(url, token, config.recall.step_timeout_sec, recalls)
     finally:
         database.stop("immediate")
     for lookup, (ltext, lsec), (ttext, tsec) in zip(lookups, local, team_got, strict=True):
@@ -430,7 +433,8 @@ def table(res: Result) -> str:
     both = res.figures.get("all", {})
     if both:
         gap = both["local"]["top1"] - both["team"]["top1"]
-        lines += ["", f"top-1 gap (local - team), all 120: {gap} (the bar: at most 2)"]
+        count = both["local"]["lookups"]
+        lines += ["", f"top-1 gap (local - team), all {count}: {gap} (the bar: at most 2)"]
     lines += ["", "recall on the team store   steps   chars/max   seconds   gold named"]
     for r in res.recalls:
         ok = "ok" if r["within_chars"] and r["within_deadline"] and not r["error"] else "OVER"
