@@ -422,7 +422,14 @@ def measure(
 
 
 def table(res: Result) -> str:
-    lines = [title(res, "team_lookups", f", {res.store.get('records', 0)} records"), ""]
+    lines = [title(res, "team_lookups", f", {res.store.get('records', 0)} records")]
+    load = [res.machine.get(k) for k in ("loadavg_start", "loadavg_end")]
+    shown = " -> ".join(f"{v[0]:.1f}" for v in load if v)
+    lines += [
+        f"ingest {res.store.get('ingest_s', '-')} s (the configured embedder), carried into "
+        f"PostgreSQL in {res.store.get('carry_s', '-')} s; 1-min load average {shown or '-'}",
+        "",
+    ]
     lines.append("part   store   lookups   top-1   top-5   MRR@10   p50 ms")
     for part, stores in res.figures.items():
         for name, f in stores.items():
