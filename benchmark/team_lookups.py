@@ -28,7 +28,9 @@ Method
      `bench` from a development issuer in this process (`reads.on_store.search_store_text`
      answers it), `max_chars` 12,000.
    Both answers are read the same way: the `(project, source)` of each block header, in
-   order. top-1: the first is a gold pair; top-5: one of the first five is.
+   order. top-1: the first is a gold pair; top-5: one of the first five is. p50 ms is not
+   like for like: local times the row function in this process, team the whole MCP call
+   over HTTP (the server embeds the query itself).
 5. Recall on the team store: a handful of `recall` calls over the same MCP session (no plan,
    and plans of search, file_chunks and list_sources steps), each checked against its
    budgets: the answer within `max_chars`, the call within `recall.step_timeout_sec` (the
