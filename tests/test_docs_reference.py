@@ -80,18 +80,50 @@ def _pages() -> list[Path]:
     return [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 
-def test_every_relative_link_points_at_a_file() -> None:
+def _prose(page: Path) -> str:
+    """A page without its fenced code blocks (a `#` or a link there is code)."""
+    return re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation but `-` and `_`
+    dropped, spaces as `-`; a repeated one numbered."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_every_relative_link_points_at_a_file_and_heading() -> None:
     broken = []
     for page in _pages():
-        text = page.read_text(encoding="utf-8")
-        text = re.sub(r"```.*?```", "", text, flags=re.S)  # links in code blocks are code
-        for target in LINK.findall(text):
-            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+        for target in LINK.findall(_prose(page)):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
                 continue
-            rel = unquote(target.split("#", 1)[0])
-            if not (page.parent / rel).exists():
+            rel, _, anchor = unquote(target).partition("#")
+            path = (page.parent / rel) if rel else page
+            if not path.exists():
                 broken.append(f"{page.relative_to(REPO)}: {target}")
+            elif anchor and path.suffix == ".md" and anchor not in anchors(_prose(path)):
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
     assert not broken, broken
+
+
+def test_anchors_are_read_as_github_writes_them() -> None:
+    text = (
+        "# Install and locks\n## `search` (team)\n## Inference (tagging and recall's)\n## Ab\n## Ab"
+    )
+    assert anchors(text) == {
+        "install-and-locks",
+        "search-team",
+        "inference-tagging-and-recalls",
+        "ab",
+        "ab-1",
+    }
 
 
 def test_the_link_check_finds_a_broken_link(tmp_path: Path) -> None:
