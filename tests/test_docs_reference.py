@@ -139,3 +139,45 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for page in sorted(DOCS.glob("*.md")):
         assert f"docs/{page.name}" in readme, page.name
+
+
+# A setting named with its default in prose: "`hooks.context_chars` (2,000)", "(600 s)".
+DEFAULT_SAID = re.compile(
+    r"`([a-z_]+(?:\.[a-z_]+)+)`\s*\((\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(MiB|MB|s)?"
+    r"(?:[ ;)]|,(?!\s*\d))"
+)
+
+
+def defaults_said(text: str) -> list[tuple[str, float]]:
+    """Each (key, value) the prose gives as a setting's default, in the key's own unit."""
+    out = []
+    for key, number, unit in DEFAULT_SAID.findall(text):
+        value = float(number.replace(",", ""))
+        out.append((key, value * 1_048_576 if unit == "MiB" else value))
+    return out
+
+
+def test_defaults_said_reads_values_and_skips_lists() -> None:
+    text = (
+        "`a.b` (2,000) and `c.d` (20 MiB), `e.f` (600 s); "
+        "`g.h` and `i.j` (1.5, 1 and 1) and `k.l` (`x`)"
+    )
+    assert defaults_said(text) == [("a.b", 2000.0), ("c.d", 20 * 1_048_576.0), ("e.f", 600.0)]
+
+
+def test_the_defaults_the_pages_name_are_the_codes() -> None:
+    """Every "`key` (value)" in README.md and docs/ names a real key and its default."""
+    from imprint.config import Config, get_value
+
+    keys, config = set(all_keys()), Config()
+    wrong, seen = [], 0
+    for page in _pages():
+        for key, value in defaults_said(_prose(page)):
+            seen += 1
+            if key not in keys:
+                wrong.append(f"{page.name}: {key} is no setting")
+            elif float(get_value(config, key)) != value:
+                wrong.append(
+                    f"{page.name}: {key} ({value:g}); the default is {get_value(config, key)}"
+                )
+    assert seen >= 15 and not wrong, (seen, wrong)
