@@ -69,6 +69,13 @@ def test_the_configuration_reference_names_every_key_and_its_variable(
     assert "| `search.limit` | int | `10` | int >= 1 and <= 50 |" in text
     live = "| `recall.llm` | bool | `false` | true or false | `IMPRINT_RECALL_LLM` | at once |"
     assert live in text
+    # A list key says what it lists: folders, workspaces, or projects, folders and globs.
+    assert (
+        "| `redact.keep_secrets_in` | list of str | `[]` | a comma-separated list of workspaces |"
+        in text
+    )
+    lists = "| `hooks.exclude` | list of str | `[]` | a comma-separated list of projects, folders"
+    assert lists in text
 
 
 def test_the_readme_is_a_front_door() -> None:
