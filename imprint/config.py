@@ -330,10 +330,6 @@ def _field(key: str) -> Any:
     raise ConfigError(f"config: unknown key {key!r}; allowed keys: {', '.join(all_keys())}")
 
 
-# What a list key holds, where it is not folders (`describe_allowed`).
-_LISTS_OF = {"hooks.exclude": "projects, folders or globs", "redact.keep_secrets_in": "workspaces"}
-
-
 def describe_allowed(key: str) -> str:
     """What a key accepts, in words, for error messages and `config list`."""
     field = _field(key)
@@ -352,7 +348,12 @@ def describe_allowed(key: str) -> str:
     if key == "store.chroma_url":
         return "an http(s):// URL with a host, or empty for the embedded store"
     if origin is list:
-        return f"a comma-separated list of {_LISTS_OF.get(key, 'folders')}"
+        if key == "hooks.exclude":
+            return "a comma-separated list of projects, folders or globs"
+        # redact's one list names workspaces; every other list, folders
+        return "a comma-separated list of " + (
+            "workspaces" if key.startswith("redact.") else "folders"
+        )
     return type_name + (" " + " and ".join(bounds) if bounds else "")
 
 
