@@ -10,7 +10,7 @@ from pathlib import Path
 from imprint.actors.lifecycle import Runtime
 from imprint.capture.queue import done, enqueue, take
 from imprint.capture.session import capture_event, load_state, session_project
-from imprint.capture.transcript import read_new
+from imprint.capture.formats import read_new
 from imprint.capture.worker import CaptureWorker, client_stats
 from imprint.writes import Writes
 from imprint.writes.memories import delete_records

@@ -25,7 +25,8 @@ from imprint.capture.observe import Observation, error_words, observe_turn, open
 from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
-from imprint.capture.transcript import ToolCall, Turn, read_new
+from imprint.capture.formats import read_new
+from imprint.capture.transcript import ToolCall, Turn
 from imprint.errors import InputError
 from imprint.hooks.compose import SESSION_ROOTS, pick_project, record_root, session_roots
 from imprint.hooks.settings import excluded_folder, hook_settings

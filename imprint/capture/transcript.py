@@ -2,7 +2,7 @@
 
 Every format is one JSON object a line, appended as the session goes: Claude Code's here,
 Codex's rollout in `imprint.capture.codex`, Gemini CLI's chat file in `imprint.capture.gemini`
-(`read_new` picks the reader by client). Each reader leaves out what is not the conversation
+(`imprint.capture.formats` picks the reader by client). Each reader leaves out what is not the conversation
 (Imprint's own hook output among it) and trims tool outputs.
 
 `~/.claude/projects/<cwd-slug>/<session>.jsonl` holds one JSON object a line: `user` lines
@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Protocol
 __all__ = [
     "MAX_READ_BYTES",
     "Batch",
+    "ClaudeCodeReader",
     "LineReader",
     "ToolCall",
     "Turn",
@@ -35,7 +36,7 @@ __all__ = [
     "clip",
     "echo_free",
     "imprint_tool",
-    "read_new",
+    "read_lines",
     "timestamp",
 ]
 
@@ -226,19 +227,6 @@ class ClaudeCodeReader(TurnsReader):
                 self.pending[str(b.get("id", ""))] = call
 
 
-def _reader(client: str) -> LineReader:
-    # Imported here: each format's module imports this one's types.
-    if client == "codex":
-        from imprint.capture.codex import CodexReader
-
-        return CodexReader()
-    if client == "gemini":
-        from imprint.capture.gemini import GeminiReader
-
-        return GeminiReader()
-    return ClaudeCodeReader()
-
-
 def _past_line(handle: BinaryIO, at: int) -> int:
     """The offset after the newline that ends the line going on at `at`; -1 when the file
     ends first (the line is still being written)."""
@@ -251,10 +239,10 @@ def _past_line(handle: BinaryIO, at: int) -> int:
     return -1
 
 
-def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
+def read_lines(path: Path, offset: int, reader: LineReader) -> Batch:
     """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
-    as `client`'s format. A file shorter than `offset` (replaced, or cut) is read again from
-    its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
+    by `reader` (one format's: `imprint.capture.formats.read_new` picks it). A file shorter
+    than `offset` (replaced, or cut) is read again from its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
     the read goes on after it, so one huge line (a tool's output) never stops capture."""
     skipped: list[str] = []
     with path.open("rb") as handle:
@@ -276,7 +264,6 @@ def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
     if cut < 0:
         return Batch(turns=[], end=offset, skipped=skipped)
     data = data[: cut + 1]
-    reader = _reader(client)
     at = offset
     for raw in data.splitlines(keepends=True):
         start, at = at, at + len(raw)
