@@ -272,8 +272,8 @@ class DaemonWork:
     watched folder's first batch (a copy of the corpus), on this runtime, until `stop`."""
 
     def __init__(self, rt: Runtime, root: Path, corpus: Path, sessions: int) -> None:
-        from imprint.capture.queue import enqueue
         from imprint.capture.worker import CaptureWorker
+        from imprint.hooklib.queue import enqueue
         from imprint.watch.host import WatchHost
 
         self.rt = rt

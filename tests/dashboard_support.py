@@ -72,8 +72,8 @@ def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]
     about proj, and capture two sessions in proj's own folder (the writes' cwd, the tree
     ingested as proj: a session maps to a project by its resolved root) through the capture
     queue and worker (so the log holds their hook runs); the stored ids by name."""
-    from imprint.capture.queue import enqueue
     from imprint.capture.worker import CaptureWorker
+    from imprint.hooklib.queue import enqueue
     from tests.capture_support import Transcript
 
     ids = {

@@ -18,10 +18,10 @@ import pytest
 
 from imprint._priority import Priority
 from imprint.actors.lifecycle import Runtime
-from imprint.capture.queue import enqueue
 from imprint.capture.session import load_state
 from imprint.capture.worker import CaptureWorker
 from imprint.config import Config
+from imprint.hooklib.queue import enqueue
 from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import RESERVE_FLOOR_SEC, RESERVE_MAX_SHARE, Reserve
 from imprint.reads.gateway import ActorReads

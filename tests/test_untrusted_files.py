@@ -15,7 +15,7 @@ import pytest
 
 from imprint.actors.read_messages import ProjectRoots, SourceEntryQuery
 from imprint.errors import InputError
-from imprint.hooks.briefing import project_for
+from imprint.reads.briefing import project_for
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.store.embedder import Embedder

@@ -10,6 +10,6 @@ queue is exported here: a hook imports it and must stay light (the standard libr
 the rest is imported from its module.
 """
 
-from imprint.capture.queue import capture_dir, enqueue
+from imprint.hooklib.queue import capture_dir, enqueue
 
 __all__ = ["capture_dir", "enqueue"]

@@ -20,16 +20,16 @@ from pydantic import BaseModel
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
 from imprint.actors.read_messages import Newest, ProjectRoots
+from imprint.capture.formats import read_new
 from imprint.capture.keep import Placed, keep_observations
 from imprint.capture.observe import Observation, error_words, observe_turn, open_problem
-from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
-from imprint.capture.formats import read_new
 from imprint.capture.transcript import ToolCall, Turn
 from imprint.errors import InputError
-from imprint.hooks.compose import SESSION_ROOTS, pick_project, record_root, session_roots
-from imprint.hooks.settings import excluded_folder, hook_settings
+from imprint.hooklib.compose import SESSION_ROOTS, pick_project, record_root, session_roots
+from imprint.hooklib.queue import capture_dir
+from imprint.hooklib.settings import excluded_folder, hook_settings
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline
 from imprint.redact import redact
@@ -91,7 +91,7 @@ def session_project(cwd: str) -> str:
 
 def mapped_project(writes: Writes, data_dir: Path, cwd: str) -> tuple[str, str]:
     """The project of a session in `cwd`, by its resolved root as the briefing maps it
-    (`imprint.hooks.compose.pick_project`), and the root to record it for ("" when an
+    (`imprint.hooklib.compose.pick_project`), and the root to record it for ("" when an
     ingested folder or an earlier record names it)."""
     if not cwd:
         return "", ""

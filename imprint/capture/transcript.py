@@ -2,8 +2,8 @@
 
 Every format is one JSON object a line, appended as the session goes: Claude Code's here,
 Codex's rollout in `imprint.capture.codex`, Gemini CLI's chat file in `imprint.capture.gemini`
-(`imprint.capture.formats` picks the reader by client). Each reader leaves out what is not the conversation
-(Imprint's own hook output among it) and trims tool outputs.
+(`imprint.capture.formats` picks the reader by client). Each reader leaves out what is not
+the conversation (Imprint's own hook output among it) and trims tool outputs.
 
 `~/.claude/projects/<cwd-slug>/<session>.jsonl` holds one JSON object a line: `user` lines
 (a prompt, or the results of tool calls), `assistant` lines (text, thinking, tool calls), and
@@ -58,7 +58,7 @@ _IMPRINT_TOOL = re.compile(
     r"^(?:mcp__(?:plugin_[a-z0-9_-]*?_)?imprint__|imprint[.:/]|mcp_imprint_|imprint__)",
     re.IGNORECASE,
 )
-# Imprint's briefing and prompt context (`imprint.hooks.compose`, `imprint.hooks.briefing`)
+# Imprint's briefing and prompt context (`imprint.hooklib.compose`, `imprint.reads.briefing`)
 # where a client copied them into the conversation's text: from the head to the foot line.
 _BRIEFING_ECHO = re.compile(
     r"^Imprint (?:memory for project|memories of project) .*?(?:^For more: search\(.*?$|\Z)",
@@ -242,8 +242,9 @@ def _past_line(handle: BinaryIO, at: int) -> int:
 def read_lines(path: Path, offset: int, reader: LineReader) -> Batch:
     """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
     by `reader` (one format's: `imprint.capture.formats.read_new` picks it). A file shorter
-    than `offset` (replaced, or cut) is read again from its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
-    the read goes on after it, so one huge line (a tool's output) never stops capture."""
+    than `offset` (replaced, or cut) is read again from its start. A complete line over
+    MAX_READ_BYTES is passed over and named in `skipped`: the read goes on after it, so one
+    huge line (a tool's output) never stops capture."""
     skipped: list[str] = []
     with path.open("rb") as handle:
         size = handle.seek(0, 2)

@@ -133,7 +133,7 @@ def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
         # session start briefs from the store itself while the daemon's store starts.
         waited = request.get("runtime_wait_ms", request.get("deadline_ms", 1500))
         runtime = wait_runtime(max(0, min(int(waited), 60_000)) / 1000)
-        from imprint.hooks.briefing import HookRequest, hook_context
+        from imprint.reads.briefing import HookRequest, hook_context
 
         return {"context": hook_context(runtime, HookRequest.model_validate(request))}
 

@@ -7,8 +7,8 @@ page shows what a tool returns and deletes as the tool does.
 from __future__ import annotations
 
 from imprint.capture.session import load_state
-from imprint.hooks.briefing import briefing_preview
 from imprint.ingest.pipeline import running_ingests
+from imprint.reads.briefing import briefing_preview
 from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.device import device_row
 from imprint.reads.facts import KgQueryArgs, fact_rows

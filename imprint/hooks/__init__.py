@@ -14,8 +14,8 @@ Only the light modules are re-exported here: a hook process imports this package
 `install` and `briefing` by their own names: they pull in the reads and the capture worker).
 """
 
+from imprint.hooklib.events import CLIENTS, EVENTS, canonical_event
 from imprint.hooks.entry import hook_args, run_hook
-from imprint.hooks.events import CLIENTS, EVENTS, canonical_event
 
 __all__ = [
     "CLIENTS",

@@ -39,6 +39,14 @@ from typing import Any, Literal
 
 from imprint._fs import DATA_DIR_ENV, data_dir
 from imprint.errors import InputError
+from imprint.hooklib.events import (
+    CAPTURE_EVENTS,
+    CLIENTS,
+    DATA_DIR_OPTION,
+    EVENTS,
+    NATIVE_EVENTS,
+)
+from imprint.hooklib.settings import HookSettings
 from imprint.hooks._confined import ConfigFile, Pending, confined, write_all
 from imprint.hooks.codex import (
     REVIEW,
@@ -50,14 +58,6 @@ from imprint.hooks.codex import (
     trust_hooks,
     trust_words,
 )
-from imprint.hooks.events import (
-    CAPTURE_EVENTS,
-    CLIENTS,
-    DATA_DIR_OPTION,
-    EVENTS,
-    NATIVE_EVENTS,
-)
-from imprint.hooks.settings import HookSettings
 
 __all__ = [
     "Scope",

@@ -18,7 +18,7 @@ from imprint.dashboard._site import Site, whole_number
 from imprint.dashboard._templates import href
 from imprint.dashboard._timeline import timeline
 from imprint.errors import ImprintError
-from imprint.hooks.state import read_state
+from imprint.hooklib.state import read_state
 from imprint.logs import get_logger, log_files
 from imprint.store.records import RECORD_TYPES
 from imprint.trace.log import capture_runs
