@@ -83,13 +83,13 @@ from benchmark._common import (
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.providers import ChatMessage, Provider
 from imprint.providers.local import LocalProvider, bundled_gguf
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 
 NAME = "stress"
 CONDITIONS = {

@@ -12,11 +12,11 @@ from typing import Any
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.dashboard import Owner
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.recall import plan as plan_module
 from imprint.store.embedder import Embedder
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 

@@ -229,7 +229,7 @@ def test_an_excluded_project_is_not_captured_from_a_folder_inside_it(
 ) -> None:
     """`hooks.exclude` naming a project: a session in a subfolder of the folder ingested as
     that project is that project's (as its briefing maps it), so it is not captured."""
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     site = tmp_path / "site"
     (site / "sub").mkdir(parents=True)

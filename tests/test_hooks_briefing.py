@@ -17,7 +17,6 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.daemon import Daemon
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.briefing import (
     PROMPT_MAX_CHARS,
     SUMMARY_KIND,
@@ -31,6 +30,7 @@ from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.store.records import Record, WriteBatch, make_id
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree

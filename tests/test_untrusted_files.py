@@ -378,7 +378,7 @@ def test_a_source_taken_from_the_folder_keeps_the_root_this_store_gave_it(
     """A newer version of a file this store ingested from a folder, taken from a sync
     folder, keeps this store's registry root (the folder's root is never taken, this
     store's own is not lost), so a session in that folder is still briefed on its project."""
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     folder = tmp_path / "shared"
     folder.mkdir()
