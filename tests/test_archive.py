@@ -38,7 +38,7 @@ from imprint.writes.backup import read_manifest
 from imprint.writes.content import ingest_text
 from imprint.writes.facts import edit_facts
 from imprint.writes.files import ingest_path
-from imprint.writes.imports import read_export
+from imprint.writes.import_check import read_export
 from imprint.writes.memories import delete_records, store_memory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -26,7 +26,7 @@ from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.facts import edit_facts
 from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
-from imprint.writes.imports import read_export
+from imprint.writes.import_check import read_export
 from imprint.writes.memories import remember
 from imprint.writes.team_import import import_into
 from tests.fakes import FakeProvider

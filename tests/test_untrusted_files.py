@@ -23,8 +23,9 @@ from imprint.store.records import SESSION_SUMMARY_KIND, make_id
 from imprint.types import WorkspaceName
 from imprint.writes import Writes
 from imprint.writes.content import ingest_text
-from imprint.writes.imports import MAX_LINE_BYTES as LONG
-from imprint.writes.imports import import_file, read_export
+from imprint.writes.import_check import MAX_LINE_BYTES as LONG
+from imprint.writes.import_check import read_export
+from imprint.writes.imports import import_file
 from imprint.writes.memories import MAX_MEMORY_CHARS, remember
 from imprint.writes.sync import sync_folder
 from tests.test_sync import _planted, _start_daemon, cli, export, on, sync

@@ -209,7 +209,8 @@ def answer_import(
             raise StoreError("import: replace must be true or false")
         runtime = wait_runtime(120)  # first: see answer_backup
         from imprint.writes import Writes
-        from imprint.writes.imports import import_file, read_export
+        from imprint.writes.import_check import read_export
+        from imprint.writes.imports import import_file
 
         parsed = read_export(Path(path))
         send(json.dumps({"total": parsed.records}) + "\n")
