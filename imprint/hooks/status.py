@@ -28,10 +28,10 @@ from imprint.hooks.install import (
     Scope,
     client_files,
     entry_data_dir,
-    imprint_executable,
     our_commands,
     ours_in,
 )
+from imprint.hooks.mcp_entry import imprint_executable
 from imprint.reads.hook_report import plugin_misses, skip_line, when
 
 __all__ = ["plugin_state", "status_lines"]
