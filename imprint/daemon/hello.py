@@ -39,6 +39,8 @@ __all__ = [
     "Deadlines",
     "OtherDataDir",
     "check_served",
+    "close_listener",
+    "hang_up",
     "other_data_dir",
     "peer_allowed",
     "read_hello",
@@ -85,6 +87,24 @@ def check_served(answer: dict[str, Any], expected: dict[str, str] | None) -> Non
 def shut(conn: socket.socket) -> None:
     with contextlib.suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
+
+
+def hang_up(exc: BaseException) -> str | None:
+    """The name of the error when `exc` says only that the peer went away (a broken pipe,
+    a reset), alone or as every leaf of the exception group a task group raises; else
+    None."""
+    if isinstance(exc, BaseExceptionGroup):
+        names = {hang_up(inner) for inner in exc.exceptions}
+        return None if None in names else ", ".join(sorted(str(n) for n in names))
+    return type(exc).__name__ if isinstance(exc, ConnectionError) else None
+
+
+def close_listener(listener: socket.socket) -> None:
+    """Shut first: an accept() waiting on it returns at once."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        listener.close()
 
 
 class Deadlines:
