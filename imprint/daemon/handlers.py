@@ -42,12 +42,11 @@ class Owner(Protocol):
     def watches_started(self, timeout: float) -> None: ...
 
 
-Handler = Callable[[Owner, dict[str, Any], socket.socket, io.BufferedReader], None]
+Body = dict[str, Any]  # what the hello holds under the operation's name
+Handler = Callable[[Owner, Body, socket.socket, io.BufferedReader], None]
 
 
-def _dashboard(
-    owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader
-) -> None:
+def _dashboard(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
     owner.dashboard.serve(
         body,
         io.TextIOWrapper(raw, encoding="utf-8", newline="\n"),
@@ -55,41 +54,26 @@ def _dashboard(
     )
 
 
-def _capture(
-    owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader
-) -> None:
+def _capture(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
     if owner.capture is not None:
         owner.capture.poke()  # a hook queued a capture; it reads no answer
 
 
-def _status(
-    owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader
-) -> None:
-    conn.sendall(answer_status(body, owner.wait_runtime).encode())
+def _answering(answer: Callable[[Body, Callable[[float], Runtime]], str]) -> Handler:
+    """A handler that sends `answer`'s one JSON line (it waits for the runtime itself)."""
+
+    def handle(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
+        conn.sendall(answer(body, owner.wait_runtime).encode())
+
+    return handle
 
 
-def _hook(owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader) -> None:
-    conn.sendall(answer_hook(body, owner.wait_runtime).encode())
-
-
-def _watch(owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader) -> None:
+def _watch(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
     owner.watches_started(120)  # the watches start once the runtime has
     conn.sendall(answer_watch(body, owner.watches).encode())
 
 
-def _backup(
-    owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader
-) -> None:
-    conn.sendall(answer_backup(body, owner.wait_runtime).encode())
-
-
-def _sync(owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader) -> None:
-    conn.sendall(answer_sync(body, owner.wait_runtime).encode())
-
-
-def _import(
-    owner: Owner, body: dict[str, Any], conn: socket.socket, raw: io.BufferedReader
-) -> None:
+def _import(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
     answer_import(body, owner.wait_runtime, lambda t: conn.sendall(t.encode()))
 
 
@@ -97,10 +81,10 @@ def _import(
 HANDLERS: dict[str, Handler] = {
     "dashboard": _dashboard,
     "capture": _capture,
-    "status": _status,
-    "hook": _hook,
+    "status": _answering(answer_status),
+    "hook": _answering(answer_hook),
     "watch": _watch,
-    "backup": _backup,
-    "sync": _sync,
+    "backup": _answering(answer_backup),
+    "sync": _answering(answer_sync),
     "import": _import,
 }
