@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from imprint.daemon._log import log
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 __all__ = [
     "CONNECT_WAIT_SEC",
@@ -55,7 +55,7 @@ HELLO_MAX_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64
 
 
-class OtherDataDir(StoreError):
+class OtherDataDir(DaemonError):
     """The daemon that answered serves another data dir than the client's."""
 
 
@@ -236,8 +236,8 @@ def send_hello(sock: socket.socket, hello: bytes, expected: dict[str, str] | Non
     except ValueError:
         answer = None
     if not isinstance(answer, dict) or not (answer.get("ok") or answer.get("error")):
-        raise StoreError("daemon: its answer to the hello is not one this version knows")
+        raise DaemonError("daemon: its answer to the hello is not one this version knows")
     check_served(answer, expected)
     if answer.get("error"):
-        raise StoreError(str(answer["error"]).splitlines()[0])
+        raise DaemonError(str(answer["error"]).splitlines()[0])
     return True
