@@ -115,9 +115,10 @@ def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runti
     def answer() -> dict[str, Any]:
         asked = StatusRequest.parse(request)
         runtime = wait_runtime(120)  # first: see answer_backup
-        from imprint.writes.repair import status_row
+        from imprint.reads.gateway import ActorReads
+        from imprint.reads.status import status_row
 
-        row = status_row(runtime, asked.workspace, asked.check)
+        row = status_row(ActorReads(runtime), asked.workspace, asked.check)
         return {"row": row.model_dump(mode="json")}
 
     return _reply("status", answer)
