@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text
-from imprint._priority import background_thread
 from imprint.errors import failure_line
 from imprint.hooklib.queue import Taken, client_stats, done, enqueue, stats_file, take
 from imprint.logs import get_logger
@@ -68,7 +67,6 @@ class CaptureWorker:
                 log.error("capture.worker.stuck", timeout_sec=timeout)
 
     def _run(self) -> None:
-        background_thread()  # capture is background work: interactive calls go first
         try:
             runtime = self._wait_runtime(None)
         except Exception as exc:
