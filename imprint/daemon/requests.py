@@ -58,10 +58,11 @@ class SyncRequest:
 
     @classmethod
     def parse(cls, body: dict[str, Any]) -> SyncRequest:
+        every = bool(body.get("all", False))  # any true value, as the daemon always took it
         folder, workspace = body.get("dir"), body.get("workspace", "")
         if not isinstance(folder, str) or not folder or not isinstance(workspace, str):
             raise DaemonError("sync: dir must be a folder path and workspace a string")
-        return cls(folder, workspace, bool(body.get("all", False)))
+        return cls(folder, workspace, every)
 
 
 @dataclass(frozen=True)
