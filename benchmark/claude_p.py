@@ -62,7 +62,7 @@ def _setup(base: Path, env: dict[str, str]) -> dict[str, Path]:
 
 
 def measure(rounds: int) -> dict[str, object]:
-    from imprint.hooks.state import read_state
+    from imprint.hooklib.state import read_state
     from tests.integration.model_server import scripted_model, text
     from tests.integration.node_clients import client, client_env
 

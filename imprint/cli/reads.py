@@ -89,7 +89,7 @@ def status(
 
     for line in watch_lines(root, alive):
         typer.echo(line)
-    from imprint.hooks.report import client_hooks, hooks_lines
+    from imprint.reads.hook_report import client_hooks, hooks_lines
     from imprint.writes.backup import backup_line
 
     typer.echo(backup_line(root))

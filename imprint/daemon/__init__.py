@@ -4,7 +4,8 @@ One module per idea: `security` (the private socket folder, the peer's uid), `ru
 owns the data dir, its stderr log), `hello` (the first line of every connection, and who is
 admitted to send it), `front` (a session's opening answered from the snapshot while MCP
 loads, where `_accepts` says the SDK would answer it the same way), `owner` (the daemon:
-its socket, sessions, warm-up in `warm`, the dashboard in `hosting`) and `client` (connect,
+its socket, sessions, warm-up in `warm`; the answers to every other operation a hello names
+in `handlers`, the dashboard and those answers' work in `hosting`) and `client` (connect,
 spawn, bridge, stop). `imprint.launch` imports only the client; the command line uses what
 this package exports.
 

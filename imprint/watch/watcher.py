@@ -1,5 +1,5 @@
 """One watched folder: file events from `watchfiles`, debounced into batches; each batch
-is one ingest of the folder (`imprint.ingest.pipeline`), which reads only what changed
+is one ingest of the folder (`imprint.writes.files`), which reads only what changed
 (unchanged files are skipped by their recorded mtime), removes what was deleted or became
 ignored, and writes in groups of files rather than one write per file.
 
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from imprint.ingest.pipeline import IngestReport, Progress
 from imprint.logs import get_logger
 from imprint.watch.folders import WatchedFolder
+from imprint.writes.files import IngestReport, Progress
 
 __all__ = ["FolderWatcher", "WatchRow", "moves_head"]
 

@@ -175,7 +175,7 @@ def test_memory_pages_in_chromium(
     one struck through with its successor, both sessions and the next briefing's text; the
     timeline is drawn; the session page shows its turns; Restore works as a plain form.
     Screenshots of the Memory and session pages go to SHOTS."""
-    from imprint.hooks.briefing import briefing_text
+    from imprint.reads.briefing import briefing_text
     from imprint.reads.gateway import ActorReads
     from imprint.writes.gateway import Writes
 
