@@ -189,7 +189,7 @@ class Result(Run):
 
 def ingest(runtime: Any, corpus: Path, projects: Sequence[str]) -> dict[str, Any]:
     """Each project folder ingested as its own project; the BM25 merges settled."""
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     started = time.perf_counter()
     summaries = {}
