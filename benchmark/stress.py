@@ -83,6 +83,7 @@ from benchmark._common import (
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
+from imprint.daemon.warm import freeze_heap
 from imprint.logs import configure_logging, log_path
 from imprint.providers import ChatMessage, Provider
 from imprint.providers.local import LocalProvider, bundled_gguf
@@ -424,6 +425,7 @@ def run_condition(
         # a caller's plan, condense off.
         warm = [{"tool": "search", "args": {"query": "warm"}}]
         recall_text(reads, RecallArgs(question="warm", plan=warm, condense=False))
+        freeze_heap()  # as the daemon does once its warm-up is done
         if work:
             daemon = DaemonWork(rt, work_root, args.corpus, args.backfill_sessions)
             if not daemon.running():

@@ -1,12 +1,10 @@
 """The owner: one process per data dir, shared by every `imprint serve`.
 
-Every assistant session starts its own `imprint serve`, but Chroma's embedded store allows
-one writing process. So the first `imprint serve` starts a daemon that owns the data dir (its
-store, its actors, later its one model copy) and listens on a Unix socket; each `imprint
-serve` then bridges its stdin and stdout to one socket connection. The daemon serves each
-connection as its own MCP session over the shared runtime and exits after
-`server.idle_exit_sec` without connections. It checks every SOCKET_CHECK_SEC that its socket
-file is still its own and binds it again if it vanished (a tmp cleaner).
+Chroma's embedded store allows one writing process, so the first `imprint serve` starts a
+daemon that owns the data dir (store, actors, the one model copy) on a Unix socket, and every
+`imprint serve` bridges its stdio to one connection, served as its own MCP session over the
+shared runtime. It exits after `server.idle_exit_sec` without connections, and every
+SOCKET_CHECK_SEC binds its socket again if the file is not its own (a tmp cleaner).
 """
 
 from __future__ import annotations
@@ -87,6 +85,7 @@ class Daemon:
         peer_uid: Callable[[socket.socket], int | None] = peer_uid,
         warm_embedder: bool = True,
         kind: str = "daemon",
+        freeze_heap: bool = False,  # the daemon's own process (`run_daemon`), not a test's
     ) -> None:
         self.data_dir = data_dir
         self.config = config
@@ -112,6 +111,7 @@ class Daemon:
             data_dir,
             config,
             embedder=warm_embedder,
+            freeze=freeze_heap,
             stopping=self._stopping,
             then=self._check_handshake,
         )
@@ -477,7 +477,7 @@ class Daemon:
 
 
 def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> int:
-    daemon = Daemon(data_dir, config, idle_exit_sec=idle_exit_sec)
+    daemon = Daemon(data_dir, config, idle_exit_sec=idle_exit_sec, freeze_heap=True)
     if not daemon.acquire():
         log.info("daemon.already_running")
         return 0
