@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text
-from imprint._priority import background_thread
 from imprint.capture.queue import Taken, capture_dir, done, enqueue, take
 from imprint.errors import failure_line
 from imprint.logs import get_logger
@@ -83,7 +82,6 @@ class CaptureWorker:
                 log.error("capture.worker.stuck", timeout_sec=timeout)
 
     def _run(self) -> None:
-        background_thread()  # capture is background work: interactive calls go first
         try:
             runtime = self._wait_runtime(None)
         except Exception as exc:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from imprint._priority import background_thread
 from imprint.ingest.pipeline import IngestReport, Progress
 from imprint.logs import get_logger
 from imprint.watch.folders import WatchedFolder
@@ -187,7 +186,6 @@ class FolderWatcher:
             self.ready.set()
 
     def _work(self) -> None:
-        background_thread()  # batches are background work: interactive calls go first
         self.ready.wait()
         first = True  # the rescan of what changed while nobody watched
         while not self._stop.is_set():

@@ -31,7 +31,7 @@ from tests.dashboard_support import (
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 # Screenshots go to a temporary folder unless DASHBOARD_SCREENSHOTS names one (set it to the
-# repository's docs/ to refresh the pictures the README shows).
+# repository's docs/ to refresh the pictures docs/dashboard.md shows).
 SHOTS = Path(
     os.environ.get("DASHBOARD_SCREENSHOTS")
     or Path(tempfile.gettempdir()) / f"imprint-dashboard-shots-{os.getuid()}"
