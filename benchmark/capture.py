@@ -509,7 +509,7 @@ def measure(
             )
             _score_extraction(res, scored, everything)
             _score_reversals(res, scored, everything, links)
-            _score_briefing(res, scored, projects, reads, ws, briefing_text, Deadline)
+            _score_briefing(res, scored, projects, reads, ws, briefing_text, Deadline, everything)
             qs = [q for q in questions if q.project in projects]
             stale_by_project: dict[str, list[str]] = defaultdict(list)
             for s in sessions:
@@ -610,8 +610,20 @@ def _score_briefing(
     ws: Any,
     briefing_text: Any,
     deadline_cls: Any,
+    records: Sequence[Any] = (),
 ) -> None:
     replaced = {(s.project, old) for s in sessions for old, _ in s.reversals}
+    # A replaced item's memories (those of the session that labelled it, holding its
+    # phrase): shown as current when its phrase is in the briefing or one of their ids is
+    # (a line cut short may lose the phrase).
+    said_in: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for s in sessions:
+        for _, phrase in s.labels:
+            said_in[(s.project, phrase)].add(s.sid)
+    by_phrase = {
+        key: [r.id for r in records if _session_of(r) & said_in[key] and key[1] in norm(r.content)]
+        for key in replaced
+    }
     holds: list[tuple[str, list[str]]] = []
     for s in sessions:
         for group in sorted(set(s.groups)):
@@ -641,7 +653,8 @@ def _score_briefing(
             current += any(p[:40] in text for p in phrases)
         for project, phrase in replaced:
             head = texts[project].split("last sessions:")[0]
-            stale += phrase[:40] in head
+            ids = by_phrase[(project, phrase)]
+            stale += phrase[:40] in head or any(f"id {rid}," in head for rid in ids)
         out[str(chars)] = {
             "holds_now": len(holds),
             "shown": current,

@@ -94,7 +94,7 @@ def test_the_last_session_does_not_repeat_the_sections() -> None:
 
 
 def test_a_core_clause_drops_the_reason_only_when_it_says_enough() -> None:
-    assert core(DECISIONS[0]) == "We'll use Dramatiq for the ingestion worker"
+    assert core(DECISIONS[0]) == "Use Dramatiq for the ingestion worker"
     assert core("Use X, because Y.") == "Use X, because Y."
     assert session_digest("Session in project p (2 turns, id s):\nAsked:\n- why", []) == (
         "Session s (2 turns): Asked: - why"
@@ -145,3 +145,68 @@ def test_an_older_session_that_says_nothing_new_takes_no_line() -> None:
     text = compose_briefing("p", [("Decisions", [decision])], set(), [], [newest, older], 2000)
     assert "Session s-new (1 turns):" in text  # the last session is always named
     assert "s-old" not in text and older.id not in text
+
+
+def test_an_opening_the_heading_says_is_left_out() -> None:
+    """ "We decided to", "Let's", "Please" say no more than the section's heading does."""
+    assert core("We decided to version the public API in the URL path.") == (
+        "Version the public API in the URL path."
+    )
+    assert core("OK, let's go with Room for local storage in the app.") == (
+        "Go with Room for local storage in the app."
+    )
+    assert core("From now on please write commit messages in the imperative.") == (
+        "Write commit messages in the imperative."
+    )
+    assert core("I prefer pytest fixtures over setUp methods.") == (
+        "Prefer pytest fixtures over setUp methods."
+    )
+    assert core("We'll see.") == "We'll see."  # too little would be left
+    assert core("Welcome pages use the new layout.") == "Welcome pages use the new layout."
+
+
+def test_one_item_said_twice_in_a_turn_takes_one_line() -> None:
+    """The user's words of a choice and the assistant's reply are two memories of one
+    item: one line; a second choice of the same turn, or the same words in another
+    turn, keeps its own."""
+    said = SimpleNamespace(
+        id="a" * 16,
+        content="Let's pin Dramatiq to 1.17 in requirements.",
+        created_at=START,
+        source="session:s1#2",
+    )
+    again = SimpleNamespace(
+        id="b" * 16,
+        content="We'll pin dramatiq==1.17.0 in requirements.txt.",
+        created_at=START,
+        source="session:s1#2",
+    )
+    other = SimpleNamespace(
+        id="c" * 16,
+        content="We'll store thumbnails as WebP under thumbs/.",
+        created_at=START,
+        source="session:s1#2",
+    )
+    later = SimpleNamespace(
+        id="d" * 16,
+        content="We'll pin dramatiq==1.17.0 in requirements.txt.",
+        created_at=START + DAY,
+        source="session:s2#0",
+    )
+    memories = [("Decisions", [later, said, again, other])]
+    text = compose_briefing("docingest", memories, set(), [], [], 2000)
+    assert all(f"id {r.id}," in text for r in (said, other, later)), text
+    assert f"id {again.id}," not in text, text
+
+
+def test_only_the_first_line_says_its_year_unless_a_line_is_of_another() -> None:
+    old = SimpleNamespace(
+        id="e" * 16, content="We'll use Celery for jobs.", created_at=START - 400 * DAY
+    )
+    text, _ = _briefing()
+    dated = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert re.search(r", 2026-\d\d-\d\d\)$", dated[0]), dated[0]
+    assert all(re.search(r", \d\d-\d\d\)$", ln) for ln in dated[1:]), text
+    memories = [("Decisions", [_rec(40, DECISIONS[0]), old])]
+    text = compose_briefing("docingest", memories, set(), [], [], 2000)
+    assert "(id eeeeeeeeeeeeeeee, 2025-" in text, text

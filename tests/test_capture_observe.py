@@ -555,3 +555,24 @@ def test_a_clause_before_a_semicolon_is_prose_not_code(tmp_path: Path, rt: Runti
         "The sync server moved to sync2.fieldapp.io on 2026-11-11"
     ]
     assert datetime.fromtimestamp(facts[0].created_at, UTC).date().isoformat() == "2026-11-11"
+
+
+def test_a_change_the_assistant_says_it_made_to_files_is_a_fix_with_its_effect() -> None:
+    """ "I've modified X to use Y instead of Z" in a turn that edited files states the fix
+    (issue 44's real sessions: the pr command's fix was said only so), with the sentence
+    saying what it does now; the same words in a turn that edited nothing are no fix."""
+    from imprint.capture.observe import observe_turn
+    from imprint.capture.transcript import ToolCall, Turn
+
+    said = (
+        "I've modified the `git log` command to use the range `${mergeBase}..${branch}` "
+        "instead of just `${branch}`. This will now only show commits since the merge base."
+    )
+    edit = ToolCall("Edit", {"file_path": "src/domain/git.ts"}, "ok")
+    turn = Turn(key="t1", at=_epoch("2026-11-20"), prompt="yes", texts=[said], tools=[edit])
+    fixes = [o for o in observe_turn(turn) if o.kind == "fix"]
+    assert len(fixes) == 1 and "since the merge base" in fixes[0].text, fixes
+    assert fixes[0].files == ("src/domain/git.ts",)
+    assert not [o for o in observe_turn(Turn(key="t2", texts=[said])) if o.kind == "fix"]
+    plan = "I'll modify the `pr` method to limit the commit list to the merge base."
+    assert not observe_turn(Turn(key="t3", texts=[plan], tools=[edit]))

@@ -99,6 +99,15 @@ _FIX = re.compile(
     r"this fixes|that fixes|now fixed|is fixed|root cause|was caused by|"
     r"the (?:bug|problem|issue|failure|error) was|resolved (?:it |this )?by)\b)"
 )
+# A change the assistant says it made, and how ("I've modified the git log command to use
+# the range base..branch instead of just branch"): a fix when the turn edited files.
+_CHANGED = re.compile(
+    r"(?i)^(?:i|we)(?:'ve| have) (?:modified|changed|updated|rewritten|reworked|adjusted) "
+    r"(?:\S+ ){1,8}?(?:to (?:use|only|pass|return|read|call|accept|include|skip|check)|"
+    r"so (?:that )?(?:it|they)|instead of)\b"
+)
+# What a stated change does, said in the next sentence ("This will now only show ...").
+_EFFECT = re.compile(r"(?i)^(?:this|that|it) (?:will now|now|means|ensures|way)\b")
 _PREFERENCE = re.compile(
     r"(?i)(?:\bfrom now on\b|\bgoing forward\b|\bin (?:the )?future\b|"
     r"^(?:please,? )?(?:always|never|don'?t|do not|avoid|prefer)\b|"
@@ -229,6 +238,13 @@ def _with_reason(sentences: list[str], index: int) -> str:
     return text
 
 
+def _with_effect(sentences: list[str], index: int) -> str:
+    text = sentences[index]
+    if index + 1 < len(sentences) and _EFFECT.match(sentences[index + 1]):
+        text = f"{text} {sentences[index + 1]}"
+    return text
+
+
 def observe_turn(turn: Turn, at: float = 0.0) -> list[Observation]:
     """The observations one turn states, in the order it states them."""
     when = turn.at or at or time.time()
@@ -261,6 +277,8 @@ def observe_turn(turn: Turn, at: float = 0.0) -> list[Observation]:
                 continue
             if _FIX.search(sentence):
                 keep("fix", _with_reason(said, i), files)
+            elif files and _CHANGED.search(sentence):
+                keep("fix", _with_effect(said, i), files)
             elif _DECISION.search(sentence):
                 keep("decision", _with_reason(said, i))
             elif _FACT.search(sentence):
