@@ -4,9 +4,10 @@ One module per idea: `security` (the private socket folder, the peer's uid), `ru
 owns the data dir, its stderr log), `hello` (the first line of every connection, and who is
 admitted to send it), `front` (a session's opening answered from the snapshot while MCP
 loads, where `_accepts` says the SDK would answer it the same way), `owner` (the daemon:
-its socket, sessions, warm-up in `warm`, the dashboard in `hosting`) and `client` (connect,
-spawn, bridge, stop). `imprint.launch` imports only the client; the command line uses what
-this package exports.
+its socket, sessions, warm-up in `warm`, the dashboard in `hosting`), `client` (connect,
+spawn, bridge, stop) and `asks` (the one-line requests, one tool called). `imprint.launch`
+imports only the client half (`client` and `asks`); the command line uses what this package
+exports.
 
 `Daemon` and `run_daemon` are loaded when first named (PEP 562): the owner brings in the
 logging stack (structlog) and its background threads, and a hook or a light CLI command
@@ -16,13 +17,15 @@ site-packages are on the path.
 
 from typing import TYPE_CHECKING, Any
 
-from imprint.daemon.client import (
+from imprint.daemon.asks import (
     ask_backup,
     ask_dashboard,
     ask_import,
     ask_status,
     ask_sync,
     ask_watch,
+)
+from imprint.daemon.client import (
     bridge_stdio,
     connect,
     daemon_alive,

@@ -184,6 +184,12 @@ class Daemon:
         )
         self._watch_thread.start()
 
+    def _started_watches(self) -> WatchHost | None:
+        """The watched folders' host, once started (they start once the runtime has)."""
+        if self._watch_thread is not None:
+            self._watch_thread.join(120)
+        return self.watches
+
     def _start_watches(self) -> None:
         """Each persisted folder watched again, from a rescan of what changed meanwhile; once
         the background start has imported the package tree: importing `imprint.watch` here
@@ -362,7 +368,8 @@ class Daemon:
                     self.capture.poke()  # a hook queued a capture; it reads no answer
                 return
             if isinstance(hello.get("status"), dict):
-                conn.sendall(answer_status(hello["status"], self.wait_runtime).encode())
+                answer = answer_status(hello["status"], self.wait_runtime, self._started_watches)
+                conn.sendall(answer.encode())
                 return
             if isinstance(hello.get("hook"), dict):
                 conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
