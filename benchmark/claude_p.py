@@ -14,7 +14,9 @@ differences (hooks+mcp minus none, mcp minus none, round by round), with the loa
 (1 min) before and after, as the machine is shared. The real Claude Code comes from
 `.ci/node` (scripts/test.sh runs `npm ci`), the scripted model from the integration tests.
 
-    python -m benchmark.claude_p [--rounds 8]
+    python -m benchmark.claude_p [--rounds 8] [--publish [--out FOLDER]]
+
+`--publish` writes `benchmark/published/claude-p-<UTC stamp>/` (README.md, results.json).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from benchmark._common import PUBLISHED, Run, conclude, imprint_revision, machine, title, utc_now
 
 __all__ = ["measure"]
 
@@ -131,10 +137,68 @@ def measure(rounds: int) -> dict[str, object]:
     }
 
 
+@dataclass
+class ClaudeP(Run):
+    revision: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)  # what `measure` returns
+
+
+def table(res: ClaudeP) -> str:
+    r = res.result
+    loads = " -> ".join(f"{x:.1f}" for x in r["load_1min"])
+    lines = [
+        title(res, "claude_p", f", {r['rounds']} rounds, load average {loads}"),
+        "",
+        "condition          median s   added (paired median) s",
+    ]
+    for name in CONDITIONS:
+        added = r["added_median_s"].get(name)
+        shown = f"{added:+.3f}" if added is not None else ""
+        lines.append(f"{name:<18} {r['median_s'][name]:>8.3f}   {shown}".rstrip())
+    lines.append("")
+    for event, row in r["hooks"].items():
+        lines.append(
+            f"hook {event}: {row['runs']} runs, {row['failures']} failed {row['last_error']}".rstrip()
+        )
+    return "\n".join(lines)
+
+
+def readme(res: ClaudeP, command: str) -> str:
+    doc = (__doc__ or "").split("\n\n")[:3]
+    changed = " (imprint/ modified)" if res.revision.get("imprint_changes") else ""
+    return "\n".join(
+        [
+            "# claude -p: what Imprint adds to a headless Claude Code run, daemon warm",
+            "",
+            f"Run at {res.started_at} on commit `{res.revision.get('commit', '?')[:12]}`{changed}.",
+            "",
+            f"    {command}",
+            "",
+            *(part.strip() + "\n" for part in doc),
+            "```",
+            table(res),
+            "```",
+            "",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
-    print(json.dumps(measure(parser.parse_args().rounds), indent=1))
+    parser.add_argument("--out", type=Path, default=PUBLISHED)
+    parser.add_argument("--publish", action="store_true", help="publish the run under --out")
+    args = parser.parse_args()
+    res = ClaudeP(
+        started_at=utc_now(),
+        command=list(sys.argv),
+        machine=machine([]),
+        config={"rounds": args.rounds},
+        revision=imprint_revision(),
+    )
+    res.result = measure(args.rounds)
+    print(json.dumps(res.result, indent=1), file=sys.stderr)
+    conclude(res, table, readme if args.publish else None, args.out, "claude-p")
 
 
 if __name__ == "__main__":
