@@ -158,7 +158,8 @@ def table(res: ClaudeP) -> str:
     lines.append("")
     for event, row in r["hooks"].items():
         lines.append(
-            f"hook {event}: {row['runs']} runs, {row['failures']} failed {row['last_error']}".rstrip()
+            f"hook {event}: {row['runs']} runs, {row['failures']} failed "
+            f"{row['last_error']}".rstrip()
         )
     return "\n".join(lines)
 
