@@ -158,7 +158,7 @@ def table(res: CliBench) -> str:
             shown = f"{res.pair_ratio[command]:.3f}" if name == "B" else ""
             lines.append(
                 f"{command:<8} {name:<5} {lat.queries:>5} {lat.p50_ms:>8.1f} "
-                f"{lat.p95_ms:>8.1f} {lat.mean_ms:>8.1f}   {shown}"
+                f"{lat.p95_ms:>8.1f} {lat.mean_ms:>8.1f}   {shown}".rstrip()
             )
     if res.failures:
         lines.append(f"runs that did not exit 0: {res.failures}")
