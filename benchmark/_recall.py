@@ -29,9 +29,9 @@ from benchmark._common import (
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import ImprintError
-from imprint.ingest.pipeline import ingest_path
 from imprint.recall.plan import parse_plan
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 
 PROJECT = "corpus"

@@ -69,7 +69,8 @@ from imprint.store.records import Fact, Record, SourceEntry, SupersedeLink, Writ
 from imprint.types import MemoryId, WorkspaceName
 from imprint.writes import Writes
 from imprint.writes.gateway import WRITE_TIMEOUT_SEC
-from imprint.writes.imports import ImportReport, import_file, read_export
+from imprint.writes.import_check import read_export
+from imprint.writes.imports import ImportReport, import_file
 
 SEED = 20261202
 WRITE_BATCH = 512

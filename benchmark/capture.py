@@ -455,7 +455,7 @@ def measure(
     from imprint.actors.read_messages import Newest, SupersedeLinks
     from imprint.capture.session import capture_event
     from imprint.config import load_config
-    from imprint.hooks.briefing import briefing_text
+    from imprint.reads.briefing import briefing_text
     from imprint.reads.deadline import Deadline
     from imprint.reads.gateway import ActorReads
     from imprint.writes.gateway import Writes

@@ -96,7 +96,7 @@ def _setup(base: Path, env: dict[str, str], other: Path | None) -> dict[str, Pat
 
 
 def measure(rounds: int, other: Path | None = None) -> dict[str, Any]:
-    from imprint.hooks.state import read_state
+    from imprint.hooklib.state import read_state
     from tests.integration.model_server import scripted_model, text
     from tests.integration.node_clients import client, client_env
 

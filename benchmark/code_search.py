@@ -61,10 +61,10 @@ from benchmark import _common as common
 from benchmark._common import PUBLISHED, REPO, note
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, format_search, search
+from imprint.writes.files import ingest_path
 
 DEFAULT_QUERIES = REPO / "benchmark" / "code_search.json"
 STYLES = ("identifier", "behaviour", "task")

@@ -28,11 +28,11 @@ from benchmark._common import DEFAULT_CORPUS as CORPUS
 from benchmark._common import settle_merges
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
 from imprint.recall.coordinator import run_plan
 from imprint.recall.plan import SearchStep, parse_plan
+from imprint.writes.files import ingest_path
 
 PLANS = [
     [

@@ -45,7 +45,7 @@ PLAN = (
 
 
 def spread_copy(corpus: Path, limit: int, into: Path) -> Path:
-    from imprint.ingest.pipeline import walk
+    from imprint.ingest.files import walk
     from imprint.ingest.tags import supported
 
     root, files, _ = walk(corpus)
@@ -80,11 +80,11 @@ def run(args: argparse.Namespace, work: Path) -> int:
     from imprint.actors.lifecycle import Runtime
     from imprint.config import load_config
     from imprint.dashboard import DashboardServer, Owner
-    from imprint.ingest.pipeline import ingest_path
     from imprint.logs import configure_logging
     from imprint.reads.gateway import ActorReads
     from imprint.reads.search import SearchArgs, search
     from imprint.recall.respond import RecallArgs, recall_text
+    from imprint.writes.files import ingest_path
 
     data = work
     configure_logging(data, level="warning")

@@ -212,7 +212,7 @@ def prepare_store(root: Path, corpus: Path, files: int) -> None:
     """A small store to search: the first `files` Markdown files of the corpus."""
     from imprint.actors.lifecycle import running
     from imprint.config import load_config
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     picked = sorted(corpus.rglob("*.md"))[:files]
     staging = root.parent / f"{root.name}-files"

@@ -51,7 +51,8 @@ from benchmark._common import (
     title,
     utc_now,
 )
-from imprint.hooks.install import hook_launcher, imprint_executable
+from imprint.hooks.install import hook_launcher
+from imprint.hooks.mcp_entry import imprint_executable
 
 __all__ = ["HookBench", "measure_hooks"]
 

@@ -39,11 +39,11 @@ from typing import Any
 from benchmark._common import free_port, wait_answering
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.providers.local import bundled_gguf
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "pykka" / "docs"

@@ -232,7 +232,7 @@ def figures(samples: Sequence[Sample]) -> ToolFigures:
 def run(args: argparse.Namespace, res: LoadRun, root: Path, corpus: Path) -> None:
     from imprint.actors.lifecycle import Runtime
     from imprint.config import load_config
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     note(f"ingest {corpus}")
     runtime = Runtime(root, load_config(root)).start()

@@ -76,7 +76,7 @@ from benchmark._common import (
 from benchmark._direct import DirectReads
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config, load_config
-from imprint.ingest.pipeline import ingest_path, walk
+from imprint.ingest.files import walk
 from imprint.ingest.tags import supported
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads, Reads
@@ -84,6 +84,7 @@ from imprint.reads.search import SearchArgs, search
 from imprint.store.embedder import DIMENSIONS, Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.types import WorkspaceName
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 
 SEED = 20240601

@@ -83,13 +83,13 @@ from benchmark._common import (
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.providers import ChatMessage, Provider
 from imprint.providers.local import LocalProvider, bundled_gguf
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 
 NAME = "stress"
 CONDITIONS = {
@@ -272,8 +272,8 @@ class DaemonWork:
     watched folder's first batch (a copy of the corpus), on this runtime, until `stop`."""
 
     def __init__(self, rt: Runtime, root: Path, corpus: Path, sessions: int) -> None:
-        from imprint.capture.queue import enqueue
         from imprint.capture.worker import CaptureWorker
+        from imprint.hooklib.queue import enqueue
         from imprint.watch.host import WatchHost
 
         self.rt = rt

@@ -16,7 +16,7 @@ Method
    (the SDK's streamable HTTP client); `search` with two words of a stored record, after 10
    untimed warm-up calls; p50 / p95 of the whole call (embedding the query, both indexes,
    the blocks, HTTP). The local server ranks with its full pipeline, the team server with
-   fusion only: the same question, not the same work.
+   fusion and the same re-rank (its runs before 2026-12-06 with fusion only).
 3. Writes per second: `--writes` `store` calls of new memories (each embedded by its server)
    spread over 1, 2 and 4 team servers on the one database, 4 concurrent sessions per server,
    timed whole. On a machine with few cores the servers share them, so this says what the

@@ -35,11 +35,12 @@ from benchmark._common import (
 )
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import build_records, ingest_path
+from imprint.ingest.records import build_records
 from imprint.reads import ActorReads
 from imprint.reads.search import SearchArgs, search
 from imprint.watch import WatchHost
 from imprint.watch.host import GROUP_CHUNKS
+from imprint.writes.files import ingest_path
 
 WORDS = [
     "alpha",

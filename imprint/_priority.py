@@ -8,16 +8,16 @@ cores are free again. So that a steady stream of calls cannot stop background wo
 good, a turn waits at most `max_defer_sec`, and a step deferred by `after_interactive`
 is sent by the first call to start or finish after it has waited that long.
 
-The threads that do only background work also lower their own scheduling priority
-(`background_thread`), so that a unit of work already under way gives the cores to an
-interactive call's threads instead of sharing them evenly.
+No background thread lowers its own scheduling priority: a niced thread that holds the
+interpreter's lock on saturated cores stalls every thread waiting for it (measured in the
+stress benchmark: a 961 ms gen-0 garbage collection in a niced watch thread while 16
+recalls waited past their deadline). The turns above are how background work yields.
 
 One instance per runtime (`Runtime.priority`): nothing here is shared at module level.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-__all__ = ["BACKGROUND_NICE", "MAX_DEFER_SEC", "Priority", "background_thread"]
+__all__ = ["MAX_DEFER_SEC", "Priority"]
 
 
 @cache
@@ -39,8 +39,6 @@ def _log() -> Any:
 
 # A background turn waits at most this long for interactive calls to finish.
 MAX_DEFER_SEC = 5.0
-# The niceness a background thread adds to its own (Linux: per thread).
-BACKGROUND_NICE = 10
 
 
 class Priority:
@@ -150,16 +148,3 @@ class Priority:
         """Until `count` background turns are held (for tests and benchmarks)."""
         with self._cond:
             return self._cond.wait_for(lambda: self.waiting >= count, timeout=timeout)
-
-
-def background_thread() -> None:
-    """Lower the calling thread's scheduling priority (on Linux a thread has its own
-    niceness); elsewhere, or when refused, nothing changes."""
-    native = getattr(threading, "get_native_id", None)
-    if native is None or not hasattr(os, "setpriority"):
-        return
-    try:
-        tid = native()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE)
-    except OSError as exc:  # refused or not supported: the turns still hold
-        _log().debug("priority.nice.refused", error=str(exc))

@@ -1,7 +1,7 @@
 """What a newer statement says it replaces ("Dramatiq instead of Celery", "from Socket Mode
 to the Events API", "pg-ops-1 is retired"): the rule capture links reversals by
 (`imprint.capture.keep`) and the briefing leaves a replaced line out by
-(`imprint.hooks.compose`). The standard library only: the hook process lays briefings out.
+(`imprint.hooklib.compose`). The standard library only: the hook process lays briefings out.
 """
 
 from __future__ import annotations

@@ -177,21 +177,31 @@ Provider = Literal["none", "local", "ollama", "vllm", "openai", "anthropic", "ge
 
 class TaggerConfig(_Group):
     llm: bool = Field(default=False, description="ask the model for tags on store and ingest")
-    provider: Provider = Field(default="none")
-    model: str = Field(default="")
-    base_url: str = Field(default="")
+    provider: Provider = Field(
+        default="none", description="who runs the model of tagging and recall; none = no model"
+    )
+    model: str = Field(default="", description="the provider's model name (not for local)")
+    base_url: str = Field(
+        default="", description="the provider's server URL; empty = its usual one (vllm: none)"
+    )
     # repr=False: a Config printed in a traceback or a log line never shows the key.
     api_key: str = Field(
         default="", repr=False, description="else the provider's usual environment variable"
     )
-    timeout_sec: float = Field(default=20.0, gt=0, le=600)
+    timeout_sec: float = Field(
+        default=20.0, gt=0, le=600, description="a tagging request's deadline (seconds)"
+    )
     local: LocalModelConfig = Field(default_factory=LocalModelConfig)
 
 
 class RecallConfig(_Group):
     llm: bool = Field(default=False, description="let a model on this computer plan and answer")
-    llm_timeout_sec: float = Field(default=30.0, gt=0, le=600)
-    step_timeout_sec: float = Field(default=10.0, gt=0, le=300)
+    llm_timeout_sec: float = Field(
+        default=30.0, gt=0, le=600, description="one deadline for planning and answering (s)"
+    )
+    step_timeout_sec: float = Field(
+        default=10.0, gt=0, le=300, description="deadline of a recall's read steps (seconds)"
+    )
     pool_size: int = Field(
         default=16, ge=1, le=128, description="recalls gathered at once (coordinator actors)"
     )
@@ -338,7 +348,12 @@ def describe_allowed(key: str) -> str:
     if key == "store.chroma_url":
         return "an http(s):// URL with a host, or empty for the embedded store"
     if origin is list:
-        return "a comma-separated list of folders"
+        if key == "hooks.exclude":
+            return "a comma-separated list of projects, folders or globs"
+        # redact's one list names workspaces; every other list, folders
+        return "a comma-separated list of " + (
+            "workspaces" if key.startswith("redact.") else "folders"
+        )
     return type_name + (" " + " and ".join(bounds) if bounds else "")
 
 

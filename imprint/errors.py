@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # imported where a failure is read: a hook process needs no s
 
 __all__ = [
     "ConfigError",
+    "DaemonError",
     "DeadlineExceeded",
     "ImprintError",
     "InputError",
@@ -45,6 +46,11 @@ class WorkspaceError(InputError):
 
 class StoreError(ImprintError):
     """The store could not do what was asked."""
+
+
+class DaemonError(StoreError):
+    """The data dir's daemon could not be asked, or could not read what it was asked (its
+    socket protocol: `imprint.daemon.requests`). A StoreError, as such failures were."""
 
 
 class DeadlineExceeded(StoreError):

@@ -12,11 +12,11 @@ from typing import Any
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
 from imprint.dashboard import Owner
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.recall import plan as plan_module
 from imprint.store.embedder import Embedder
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 
@@ -72,8 +72,8 @@ def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]
     about proj, and capture two sessions in proj's own folder (the writes' cwd, the tree
     ingested as proj: a session maps to a project by its resolved root) through the capture
     queue and worker (so the log holds their hook runs); the stored ids by name."""
-    from imprint.capture.queue import enqueue
     from imprint.capture.worker import CaptureWorker
+    from imprint.hooklib.queue import enqueue
     from tests.capture_support import Transcript
 
     ids = {

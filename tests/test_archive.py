@@ -16,7 +16,6 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.daemon import ask_import, daemon_alive, stop_daemon
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.export import (
     FORMAT,
     FORMAT_VERSION,
@@ -38,7 +37,8 @@ from imprint.writes import Writes
 from imprint.writes.backup import read_manifest
 from imprint.writes.content import ingest_text
 from imprint.writes.facts import edit_facts
-from imprint.writes.imports import read_export
+from imprint.writes.files import ingest_path
+from imprint.writes.import_check import read_export
 from imprint.writes.memories import delete_records, store_memory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -20,8 +20,8 @@ from benchmark.retrieval import (
 )
 from imprint.actors.lifecycle import Runtime
 from imprint.config import load_config
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
+from imprint.writes.files import ingest_path
 
 
 def test_query_set_has_64_or_more_lookups_split_evenly() -> None:

@@ -12,8 +12,8 @@ import pytest
 from benchmark import stress
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,6 +1,6 @@
 """Answers stay bounded however many projects a workspace holds (issue 26, finding 11).
 
-With 2,000 projects `status` returned 94,175 characters (the README promises under 10 KiB)
+With 2,000 projects `status` returned 94,175 characters (docs/tools.md promises under 10 KiB)
 and `graph_scope` root at depth 2 ran two reads per project.
 """
 

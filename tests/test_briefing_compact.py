@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
-from imprint.hooks.compose import FENCE, FRAME, compose_briefing, core, session_digest
+from imprint.hooklib.compose import FENCE, FRAME, compose_briefing, core, session_digest
 
 DAY = 86_400.0
 START = 1_793_000_000.0  # 2026-10-26

@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 from imprint.actors.lifecycle import Runtime
-from imprint.capture.queue import enqueue
 from imprint.capture.session import load_state
 from imprint.capture.worker import CaptureWorker
 from imprint.daemon import Daemon
-from imprint.hooks.briefing import HookRequest, hook_context
-from imprint.hooks.compose import FENCE, FRAME
+from imprint.hooklib.compose import FENCE, FRAME
+from imprint.hooklib.queue import enqueue
+from imprint.reads.briefing import HookRequest, hook_context
 from imprint.reads.export import (
     FORMAT,
     FORMAT_VERSION,
@@ -33,7 +33,8 @@ from imprint.reads.export import (
     line_text,
 )
 from imprint.writes import Writes
-from imprint.writes.imports import import_file, read_export
+from imprint.writes.import_check import read_export
+from imprint.writes.imports import import_file
 from imprint.writes.memories import store_memory
 from tests.capture_support import Transcript
 from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
@@ -157,7 +158,7 @@ def test_two_folders_of_one_name_are_two_projects(rt: Runtime, tmp_path: Path) -
 def test_a_prompts_memories_are_framed_and_flagged_too(rt: Runtime) -> None:
     """The memories a prompt brings up come under the same framing line and fences, the
     instruction-like one flagged."""
-    from imprint.hooks.briefing import prompt_context
+    from imprint.reads.briefing import prompt_context
     from imprint.reads.deadline import Deadline
     from imprint.reads.gateway import ActorReads
 

@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 
 from imprint.actors.lifecycle import Runtime
-from imprint.capture.queue import done, enqueue, take
+from imprint.capture.formats import read_new
 from imprint.capture.session import capture_event, load_state, session_project
-from imprint.capture.transcript import read_new
-from imprint.capture.worker import CaptureWorker, client_stats
+from imprint.capture.worker import CaptureWorker
+from imprint.hooklib.queue import client_stats, done, enqueue, take
 from imprint.writes import Writes
 from imprint.writes.memories import delete_records
 from tests.capture_support import BRIEFING, Transcript, session_records
@@ -202,7 +202,7 @@ def test_a_capture_never_wipes_the_session_roots_it_cannot_read_whole(
     used to read it as empty and write it again holding that one folder, so every other
     folder's project (`app-<hash>` for a second folder named app) was forgotten and could
     merge into another's. Now the record is kept as it is."""
-    from imprint.hooks.compose import _ROOTS_MAX_BYTES, SESSION_ROOTS
+    from imprint.hooklib.compose import _ROOTS_MAX_BYTES, SESSION_ROOTS
 
     record = rt.data_dir / SESSION_ROOTS
     record.parent.mkdir(parents=True, exist_ok=True)

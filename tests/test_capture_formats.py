@@ -19,8 +19,9 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.capture.backfill import backfill_events
+from imprint.capture.formats import read_new
 from imprint.capture.session import capture_event, load_state
-from imprint.capture.transcript import TOOL_OUTPUT_CHARS, read_new
+from imprint.capture.transcript import TOOL_OUTPUT_CHARS
 from imprint.errors import InputError
 from imprint.store.records import SESSION_SUMMARY_KIND
 from imprint.writes import Writes

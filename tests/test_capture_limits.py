@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.capture.queue import enqueue
 from imprint.capture.session import load_state
 from imprint.capture.transcript import MAX_READ_BYTES
-from imprint.capture.worker import CaptureWorker, client_stats
+from imprint.capture.worker import CaptureWorker
 from imprint.daemon import Daemon
-from imprint.hooks.report import client_hooks, hooks_lines
+from imprint.hooklib.queue import client_stats, enqueue
 from imprint.hooks.status import status_lines
+from imprint.reads.hook_report import client_hooks, hooks_lines
 from imprint.writes import Writes
 from tests.capture_support import Transcript, session_records
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
@@ -229,7 +229,7 @@ def test_an_excluded_project_is_not_captured_from_a_folder_inside_it(
 ) -> None:
     """`hooks.exclude` naming a project: a session in a subfolder of the folder ingested as
     that project is that project's (as its briefing maps it), so it is not captured."""
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     site = tmp_path / "site"
     (site / "sub").mkdir(parents=True)

@@ -14,7 +14,7 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import FetchRecords, Newest, SupersedeLinks
 from imprint.capture.session import capture_event
-from imprint.hooks.briefing import briefing_text
+from imprint.reads.briefing import briefing_text
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.reads.memory import GetMemoryArgs, memory_row

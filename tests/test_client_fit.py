@@ -100,8 +100,8 @@ def test_each_client_entry_and_hook_names_the_data_dir_it_was_installed_for(
     hook command (`--data-dir`), so tools, hooks and CLI meet in one data dir whatever
     environment the client starts them in (before: Codex's tools read ~/.local/share/imprint
     while its hooks briefed from the user's data dir, and a second daemon started)."""
+    from imprint.hooklib.settings import HookSettings
     from imprint.hooks.install import install_hooks
-    from imprint.hooks.settings import HookSettings
 
     chosen = tmp_path / "elsewhere"
     monkeypatch.setenv("IMPRINT_DATA_DIR", str(chosen))
@@ -126,8 +126,8 @@ def test_an_entry_without_the_data_dir_gets_it_and_keeps_the_rest(
     install; its other keys and env variables stay; a second install writes nothing."""
     import json
 
+    from imprint.hooklib.settings import HookSettings
     from imprint.hooks.install import install_hooks
-    from imprint.hooks.settings import HookSettings
 
     chosen = tmp_path / "elsewhere"
     home = tmp_path / "home"
@@ -164,8 +164,8 @@ def test_a_hook_runs_against_the_data_dir_its_command_names(tmp_path: Path) -> N
     import json
     import shlex
 
+    from imprint.hooklib.state import read_state
     from imprint.hooks.install import hook_command, hook_launcher
-    from imprint.hooks.state import read_state
 
     named, other = tmp_path / "named", tmp_path / "other"
     words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code", named))
@@ -192,8 +192,8 @@ def test_status_warns_when_a_client_entry_names_another_data_dir(
     default data dir), each with the install that fixes it."""
     import json
 
+    from imprint.hooklib.settings import HookSettings
     from imprint.hooks.install import install_hooks
-    from imprint.hooks.settings import HookSettings
     from imprint.hooks.status import status_lines
 
     home = tmp_path / "home"
@@ -229,8 +229,8 @@ def test_gemini_install_writes_its_one_settings_file_once(tmp_path: Path) -> Non
     `wrote:` once and keeps one backup (before: two `wrote:` lines, two backups)."""
     import json
 
+    from imprint.hooklib.settings import HookSettings
     from imprint.hooks.install import install_hooks
-    from imprint.hooks.settings import HookSettings
 
     home = tmp_path / "home"
     settings = home / ".gemini" / "settings.json"
@@ -250,9 +250,9 @@ def test_codex_trust_says_it_wrote_the_config_codex_changed(
     """`hooks install --client codex --trust`, a second time: the trust records Codex writes
     into its config.toml are reported as a write of that file, not `unchanged` (before:
     `unchanged: config.toml` while [hooks.state] was added)."""
+    from imprint.hooklib.settings import HookSettings
     from imprint.hooks import install
     from imprint.hooks.codex import CodexHook
-    from imprint.hooks.settings import HookSettings
 
     home = tmp_path / "home"
     config = home / ".codex" / "config.toml"
@@ -414,7 +414,7 @@ def test_status_shows_the_plugin_and_each_clients_captures_in_words(
     import json
     import time
 
-    from imprint.hooks.state import record_run
+    from imprint.hooklib.state import record_run
     from imprint.hooks.status import status_lines
 
     monkeypatch.setattr("imprint.hooks.status.codex_executable", lambda: None)

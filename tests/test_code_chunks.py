@@ -19,7 +19,6 @@ from imprint.actors.writer import Writer
 from imprint.chunking import TREE_LANGUAGES
 from imprint.chunking._tree import _LOCAL
 from imprint.hooks.cold import store_file
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
@@ -32,6 +31,7 @@ from imprint.store.sqlite_read import SqliteReader
 from imprint.store.workspace import WorkspaceStore
 from imprint.tools.file_chunks import format_chunks
 from imprint.types import MemoryId, WorkspaceName
+from imprint.writes.files import ingest_path
 from tests.conftest import write_tree
 from tests.test_context import _small_chunks
 

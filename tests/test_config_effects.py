@@ -19,13 +19,13 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config, all_keys, load_config
 from imprint.errors import ImprintError
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search_text
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.writes.content import checked_path
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from tests.conftest import TOPICS, write_tree
 

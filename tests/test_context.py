@@ -15,7 +15,6 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.writer import Writer
 from imprint.config import Config
 from imprint.ingest.chunking import chunk_text
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, format_search, search
 from imprint.reads.status import format_status
@@ -24,6 +23,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
+from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
 from tests.conftest import write_tree
 

@@ -538,8 +538,8 @@ def test_status_beside_a_daemon_exits_by_the_row_not_by_its_text(
     code from the daemon's typed row: 1 when the indexes disagree, 0 when they agree even
     if the text holds the words "indexes: INCONSISTENT" elsewhere (here, a project's name).
     It too runs as one process."""
+    from imprint.reads import status as status_mod
     from imprint.reads.status import StatusRow, format_status
-    from imprint.writes import repair as status_mod
 
     rows: list[StatusRow] = []
     monkeypatch.setattr(status_mod, "status_row", lambda *_args: rows[-1])

@@ -700,7 +700,7 @@ def test_waterfall_shows_the_model_phases(
 ) -> None:
     """With the model path on, the waterfall has a model: plan and a model: answer bar."""
     from imprint.config import Config
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
     from tests.fakes import FakeProvider
 
     plan = json.dumps({"steps": [{"tool": "search", "args": {"query": "garden compost"}}]})

@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from imprint.dashboard import Guard, build_app
-from imprint.hooks.briefing import briefing_text
+from imprint.reads.briefing import briefing_text
 from imprint.reads.gateway import ActorReads
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
@@ -101,7 +101,7 @@ def test_a_session_page_shows_its_turns_what_it_produced_and_the_hook_runs(
     """One captured session: its stored turns, its summary and the capture runs the log
     holds for it; an unknown session is a 404 naming it."""
     sid = SESSIONS[0]
-    from imprint.hooks.state import record_run
+    from imprint.hooklib.state import record_run
 
     record_run(mem.runtime.data_dir, "claude-code", "stop", elapsed_ms=12)
     # A memory extracted from one turn (`session:<id>#n`, as typed observations are linked).

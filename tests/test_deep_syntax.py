@@ -16,9 +16,9 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.chunking import chunk_file
-from imprint.ingest import pipeline
-from imprint.ingest.pipeline import ingest_path
+from imprint.ingest import records as pipeline
 from imprint.watch import WatchHost
+from imprint.writes.files import ingest_path
 from tests.test_hardening import lexical
 
 IMPRINT = Path(sys.executable).with_name("imprint")

@@ -11,7 +11,7 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.ingest.git import blob_sha, git_command, git_listing
-from imprint.ingest.pipeline import ingest_path
+from imprint.writes.files import ingest_path
 from tests.test_hardening import call, lexical
 
 

@@ -21,7 +21,6 @@ from mcp.client import Client
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
@@ -29,6 +28,7 @@ from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from imprint.store.records import Record, SourceEntry, WriteBatch, content_sha, make_id
+from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
 
 HANG_LIMIT_SEC = 30.0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from imprint.hooklib.state import read_state
 from imprint.hooks.install import hook_command, hook_launcher
-from imprint.hooks.state import read_state
 from tests.test_daemon import StartDaemon, private_env, serve, shared_tmp  # noqa: F401
 
 

@@ -17,7 +17,7 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.daemon import Daemon
-from imprint.hooks.briefing import (
+from imprint.reads.briefing import (
     PROMPT_MAX_CHARS,
     SUMMARY_KIND,
     HookRequest,
@@ -26,11 +26,11 @@ from imprint.hooks.briefing import (
     project_for,
     prompt_context,
 )
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.store.records import Record, WriteBatch, make_id
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
@@ -212,7 +212,7 @@ def test_session_start_hook_prints_the_briefing_from_the_daemon(
     out = json.loads(done.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
     assert "Use PostgreSQL for orders." in out["additionalContext"]
-    from imprint.hooks.state import read_state
+    from imprint.hooklib.state import read_state
 
     row = read_state(daemon.data_dir)["claude-code"]["session-start"]
     assert row["runs"] == 1 and "failures" not in row

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from imprint.hooklib.settings import HookSettings
+from imprint.hooklib.state import record_run
 from imprint.hooks import codex as codex_module
 from imprint.hooks.install import install_hooks
-from imprint.hooks.settings import HookSettings
-from imprint.hooks.state import record_run
 from imprint.hooks.status import status_lines
 
 FAKE_CODEX = """\

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from imprint.actors.lifecycle import Runtime
-from imprint.hooks.briefing import HookRequest, hook_context
+from imprint.hooklib.state import read_state
 from imprint.hooks.cold import cold_briefing, store_file
-from imprint.hooks.state import read_state
+from imprint.reads.briefing import HookRequest, hook_context
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from imprint.config import HooksConfig
+from imprint.hooklib.events import canonical_event, context_output
+from imprint.hooklib.settings import HookSettings, hook_settings
+from imprint.hooklib.state import read_state
 from imprint.hooks.entry import hook_args, run_hook
-from imprint.hooks.events import canonical_event, context_output
-from imprint.hooks.settings import HookSettings, hook_settings
-from imprint.hooks.state import read_state
 from tests.process_support import hooks_status, wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
@@ -241,7 +241,7 @@ def test_the_hook_process_imports_nothing_heavy() -> None:
     )  # fmt: skip
     script = (
         "import sys, imprint.launch, imprint.hooks.launcher, imprint.hooks.entry, "
-        "imprint.hooks.capture, imprint.capture.queue, imprint._faults, imprint.hooks.compose, "
+        "imprint.hooks.capture, imprint.hooklib.queue, imprint._faults, imprint.hooklib.compose, "
         "imprint.daemon.client; "
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
     )

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from imprint.errors import InputError
+from imprint.hooklib.settings import HookSettings
+from imprint.hooklib.state import record_run
 from imprint.hooks.install import install_hooks, uninstall_hooks
-from imprint.hooks.settings import HookSettings
-from imprint.hooks.state import record_run
 from imprint.hooks.status import status_lines
 
 FOREIGN = {"type": "command", "command": "echo someone-else"}
@@ -209,8 +209,8 @@ def test_the_installed_command_runs_the_hook_without_site_packages(tmp_path: Pat
     import subprocess
     import sys
 
+    from imprint.hooklib.state import read_state
     from imprint.hooks.install import hook_command, hook_launcher
-    from imprint.hooks.state import read_state
 
     data = tmp_path / "data"
     words = shlex.split(hook_command(hook_launcher(), "stop", "claude-code"))
@@ -231,7 +231,7 @@ def test_the_installed_command_runs_the_hook_without_site_packages(tmp_path: Pat
         for line in done.stderr.decode().splitlines()
         if line.startswith("import time:") and "imported package" not in line
     ]
-    assert "imprint.capture.queue" in names
+    assert "imprint.hooklib.queue" in names
     stdlib = {*sys.stdlib_module_names, "org"}  # `copy` probes for Jython's org.python.core
     assert {n.split(".")[0] for n in names} - stdlib == {"imprint"}
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 from imprint.errors import InputError
+from imprint.hooklib.settings import HookSettings
 from imprint.hooks.install import install_hooks
-from imprint.hooks.settings import HookSettings
 from tests.second_user import OtherUser
 
 IMPRINT = Path(sys.executable).with_name("imprint")

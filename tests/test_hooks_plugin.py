@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from imprint.hooks.events import NATIVE_EVENTS, canonical_event
-from imprint.hooks.report import client_hooks, hooks_lines
-from imprint.hooks.settings import HookSettings
-from imprint.hooks.state import record_run
+from imprint.hooklib.events import NATIVE_EVENTS, canonical_event
+from imprint.hooklib.settings import HookSettings
+from imprint.hooklib.state import record_run
 from imprint.hooks.status import status_lines
+from imprint.reads.hook_report import client_hooks, hooks_lines
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin"
 RUNNER = PLUGIN / "bin" / "imprint"

@@ -11,11 +11,11 @@ import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
-from imprint.capture.queue import capture_dir
 from imprint.cli import app as cli_app
 from imprint.dashboard import Guard, build_app
-from imprint.hooks.report import client_hooks, hooks_lines, when
-from imprint.hooks.state import record_run
+from imprint.hooklib.queue import capture_dir
+from imprint.hooklib.state import record_run
+from imprint.reads.hook_report import client_hooks, hooks_lines, when
 from imprint.store.embedder import Embedder
 from tests.dashboard_support import ingested_runtime, owner
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from imprint.actors.lifecycle import Runtime
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.layout import escape_field
+from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hardening import call, lexical

@@ -21,7 +21,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.errors import InputError
 from imprint.ingest import files as files_mod
 from imprint.ingest.files import select_files
-from imprint.ingest.pipeline import ingest_path
+from imprint.writes.files import ingest_path
 from tests.test_hardening import lexical
 
 HOSTILE_RULE = "*a*a*a*a*a*a*a*a*a*a*a*a*b"

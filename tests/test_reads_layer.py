@@ -28,7 +28,6 @@ from imprint.actors.read_messages import (
 from imprint.actors.writer import WriterActor
 from imprint.config import Config
 from imprint.errors import SkippedLate
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
@@ -39,6 +38,7 @@ from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.records import SourceRow
 from imprint.types import WorkspaceName
+from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.trace_support import events as trace
 from tests.trace_support import reader_messages, stall

@@ -18,7 +18,6 @@ from benchmark._direct import DirectReads
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import InputError
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.layout import MIN_EXCERPT
@@ -30,6 +29,7 @@ from imprint.recall.plan import parse_plan
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree

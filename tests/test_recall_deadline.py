@@ -18,11 +18,10 @@ import pytest
 
 from imprint._priority import Priority
 from imprint.actors.lifecycle import Runtime
-from imprint.capture.queue import enqueue
 from imprint.capture.session import load_state
 from imprint.capture.worker import CaptureWorker
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
+from imprint.hooklib.queue import enqueue
 from imprint.reads.deadline import RESERVE_FLOOR_SEC, RESERVE_MAX_SHARE, Reserve
 from imprint.reads.gateway import ActorReads
 from imprint.recall import coordinator
@@ -30,6 +29,7 @@ from imprint.recall.respond import RecallArgs, recall_reserve, recall_text
 from imprint.store.embedder import Embedder
 from imprint.watch.host import WatchHost
 from imprint.writes.backup import make_backup
+from imprint.writes.files import ingest_path
 from tests.capture_support import Transcript
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeClock, FakeProvider

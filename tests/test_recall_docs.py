@@ -1,4 +1,4 @@
-"""What callers read about recall is true with the model path on: tool text and README."""
+"""What callers read about recall is true with the model path on: tool text and docs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from imprint.config import Config
 from imprint.server import build_server
 from imprint.store.embedder import Embedder
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+TOOLS_PAGE = REPO / "docs" / "tools.md"
 LATER = re.compile(r"later[^.\n]{0,40}model path|model path[^.\n]{0,40}later", re.I)
 
 
@@ -41,13 +42,17 @@ def test_the_recall_description_says_a_model_answer_is_a_pointer(
     assert not LATER.search(text)
 
 
-def test_the_readme_documents_the_model_path_keys() -> None:
-    """README's recall section documents recall.llm, both timeouts and condense; never 'later'."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("### recall: several reads in one round trip")
-    section = text[start : text.index("\n## ", start)]
+def test_the_tools_page_documents_the_model_path_keys() -> None:
+    """docs/tools.md's recall section documents recall.llm, both timeouts and condense; no
+    page (nor the README) says the model path comes 'later'."""
+    text = TOOLS_PAGE.read_text(encoding="utf-8")
+    start = text.index("## recall: several reads in one round trip")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end >= 0 else None]
     for key in ("`recall.llm = true`", "`recall.llm_timeout_sec`", "`recall.step_timeout_sec`"):
         assert key in section, key
     assert "(`condense`, default true)" in section and "`condense=false`" in section
     assert "not a fact" in section
-    assert not LATER.search(text), LATER.search(text)
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        found = LATER.search(page.read_text(encoding="utf-8"))
+        assert not found, (page.name, found)

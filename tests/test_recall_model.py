@@ -14,12 +14,12 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.errors import ModelMissingError
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search_text
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 from tests.trace_support import LogWatch

@@ -17,7 +17,6 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.local_store import LocalStore
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.export import export_lines
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search_text
@@ -25,8 +24,9 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Fact, Record, WriteBatch
 from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.facts import edit_facts
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
-from imprint.writes.imports import read_export
+from imprint.writes.import_check import read_export
 from imprint.writes.memories import remember
 from imprint.writes.team_import import import_into
 from tests.fakes import FakeProvider

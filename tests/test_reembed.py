@@ -16,7 +16,6 @@ from imprint.actors.writer import Writer
 from imprint.config import Config
 from imprint.dashboard import Guard, build_app
 from imprint.dashboard import _rows as dashboard_rows
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, search
 from imprint.reads.status import StatusRow, format_status, upkeep
@@ -24,6 +23,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from imprint.writes.repair import status_row

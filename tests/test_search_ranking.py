@@ -10,7 +10,6 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.ranking import Fusion, Why, coverage, fuse, names_symbol, rerank
 from imprint.reads.search import SearchArgs, format_search, search
@@ -18,6 +17,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Record
 from imprint.store.text import content_terms, holds_term, identifier_parts, words
 from imprint.types import MemoryId
+from imprint.writes.files import ingest_path
 from tests.conftest import write_tree
 
 # Three files: one states the answer in other words, one names the identifier in snake_case,

@@ -13,7 +13,6 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.gateway import ActorReads
 from imprint.reads.ranking import (
     SOURCE_NEAR,
@@ -29,6 +28,7 @@ from imprint.reads.search import SearchArgs, format_search, meta_line, search
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
 from imprint.types import MemoryId
+from imprint.writes.files import ingest_path
 from tests.conftest import write_tree
 
 # A long page about espresso (several chunks, each about grinding), and two short pages.

@@ -15,7 +15,6 @@ from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
 from imprint.errors import InputError, StoreBusyError, WorkspaceError
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging
 from imprint.reads.gateway import ActorReads
 from imprint.reads.search import SearchArgs, checked_mode, search, search_text
@@ -26,6 +25,7 @@ from imprint.store.sqlite_write import SqliteWriter
 from imprint.store.vectors import VectorIndex, open_client
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
+from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
 from tests.conftest import drop_one_fts_entry
 from tests.trace_support import in_flight_at_once, reader_messages, stall

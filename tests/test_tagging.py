@@ -12,11 +12,11 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.reads.device import device_row
 from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree

@@ -175,3 +175,30 @@ def test_status_counts_records_per_project_and_facts(store: PostgresStore) -> No
     assert f"workspace {store.name}: 2 records" in text
     assert "  alpha: 1" in text and "  beta: 1" in text and "facts: 1" in text
     assert f"your workspaces: {store.name}, team:core" in text
+
+
+def test_search_lowers_a_changelog_below_the_guide_unless_history_is_asked(
+    store: PostgresStore, embedder: Embedder
+) -> None:
+    """The team search re-ranks as the local one (`reads.ranking.rerank`): a changelog chunk
+    (two version headings) that holds the question's words more often ranks below the guide
+    for a question not about history, and first again for one about a release."""
+    texts = {
+        "CHANGES.md": "## 2.0.0\n\nRetry backoff: retry backoff with jitter, retry backoff "
+        "capped.\n\n## 1.9.0\n\nRetry backoff for the client; configure retry backoff.\n",
+        "guide.md": "# Client guide\n\nConfigure how the client waits between attempts: the "
+        "retry backoff starts at one second and doubles.\n",
+    }
+    for i, (source, text) in enumerate(texts.items()):
+        rec = Record(id=MemoryId(f"h{i}"), content=text, project="p", source=source)
+        entry = SourceEntry(
+            project="p", source=source, source_type="file", mtime=1.0, sha=source, chunk_count=1
+        )
+        store.write(WriteBatch(upserts=(rec,), set_sources=(entry,)))
+    embed = _embed(embedder)
+
+    def first(query: str) -> str:
+        return r.search_store(store, embed, query).hits[0].record.source
+
+    assert first("configure retry backoff") == "guide.md"
+    assert first("which release changed retry backoff") == "CHANGES.md"

@@ -15,7 +15,7 @@ import pytest
 
 from imprint.actors.read_messages import ProjectRoots, SourceEntryQuery
 from imprint.errors import InputError
-from imprint.hooks.briefing import project_for
+from imprint.reads.briefing import project_for
 from imprint.reads.deadline import Deadline
 from imprint.reads.gateway import ActorReads
 from imprint.store.embedder import Embedder
@@ -23,8 +23,9 @@ from imprint.store.records import SESSION_SUMMARY_KIND, make_id
 from imprint.types import WorkspaceName
 from imprint.writes import Writes
 from imprint.writes.content import ingest_text
-from imprint.writes.imports import MAX_LINE_BYTES as LONG
-from imprint.writes.imports import import_file, read_export
+from imprint.writes.import_check import MAX_LINE_BYTES as LONG
+from imprint.writes.import_check import read_export
+from imprint.writes.imports import import_file
 from imprint.writes.memories import MAX_MEMORY_CHARS, remember
 from imprint.writes.sync import sync_folder
 from tests.test_sync import _planted, _start_daemon, cli, export, on, sync
@@ -378,7 +379,7 @@ def test_a_source_taken_from_the_folder_keeps_the_root_this_store_gave_it(
     """A newer version of a file this store ingested from a folder, taken from a sync
     folder, keeps this store's registry root (the folder's root is never taken, this
     store's own is not lost), so a session in that folder is still briefed on its project."""
-    from imprint.ingest.pipeline import ingest_path
+    from imprint.writes.files import ingest_path
 
     folder = tmp_path / "shared"
     folder.mkdir()

@@ -192,7 +192,7 @@ def test_a_file_deleted_during_its_reingest_leaves_no_record(
 ) -> None:
     """A file deleted after it was read and embedded but before its write is not written:
     neither its new text nor its old one stays searchable."""
-    import imprint.ingest.pipeline as pipeline
+    import imprint.writes.files as pipeline
 
     tree = _tree(tmp_path)
     watcher = _watch(host, tree)

@@ -20,15 +20,16 @@ from pydantic import BaseModel
 from imprint._faults import failpoint
 from imprint._fs import atomic_write_text, private_dir
 from imprint.actors.read_messages import Newest, ProjectRoots
+from imprint.capture.formats import read_new
 from imprint.capture.keep import Placed, keep_observations
 from imprint.capture.observe import Observation, error_words, observe_turn, open_problem
-from imprint.capture.queue import capture_dir
 from imprint.capture.refine import refine_summary
 from imprint.capture.summary import Notes, render_turn, summary_text
-from imprint.capture.transcript import ToolCall, Turn, read_new
+from imprint.capture.transcript import ToolCall, Turn
 from imprint.errors import InputError
-from imprint.hooks.compose import SESSION_ROOTS, pick_project, record_root, session_roots
-from imprint.hooks.settings import excluded_folder, hook_settings
+from imprint.hooklib.compose import SESSION_ROOTS, pick_project, record_root, session_roots
+from imprint.hooklib.queue import capture_dir
+from imprint.hooklib.settings import excluded_folder, hook_settings
 from imprint.logs import get_logger
 from imprint.reads.deadline import Deadline
 from imprint.redact import redact
@@ -90,7 +91,7 @@ def session_project(cwd: str) -> str:
 
 def mapped_project(writes: Writes, data_dir: Path, cwd: str) -> tuple[str, str]:
     """The project of a session in `cwd`, by its resolved root as the briefing maps it
-    (`imprint.hooks.compose.pick_project`), and the root to record it for ("" when an
+    (`imprint.hooklib.compose.pick_project`), and the root to record it for ("" when an
     ingested folder or an earlier record names it)."""
     if not cwd:
         return "", ""
@@ -239,6 +240,32 @@ def capture_event(writes: Writes, data_dir: Path, event: dict[str, str]) -> int:
     return capture(writes, data_dir, event).turns
 
 
+def _turn_records(state: SessionState, sid: str, key: str, clean: Turn) -> list[Record]:
+    """A turn's records as stored (rendered, in pieces), numbered on from the session's
+    last chunk (`state.chunks` moves past them)."""
+    at = clean.at or time.time()
+    records = []
+    for piece_no, piece in enumerate(_pieces(render_turn(clean))):
+        records.append(
+            Record(
+                id=make_id("session", sid, key, piece_no),
+                content=piece,
+                project=state.project,
+                source=f"session:{sid}",
+                source_type="content",
+                chunk_index=state.chunks,
+                chunk_count=state.chunks + 1,
+                lang="text",
+                kind="session",
+                context=f"session {sid} | turn {state.notes.turns}",
+                created_at=at,
+                content_sha=content_sha(piece),
+            )
+        )
+        state.chunks += 1
+    return records
+
+
 def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
     """Capture what the event's transcript holds past the session's saved offset.
     InputError for an event that names no readable transcript.
@@ -289,25 +316,7 @@ def capture(writes: Writes, data_dir: Path, event: dict[str, str]) -> Captured:
         for obs in observe_turn(clean, state.last_at or time.time()):
             placed.append(Placed(obs, sid, state.chunks, state.notes.turns))
             state.notes.conclude(obs.kind, obs.text)
-        at = clean.at or time.time()
-        for piece_no, piece in enumerate(_pieces(render_turn(clean))):
-            records.append(
-                Record(
-                    id=make_id("session", sid, turn.key, piece_no),
-                    content=piece,
-                    project=state.project,
-                    source=source,
-                    source_type="content",
-                    chunk_index=state.chunks,
-                    chunk_count=state.chunks + 1,
-                    lang="text",
-                    kind="session",
-                    context=f"session {sid} | turn {state.notes.turns}",
-                    created_at=at,
-                    content_sha=content_sha(piece),
-                )
-            )
-            state.chunks += 1
+        records.extend(_turn_records(state, sid, turn.key, clean))
     if state.notes.turns == 0:
         # Nothing said yet (Gemini writes its chat file before the first answer): no
         # `(0 turns)` summary for search to find; the next capture reads from here again.

@@ -2,8 +2,8 @@
 
 Every format is one JSON object a line, appended as the session goes: Claude Code's here,
 Codex's rollout in `imprint.capture.codex`, Gemini CLI's chat file in `imprint.capture.gemini`
-(`read_new` picks the reader by client). Each reader leaves out what is not the conversation
-(Imprint's own hook output among it) and trims tool outputs.
+(`imprint.capture.formats` picks the reader by client). Each reader leaves out what is not
+the conversation (Imprint's own hook output among it) and trims tool outputs.
 
 `~/.claude/projects/<cwd-slug>/<session>.jsonl` holds one JSON object a line: `user` lines
 (a prompt, or the results of tool calls), `assistant` lines (text, thinking, tool calls), and
@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Protocol
 __all__ = [
     "MAX_READ_BYTES",
     "Batch",
+    "ClaudeCodeReader",
     "LineReader",
     "ToolCall",
     "Turn",
@@ -35,7 +36,7 @@ __all__ = [
     "clip",
     "echo_free",
     "imprint_tool",
-    "read_new",
+    "read_lines",
     "timestamp",
 ]
 
@@ -57,7 +58,7 @@ _IMPRINT_TOOL = re.compile(
     r"^(?:mcp__(?:plugin_[a-z0-9_-]*?_)?imprint__|imprint[.:/]|mcp_imprint_|imprint__)",
     re.IGNORECASE,
 )
-# Imprint's briefing and prompt context (`imprint.hooks.compose`, `imprint.hooks.briefing`)
+# Imprint's briefing and prompt context (`imprint.hooklib.compose`, `imprint.reads.briefing`)
 # where a client copied them into the conversation's text: from the head to the foot line.
 _BRIEFING_ECHO = re.compile(
     r"^Imprint (?:memory for project|memories of project) .*?(?:^For more: search\(.*?$|\Z)",
@@ -226,19 +227,6 @@ class ClaudeCodeReader(TurnsReader):
                 self.pending[str(b.get("id", ""))] = call
 
 
-def _reader(client: str) -> LineReader:
-    # Imported here: each format's module imports this one's types.
-    if client == "codex":
-        from imprint.capture.codex import CodexReader
-
-        return CodexReader()
-    if client == "gemini":
-        from imprint.capture.gemini import GeminiReader
-
-        return GeminiReader()
-    return ClaudeCodeReader()
-
-
 def _past_line(handle: BinaryIO, at: int) -> int:
     """The offset after the newline that ends the line going on at `at`; -1 when the file
     ends first (the line is still being written)."""
@@ -251,11 +239,12 @@ def _past_line(handle: BinaryIO, at: int) -> int:
     return -1
 
 
-def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
+def read_lines(path: Path, offset: int, reader: LineReader) -> Batch:
     """The turns of the complete lines from `offset` on (at most MAX_READ_BYTES of them), read
-    as `client`'s format. A file shorter than `offset` (replaced, or cut) is read again from
-    its start. A complete line over MAX_READ_BYTES is passed over and named in `skipped`:
-    the read goes on after it, so one huge line (a tool's output) never stops capture."""
+    by `reader` (one format's: `imprint.capture.formats.read_new` picks it). A file shorter
+    than `offset` (replaced, or cut) is read again from its start. A complete line over
+    MAX_READ_BYTES is passed over and named in `skipped`: the read goes on after it, so one
+    huge line (a tool's output) never stops capture."""
     skipped: list[str] = []
     with path.open("rb") as handle:
         size = handle.seek(0, 2)
@@ -276,7 +265,6 @@ def read_new(path: Path, offset: int, client: str = "claude-code") -> Batch:
     if cut < 0:
         return Batch(turns=[], end=offset, skipped=skipped)
     data = data[: cut + 1]
-    reader = _reader(client)
     at = offset
     for raw in data.splitlines(keepends=True):
         start, at = at, at + len(raw)

@@ -4,7 +4,8 @@ It drains once the runtime is up (what a killed daemon left, and what hooks queu
 none ran), then each time a hook pokes it (`poke`), and every POLL_SEC besides. Events of
 one session are captured once per drain (the last one: each reads to the transcript's end).
 A capture that fails is queued again, at most MAX_ATTEMPTS times in all, and counted
-per client in `<data dir>/capture/clients.json` (`client_stats`) for `status` to show.
+per client in `<data dir>/capture/clients.json` (`imprint.hooklib.queue.client_stats`) for
+`status` to show.
 """
 
 from __future__ import annotations
@@ -17,37 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text
-from imprint._priority import background_thread
-from imprint.capture.queue import Taken, capture_dir, done, enqueue, take
 from imprint.errors import failure_line
+from imprint.hooklib.queue import Taken, client_stats, done, enqueue, stats_file, take
 from imprint.logs import get_logger
 from imprint.redact import redact
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
 
-__all__ = ["CaptureWorker", "client_stats"]
+__all__ = ["CaptureWorker"]
 
 log = get_logger("imprint.capture")
 
 POLL_SEC = 60.0
 MAX_ATTEMPTS = 3
-
-
-def _stats_file(data_dir: Path) -> Path:
-    return capture_dir(data_dir) / "clients.json"
-
-
-def client_stats(data_dir: Path) -> dict[str, dict[str, Any]]:
-    """Per client: captures, turns, failures, when the last capture and the last failure
-    were, and the last failure's line (redacted); `skipped`, with `last_skip` and
-    `last_skip_at`, counts what captures passed over (a line or turn too long to read)."""
-    path = _stats_file(data_dir)
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 class CaptureWorker:
@@ -83,7 +67,6 @@ class CaptureWorker:
                 log.error("capture.worker.stuck", timeout_sec=timeout)
 
     def _run(self) -> None:
-        background_thread()  # capture is background work: interactive calls go first
         try:
             runtime = self._wait_runtime(None)
         except Exception as exc:
@@ -176,4 +159,4 @@ class CaptureWorker:
             row["captures"] = int(row.get("captures", 0)) + 1
             row["turns"] = int(row.get("turns", 0)) + turns
             row["last_capture_at"] = now
-        atomic_write_text(_stats_file(self.data_dir), json.dumps(stats, indent=1))
+        atomic_write_text(stats_file(self.data_dir), json.dumps(stats, indent=1))

@@ -88,7 +88,8 @@ def import_(
     from imprint.daemon import ask_import, daemon_alive
     from imprint.workspaces import validate_name
     from imprint.writes import Writes
-    from imprint.writes.imports import import_file, read_export
+    from imprint.writes.import_check import read_export
+    from imprint.writes.imports import import_file
 
     root, config = setup()
     if not file.is_file():

@@ -23,8 +23,8 @@ def capture(
     """Capture the sessions a client still keeps (redacted, idempotent), in the background."""
     from imprint._fs import data_dir
     from imprint.capture.backfill import CLIENTS, backfill_events
-    from imprint.capture.queue import enqueue
     from imprint.daemon import poke_capture
+    from imprint.hooklib.queue import enqueue
 
     if not backfill:
         err.print("capture: nothing to do; --backfill queues the client's transcripts")

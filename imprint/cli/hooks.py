@@ -21,7 +21,7 @@ ScopeOpt = Annotated[
 
 def _checked(client: str, scope: str) -> tuple[str, Literal["user", "project"]]:
     from imprint.errors import InputError
-    from imprint.hooks.events import CLIENTS
+    from imprint.hooklib.events import CLIENTS
 
     if client not in CLIENTS:
         raise InputError(f"--client: {client!r} is not one of {', '.join(CLIENTS)}")
@@ -58,8 +58,8 @@ def hooks_install(
     """Install the client's hooks (and its MCP server entry if it has none): a briefing at
     session start, and capture of each session. Idempotent; other settings stay."""
     from imprint.errors import InputError
+    from imprint.hooklib.settings import hook_settings
     from imprint.hooks.install import install_hooks
-    from imprint.hooks.settings import hook_settings
 
     name, where = _checked(client, scope)
     if trust and name != "codex":

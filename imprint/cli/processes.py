@@ -59,7 +59,7 @@ def serve(
     starting it if needed; with --http this process owns the data dir and serves both.
     With --http --database URL --issuer ISS --resource RES it is a stateless team server on
     PostgreSQL instead: no data dir, OAuth bearer tokens, any number of them on one database."""
-    from imprint.daemon import Daemon, bridge_stdio
+    from imprint.daemon import bridge_stdio
 
     if rotate_token and not http:
         raise ImprintError("--rotate-token: only with --http (stdio needs no token)")
@@ -81,12 +81,19 @@ def serve(
         return
     if not http:
         raise typer.Exit(bridge_stdio(root, allow))
+    _serve_http(root, config, port, rotate_token)
+
+
+def _serve_http(root: Path, config: cfg.Config, port: int, rotate_token: bool) -> None:
+    """`serve --http`: this process owns the data dir and serves MCP over HTTP beside its
+    socket, with a bearer token."""
     import signal
     import threading
 
     import uvicorn
 
     from imprint._loopback import LoopbackConfig
+    from imprint.daemon import Daemon
     from imprint.logs import add_secret
     from imprint.server import (
         build_server,

@@ -132,22 +132,15 @@ def import_to_team(parsed: Any, database: str, workspace: str, config: Any) -> s
         pool.close()
 
 
-def serve_team(
-    config: Any, database: str, issuer: str, resource: str, port: int, *, dev_issuer: bool = False
-) -> None:
-    """`imprint serve --http --database URL --issuer ISS --resource RES`: the stateless team
-    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C. With
-    `dev_issuer`, tokens come from a throwaway issuer inside this process (loopback only)."""
-    import signal
-    import sys
+def _checked(
+    host: str, database: str, issuer: str, resource: str, port: int, dev_issuer: bool
+) -> str:
+    """The resource URL the team server serves (a development issuer's default filled in),
+    once the options are checked: InputError for one that is missing or no http(s) URL."""
     from urllib.parse import urlsplit
 
-    import uvicorn
-
-    host = config.team.host
     if not database:
         raise InputError("--database: give the team store's PostgreSQL URL (or team.database)")
-    dev = None
     if dev_issuer:
         if issuer:
             raise InputError("--dev-issuer: not with --issuer; the development issuer is its own")
@@ -161,6 +154,24 @@ def serve_team(
             raise InputError(
                 f"{option}: {value!r} is not an http(s) URL; give one (or team.{option[2:]})"
             )
+    return resource
+
+
+def serve_team(
+    config: Any, database: str, issuer: str, resource: str, port: int, *, dev_issuer: bool = False
+) -> None:
+    """`imprint serve --http --database URL --issuer ISS --resource RES`: the stateless team
+    server (`imprint.server.team_server`) on `team.host`:PORT until SIGTERM or Ctrl-C. With
+    `dev_issuer`, tokens come from a throwaway issuer inside this process (loopback only)."""
+    import signal
+    import sys
+    from urllib.parse import urlsplit
+
+    import uvicorn
+
+    host = config.team.host
+    resource = _checked(host, database, issuer, resource, port, dev_issuer)
+    dev = None
     _connect(database).close()  # a bad URL or an unreachable server: one line, first
     from imprint.server.team_auth import JwtVerifier
     from imprint.server.team_server import PoolAccess, build_team_server, team_app

@@ -23,9 +23,9 @@ def ingest(
 ) -> None:
     """Ingest a file or folder: unchanged files are skipped, changed ones replaced."""
     from imprint.actors.lifecycle import running
-    from imprint.ingest.pipeline import ingest_path
     from imprint.reads.layout import escape_field
     from imprint.writes.content import ingest_roots
+    from imprint.writes.files import ingest_path
 
     root, config = setup()
     target = str(path.expanduser().resolve())

@@ -4,10 +4,11 @@ One module per idea: `security` (the private socket folder, the peer's uid), `ru
 owns the data dir, its stderr log), `hello` (the first line of every connection, and who is
 admitted to send it), `front` (a session's opening answered from the snapshot while MCP
 loads, where `_accepts` says the SDK would answer it the same way), `owner` (the daemon:
-its socket, sessions, warm-up in `warm`, the dashboard in `hosting`), `client` (connect,
+its socket, sessions, warm-up in `warm`; the answers to every other operation a hello names
+in `handlers`, the dashboard and those answers' work in `hosting`), `client` (connect,
 spawn, bridge, stop) and `asks` (the one-line requests, one tool called). `imprint.launch`
-imports only the client half (`client` and `asks`); the command line uses what this package
-exports.
+imports only the client half (`client` and `asks`); the command line uses what this
+package exports.
 
 `Daemon` and `run_daemon` are loaded when first named (PEP 562): the owner brings in the
 logging stack (structlog) and its background threads, and a hook or a light CLI command

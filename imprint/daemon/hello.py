@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from imprint.daemon._log import log
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 __all__ = [
     "CONNECT_WAIT_SEC",
@@ -39,6 +39,8 @@ __all__ = [
     "Deadlines",
     "OtherDataDir",
     "check_served",
+    "close_listener",
+    "hang_up",
     "other_data_dir",
     "peer_allowed",
     "read_hello",
@@ -53,7 +55,7 @@ HELLO_MAX_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64
 
 
-class OtherDataDir(StoreError):
+class OtherDataDir(DaemonError):
     """The daemon that answered serves another data dir than the client's."""
 
 
@@ -85,6 +87,24 @@ def check_served(answer: dict[str, Any], expected: dict[str, str] | None) -> Non
 def shut(conn: socket.socket) -> None:
     with contextlib.suppress(OSError):
         conn.shutdown(socket.SHUT_RDWR)
+
+
+def hang_up(exc: BaseException) -> str | None:
+    """The name of the error when `exc` says only that the peer went away (a broken pipe,
+    a reset), alone or as every leaf of the exception group a task group raises; else
+    None."""
+    if isinstance(exc, BaseExceptionGroup):
+        names = {hang_up(inner) for inner in exc.exceptions}
+        return None if None in names else ", ".join(sorted(str(n) for n in names))
+    return type(exc).__name__ if isinstance(exc, ConnectionError) else None
+
+
+def close_listener(listener: socket.socket) -> None:
+    """Shut first: an accept() waiting on it returns at once."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        listener.close()
 
 
 class Deadlines:
@@ -219,8 +239,8 @@ def send_hello(sock: socket.socket, hello: bytes, expected: dict[str, str] | Non
     except ValueError:
         answer = None
     if not isinstance(answer, dict) or not (answer.get("ok") or answer.get("error")):
-        raise StoreError("daemon: its answer to the hello is not one this version knows")
+        raise DaemonError("daemon: its answer to the hello is not one this version knows")
     check_served(answer, expected)
     if answer.get("error"):
-        raise StoreError(str(answer["error"]).splitlines()[0])
+        raise DaemonError(str(answer["error"]).splitlines()[0])
     return True

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from imprint.errors import ImprintError, StoreError, failure_line
+from imprint.daemon.requests import BackupRequest, ImportRequest, StatusRequest, SyncRequest
+from imprint.errors import DaemonError, ImprintError, failure_line
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
@@ -61,7 +62,7 @@ class DashboardHost:
                 runtime = self._wait_runtime(120)  # started in the background
                 if self._dashboard is None:
                     if not isinstance(port, int) or not 0 <= port <= 65535:
-                        raise StoreError(f"port: {port!r} is not allowed; 0-65535")
+                        raise DaemonError(f"port: {port!r} is not allowed; 0-65535")
                     owner = Owner(
                         kind=self._kind, started_at=self._started_at, clients=self._clients
                     )
@@ -118,13 +119,12 @@ def answer_status(
     folders' lines from `watches` (the daemon's, once started)."""
 
     def answer() -> dict[str, Any]:
-        workspace, check = request.get("workspace", ""), request.get("check", False)
-        if not isinstance(workspace, str) or not isinstance(check, bool):
-            raise StoreError("status: workspace must be a string and check a boolean")
+        asked = StatusRequest.parse(request)
         runtime = wait_runtime(120)  # first: see answer_backup
-        from imprint.writes.repair import status_row
+        from imprint.reads.gateway import ActorReads
+        from imprint.reads.status import status_row
 
-        row = status_row(runtime, workspace, check)
+        row = status_row(ActorReads(runtime), asked.workspace, asked.check)
         reply: dict[str, Any] = {"row": row.model_dump(mode="json")}
         if request.get("text") is True and watches is not None:
             from imprint.daemon.status_text import status_lines
@@ -132,7 +132,7 @@ def answer_status(
 
             host = watches()
             if host is None:
-                raise StoreError("watch: the daemon is still starting; run the command again")
+                raise DaemonError("watch: the daemon is still starting; run the command again")
             lines = status_lines(runtime.data_dir, row, format_watch(host.rows()))
             reply["text"], reply["consistent"] = "\n".join(lines), row.consistent
         return reply
@@ -149,7 +149,7 @@ def answer_hook(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
         # session start briefs from the store itself while the daemon's store starts.
         waited = request.get("runtime_wait_ms", request.get("deadline_ms", 1500))
         runtime = wait_runtime(max(0, min(int(waited), 60_000)) / 1000)
-        from imprint.hooks.briefing import HookRequest, hook_context
+        from imprint.reads.briefing import HookRequest, hook_context
 
         return {"context": hook_context(runtime, HookRequest.model_validate(request))}
 
@@ -162,9 +162,7 @@ def answer_backup(request: dict[str, Any], wait_runtime: Callable[[float], Runti
     from pathlib import Path
 
     def answer() -> dict[str, Any]:
-        dest = request.get("dest", "")
-        if not isinstance(dest, str):
-            raise StoreError("backup: dest must be a folder path")
+        dest = BackupRequest.parse(request).dest
         # The runtime first: by then the warm-up has imported the package tree. Importing
         # it here at the same time was seen to find `imprint.reads` half made.
         runtime = wait_runtime(120)
@@ -181,15 +179,13 @@ def answer_sync(request: dict[str, Any], wait_runtime: Callable[[float], Runtime
     from pathlib import Path
 
     def answer() -> dict[str, Any]:
-        folder, workspace = request.get("dir"), request.get("workspace", "")
-        all_ = request.get("all", False)
-        if not isinstance(folder, str) or not folder or not isinstance(workspace, str):
-            raise StoreError("sync: dir must be a folder path and workspace a string")
+        asked = SyncRequest.parse(request)
         runtime = wait_runtime(120)  # first: see answer_backup
         from imprint.writes import Writes
         from imprint.writes.sync import sync_folder
 
-        return {"done": sync_folder(Writes(runtime), Path(folder), workspace, bool(all_))}
+        done = sync_folder(Writes(runtime), Path(asked.dir), asked.workspace, asked.all)
+        return {"done": done}
 
     return _reply("sync", answer)
 
@@ -200,7 +196,7 @@ def answer_watch(request: dict[str, Any], host: WatchHost | None) -> str:
 
     def answer() -> dict[str, Any]:
         if host is None:
-            raise StoreError("watch: the daemon is still starting; run the command again")
+            raise DaemonError("watch: the daemon is still starting; run the command again")
         return host.answer(request)
 
     return _reply("watch", answer)
@@ -217,17 +213,13 @@ def answer_import(
     from pathlib import Path
 
     def answer() -> dict[str, Any]:
-        path, workspace = request.get("path"), request.get("workspace", "")
-        replace = request.get("replace", False)
-        if not isinstance(path, str) or not isinstance(workspace, str):
-            raise StoreError("import: path must be a file path and workspace a string")
-        if not isinstance(replace, bool):
-            raise StoreError("import: replace must be true or false")
+        asked = ImportRequest.parse(request)
         runtime = wait_runtime(120)  # first: see answer_backup
         from imprint.writes import Writes
-        from imprint.writes.imports import import_file, read_export
+        from imprint.writes.import_check import read_export
+        from imprint.writes.imports import import_file
 
-        parsed = read_export(Path(path))
+        parsed = read_export(Path(asked.path))
         send(json.dumps({"total": parsed.records}) + "\n")
         unsent, last = 0, time.monotonic()
 
@@ -238,7 +230,7 @@ def answer_import(
                 send(json.dumps({"progress": unsent}) + "\n")
                 unsent, last = 0, time.monotonic()
 
-        report = import_file(Writes(runtime), parsed, workspace, progress, replace)
+        report = import_file(Writes(runtime), parsed, asked.workspace, progress, asked.replace)
         if unsent:
             send(json.dumps({"progress": unsent}) + "\n")
         return {"done": report.line()}

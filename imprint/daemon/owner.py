@@ -22,30 +22,25 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from imprint._fs import atomic_write_text
 from imprint.daemon._log import log
 from imprint.daemon.front import Front
+from imprint.daemon.handlers import HANDLERS
 from imprint.daemon.hello import (
     HELLO_TIMEOUT_SEC,
     MAX_CONNECTIONS,
     Deadlines,
+    close_listener,
+    hang_up,
     other_data_dir,
     peer_allowed,
     read_hello,
     refuse,
     shut,
 )
-from imprint.daemon.hosting import (
-    DashboardHost,
-    answer_backup,
-    answer_hook,
-    answer_import,
-    answer_status,
-    answer_sync,
-    answer_watch,
-)
+from imprint.daemon.hosting import DashboardHost
 from imprint.daemon.rolling import RollingBackups
 from imprint.daemon.runfile import (
     STDERR_LOG_KEEP,
@@ -147,6 +142,16 @@ class Daemon:
         """The started runtime, once the background start is done; its error if it failed."""
         return self._warmup.wait_runtime(timeout)
 
+    @property
+    def dashboard(self) -> DashboardHost:
+        """The dashboard server every `imprint dashboard` connected shares."""
+        return self._dashboard
+
+    def watches_started(self, timeout: float) -> None:
+        """Wait, at most `timeout` seconds, for the watches to start (once the runtime has)."""
+        if self._watch_thread is not None:
+            self._watch_thread.join(timeout)
+
     def acquire(self) -> bool:
         """False when another daemon already owns this data dir."""
         from filelock import Timeout
@@ -183,12 +188,6 @@ class Daemon:
             target=self._start_watches, name="imprint-watch-start", daemon=True
         )
         self._watch_thread.start()
-
-    def _started_watches(self) -> WatchHost | None:
-        """The watched folders' host, once started (they start once the runtime has)."""
-        if self._watch_thread is not None:
-            self._watch_thread.join(120)
-        return self.watches
 
     def _start_watches(self) -> None:
         """Each persisted folder watched again, from a rescan of what changed meanwhile; once
@@ -268,7 +267,7 @@ class Daemon:
             log.warning("daemon.rebound", socket=str(self.path))
             if old is not None:
                 # The accept loop waits on the old socket: wake it, it takes the new one.
-                _close_listener(old)
+                close_listener(old)
 
     def serve_forever(self) -> None:
         assert self._listener is not None
@@ -356,72 +355,17 @@ class Daemon:
                 self._active += 1
                 self._last_change = time.monotonic()
                 started = True
-            if isinstance(hello.get("dashboard"), dict):
-                self._dashboard.serve(
-                    hello["dashboard"],
-                    io.TextIOWrapper(raw, encoding="utf-8", newline="\n"),
-                    conn.makefile("w", encoding="utf-8", newline="\n"),
-                )
-                return
-            if isinstance(hello.get("capture"), dict):
-                if self.capture is not None:
-                    self.capture.poke()  # a hook queued a capture; it reads no answer
-                return
-            if isinstance(hello.get("status"), dict):
-                answer = answer_status(hello["status"], self.wait_runtime, self._started_watches)
-                conn.sendall(answer.encode())
-                return
-            if isinstance(hello.get("hook"), dict):
-                conn.sendall(answer_hook(hello["hook"], self.wait_runtime).encode())
-                return
-            if isinstance(hello.get("watch"), dict):
-                if self._watch_thread is not None:
-                    self._watch_thread.join(120)  # the watches start once the runtime has
-                conn.sendall(answer_watch(hello["watch"], self.watches).encode())
-                return
-            if isinstance(hello.get("backup"), dict):
-                conn.sendall(answer_backup(hello["backup"], self.wait_runtime).encode())
-                return
-            if isinstance(hello.get("sync"), dict):
-                conn.sendall(answer_sync(hello["sync"], self.wait_runtime).encode())
-                return
-            if isinstance(hello.get("import"), dict):
-                answer_import(
-                    hello["import"], self.wait_runtime, lambda t: conn.sendall(t.encode())
-                )
-                return
+            for op, handle in HANDLERS.items():
+                if isinstance(hello.get(op), dict):
+                    handle(self, hello[op], conn, raw)
+                    return
             ok: dict[str, object] = {"ok": True}
             if "serves" in hello:
                 ok["serves"] = self.serves  # what the client checks (`hello.check_served`)
             conn.sendall((json.dumps(ok) + "\n").encode())
-            reader: IO[str]
-            writer: IO[str]
             if self.handshake is not None:
                 front = Front(conn, raw, self.handshake)
-                reader, writer = front.reader, cast(IO[str], front.writer)
-            else:
-                reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
-                writer = conn.makefile("w", encoding="utf-8", newline="\n")
-            cwd = Path(hello.get("cwd") or os.getcwd())
-            roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
-            # `imprint ingest PATH` allows PATH (and ingest.allowed_roots) only, as in-process.
-            cwd_root = hello.get("cwd_root") is not False
-            log.info(
-                "daemon.session.start",
-                client_pid=hello.get("pid"),
-                cwd=str(cwd),
-                roots=[str(r) for r in roots],
-                cwd_root=cwd_root,
-            )
-            import anyio
-
-            with self._state:
-                self.sessions += 1
-            try:
-                anyio.run(self._session, reader, writer, cwd, roots, cwd_root)
-            finally:
-                with self._state:
-                    self.sessions -= 1
+            self._mcp_session(conn, raw, hello, front)
         except Exception as exc:
             gone = hang_up(exc)
             if gone is not None:
@@ -447,6 +391,42 @@ class Daemon:
             if started:
                 log.info("daemon.session.end")
 
+    def _mcp_session(
+        self,
+        conn: socket.socket,
+        raw: io.BufferedReader,
+        hello: dict[str, Any],
+        front: Front | None,
+    ) -> None:
+        """Serve one MCP session on the connection (through the front, with a handshake)."""
+        reader: IO[str]
+        writer: IO[str]
+        if front is not None:
+            reader, writer = front.reader, cast(IO[str], front.writer)
+        else:
+            reader = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+            writer = conn.makefile("w", encoding="utf-8", newline="\n")
+        cwd = Path(hello.get("cwd") or os.getcwd())
+        roots = [Path(r) for r in hello.get("roots", []) if isinstance(r, str)]
+        # `imprint ingest PATH` allows PATH (and ingest.allowed_roots) only, as in-process.
+        cwd_root = hello.get("cwd_root") is not False
+        log.info(
+            "daemon.session.start",
+            client_pid=hello.get("pid"),
+            cwd=str(cwd),
+            roots=[str(r) for r in roots],
+            cwd_root=cwd_root,
+        )
+        import anyio
+
+        with self._state:
+            self.sessions += 1
+        try:
+            anyio.run(self._session, reader, writer, cwd, roots, cwd_root)
+        finally:
+            with self._state:
+                self.sessions -= 1
+
     async def _session(
         self, reader: IO[str], writer: IO[str], cwd: Path, roots: list[Path], cwd_root: bool
     ) -> None:
@@ -471,7 +451,7 @@ class Daemon:
         with self._listen_lock:
             listener = self._listener
         if listener is not None:
-            _close_listener(listener)
+            close_listener(listener)
 
     def close(self) -> None:
         """Reverse of start: stop accepting, stop the runtime, drop the socket, unlock."""
@@ -494,24 +474,6 @@ class Daemon:
             with contextlib.suppress(OSError):
                 (run_dir(self.data_dir) / "daemon.json").unlink()
             self._lock.release()
-
-
-def hang_up(exc: BaseException) -> str | None:
-    """The name of the error when `exc` says only that the peer went away (a broken pipe,
-    a reset), alone or as every leaf of the exception group a task group raises; else
-    None."""
-    if isinstance(exc, BaseExceptionGroup):
-        names = {hang_up(inner) for inner in exc.exceptions}
-        return None if None in names else ", ".join(sorted(str(n) for n in names))
-    return type(exc).__name__ if isinstance(exc, ConnectionError) else None
-
-
-def _close_listener(listener: socket.socket) -> None:
-    """Shut first: an accept() waiting on it returns at once."""
-    with contextlib.suppress(OSError):
-        listener.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(OSError):
-        listener.close()
 
 
 def run_daemon(data_dir: Path, config: Config, *, idle_exit_sec: float | None) -> int:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imprint._priority import background_thread
 from imprint.daemon._log import log
 
 if TYPE_CHECKING:
@@ -96,7 +95,6 @@ class RollingBackups:
         """Until stopped: wait for the next due time, then `tick`."""
         # Not a module imported before the daemon's warm-up has imported the package tree:
         # two threads importing it at once were seen to find `imprint.reads` half made.
-        background_thread()  # rolling backups are background work: interactive calls first
         while not self._started(1.0):
             if self._stopping.is_set():
                 return

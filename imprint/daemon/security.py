@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 __all__ = ["SUN_PATH_MAX", "check_private", "peer_uid", "socket_dir", "socket_path", "socket_paths"]
 
@@ -34,21 +34,21 @@ def check_private(folder: Path, what: str) -> None:
     try:
         info = os.lstat(folder)
     except OSError as exc:
-        raise StoreError(f"daemon: cannot use the {what} {folder}: {exc.strerror}") from exc
+        raise DaemonError(f"daemon: cannot use the {what} {folder}: {exc.strerror}") from exc
     uid = os.getuid()
     if stat.S_ISLNK(info.st_mode):
-        raise StoreError(
+        raise DaemonError(
             f"daemon: the {what} {folder} is a symlink; refusing it (remove it and retry)"
         )
     if not stat.S_ISDIR(info.st_mode):
-        raise StoreError(f"daemon: the {what} {folder} is not a directory; remove it and retry")
+        raise DaemonError(f"daemon: the {what} {folder} is not a directory; remove it and retry")
     if info.st_uid != uid:
-        raise StoreError(
+        raise DaemonError(
             f"daemon: the {what} {folder} is owned by uid {info.st_uid}, not you "
             f"(uid {uid}); refusing it (another user may be squatting it)"
         )
     if stat.S_IMODE(info.st_mode) & 0o077:
-        raise StoreError(
+        raise DaemonError(
             f"daemon: the {what} {folder} has mode {stat.S_IMODE(info.st_mode):04o}; "
             "it must be 0700 (chmod 700 it or remove it)"
         )
@@ -116,7 +116,7 @@ def socket_path(data_dir: Path, environ: Mapping[str, str] | None = None) -> Pat
     digest = _sha256_hex(str(data_dir.resolve()).encode())[:16]
     path = socket_dir(environ) / f"{digest}.sock"
     if len(os.fsencode(path)) >= SUN_PATH_MAX:
-        raise StoreError(
+        raise DaemonError(
             f"daemon: socket path {path} is longer than {SUN_PATH_MAX - 1} bytes; "
             "set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder"
         )
@@ -145,7 +145,7 @@ def socket_paths(data_dir: Path, info: dict[str, Any] | None) -> list[Path]:
     if isinstance(named, str) and named:
         path = Path(named)
         if not path.is_absolute() or len(os.fsencode(path)) >= SUN_PATH_MAX:
-            raise StoreError(f"daemon: {data_dir / 'run' / 'daemon.json'} names no usable socket")
+            raise DaemonError(f"daemon: {data_dir / 'run' / 'daemon.json'} names no usable socket")
         if os.path.lexists(path.parent):
             check_private(path.parent, "socket folder")
             paths.append(path)

@@ -16,7 +16,7 @@ __all__ = ["status_lines"]
 
 def status_lines(data_dir: Path, row: StatusRow, watch: list[str]) -> list[str]:
     """The status row, the watched folders' lines, the last backup and the hooks."""
-    from imprint.hooks.report import client_hooks, hooks_lines
+    from imprint.reads.hook_report import client_hooks, hooks_lines
     from imprint.reads.status import format_status
     from imprint.writes.backup import backup_line
 

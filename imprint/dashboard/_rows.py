@@ -7,8 +7,7 @@ page shows what a tool returns and deletes as the tool does.
 from __future__ import annotations
 
 from imprint.capture.session import load_state
-from imprint.hooks.briefing import briefing_preview
-from imprint.ingest.pipeline import running_ingests
+from imprint.reads.briefing import briefing_preview
 from imprint.reads.chunks import FileChunksArgs, chunk_rows
 from imprint.reads.device import device_row
 from imprint.reads.facts import KgQueryArgs, fact_rows
@@ -35,6 +34,7 @@ from imprint.reads.status import status_row
 from imprint.reads.summary import FileSummaryArgs, summary_row
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.watch import watch_rows
+from imprint.writes.files import running_ingests
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import (
     delete_records,

@@ -1,6 +1,6 @@
 """The capture hand-off: what `imprint hook stop|pre-compact|session-end` does.
 
-The event is appended to the durable capture queue (`imprint.capture.queue`: fsynced before
+The event is appended to the durable capture queue (`imprint.hooklib.queue`: fsynced before
 this returns) and the daemon is poked (started if none runs) without waiting for it: the
 daemon captures in the background, and the hook's process exits at once. The standard
 library only, so the whole hand-off stays well under 100 ms.
@@ -22,7 +22,7 @@ def hand_off(event: dict[str, Any]) -> None:
     queue cannot be written (a full disk); a daemon that cannot be reached now is no error:
     the event waits in the queue for the next one."""
     from imprint._fs import data_dir
-    from imprint.capture.queue import enqueue
+    from imprint.hooklib.queue import enqueue
 
     folder = data_dir()
     enqueue(folder, {"client": "claude-code", **event})

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from imprint.hooks.events import canonical_event
+from imprint.hooklib.events import canonical_event
 
 __all__ = [
     "CODEX_WAIT",

@@ -7,7 +7,7 @@ briefing needs only memories, facts and session summaries, all in SQLite. WAL mo
 read-only connection read beside a writer (the daemon's readers open it the same way,
 `imprint.store.sqlite_read.SqliteReader`), and nothing here imports Chroma, the embedder,
 the actors or the config schema: SqliteReader, its records (pydantic) and the standard
-library. The rows are laid out by `imprint.hooks.compose`, as the daemon's briefing is.
+library. The rows are laid out by `imprint.hooklib.compose`, as the daemon's briefing is.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from imprint.errors import SQLITE_FILE, damaged_sqlite
-from imprint.hooks.compose import (
+from imprint.hooklib.compose import (
     FACTS_SHOWN,
     MEMORY_SECTIONS,
     SESSIONS_SHOWN,

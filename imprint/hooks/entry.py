@@ -6,7 +6,7 @@ event, or prints nothing and exits 0: a watchdog thread ends the process at the 
 and nothing else. Session start and prompt submit ask the daemon (started if none runs)
 over its socket; stop, pre-compact and session end hand the event to capture
 (`imprint.hooks.capture.hand_off`). Every run is counted per client and event
-(`imprint.hooks.state`), each failure with its reason, for `imprint hooks status`.
+(`imprint.hooklib.state`), each failure with its reason, for `imprint hooks status`.
 
 The standard library and `imprint.daemon.client` only: this process starts at every
 session start and, where enabled, every prompt. A session start with no daemon answering
@@ -26,16 +26,16 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from imprint._fs import DATA_DIR_ENV, PRIVATE_UMASK, data_dir
-from imprint.hooks._paths import with_site_packages
-from imprint.hooks.events import (
+from imprint.hooklib.events import (
     CAPTURE_EVENTS,
     CLIENTS,
     DATA_DIR_OPTION,
     canonical_event,
     context_output,
 )
-from imprint.hooks.settings import HookSettings, excluded_folder, hook_settings
-from imprint.hooks.state import record_run
+from imprint.hooklib.settings import HookSettings, excluded_folder, hook_settings
+from imprint.hooklib.state import record_run
+from imprint.hooks._paths import with_site_packages
 
 __all__ = ["MAX_EVENT_BYTES", "exit_now", "hook_args", "hook_main", "run_hook"]
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from imprint.errors import InputError
+from imprint.hooklib.events import CLIENTS, DATA_DIR_OPTION, EVENTS
+from imprint.hooklib.state import read_state
 from imprint.hooks.codex import (
     REVIEW,
     CodexError,
@@ -22,17 +24,15 @@ from imprint.hooks.codex import (
     listed_hooks,
     trust_words,
 )
-from imprint.hooks.events import CLIENTS, DATA_DIR_OPTION, EVENTS
 from imprint.hooks.install import (
     Scope,
     client_files,
     entry_data_dir,
-    imprint_executable,
     our_commands,
     ours_in,
 )
-from imprint.hooks.report import plugin_misses, skip_line, when
-from imprint.hooks.state import read_state
+from imprint.hooks.mcp_entry import imprint_executable
+from imprint.reads.hook_report import plugin_misses, skip_line, when
 
 __all__ = ["plugin_state", "status_lines"]
 
@@ -221,7 +221,7 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
     """Per client: what is installed where, and per event its runs, last run and last
     failure with its reason; an installed hook that never ran, one whose command names a
     file that is gone, and (Codex) whether Codex trusts it, since it skips one until then."""
-    from imprint.capture.worker import client_stats  # the daemon's counts: only when shown
+    from imprint.hooklib.queue import client_stats
 
     state, captured = read_state(data_dir), client_stats(data_dir)
     order = {event: i for i, event in enumerate(EVENTS)}
@@ -303,8 +303,8 @@ def status_lines(data_dir: Path, *, home: Path, project: Path) -> list[str]:
 def _daemon_lines(data_dir: Path) -> list[str]:
     """Whether a daemon runs to capture what hooks queue, what waits for it, and, when none
     runs, the end of its log (a daemon that cannot start says why there)."""
-    from imprint.capture.queue import waiting
     from imprint.daemon import running_daemon
+    from imprint.hooklib.queue import waiting
 
     info = running_daemon(data_dir)
     count, oldest = waiting(data_dir)

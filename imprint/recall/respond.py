@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from imprint.actors.inference import InferenceProxy
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.read_messages import Projects
 from imprint.errors import InputError
@@ -428,6 +429,21 @@ def _model_recall(
     if not condense:
         with reserve.tail(work_by):
             return layout_recall(question, results, max_chars).text
+    return _answered(inference, question, results, planned, max_chars, reserve, work_by, recall_id)
+
+
+def _answered(
+    inference: InferenceProxy,
+    question: str,
+    results: list[StepResult],
+    planned: Planned | None,
+    max_chars: int,
+    reserve: Reserve,
+    work_by: float,
+    recall_id: str,
+) -> str:
+    """The model's condensed answer over the gathered evidence (`condensed`), or the
+    evidence itself under the model's note when it gave none."""
     with reserve.tail(work_by):
         laid = layout_recall(question, results, max_chars)
     evidence = laid.text

@@ -1,6 +1,6 @@
 """The session briefing over MCP: a resource per project (`imprint://briefing/{project}`)
 and a prompt (`briefing`, a slash command in clients that show prompts), each the text
-the session-start hook adds (`imprint.hooks.briefing`). The tools are not touched."""
+the session-start hook adds (`imprint.reads.briefing`). The tools are not touched."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ BRIEFING_URI = "imprint://briefing/{project}"
 
 
 def _briefing(runtime: Runtime, project: str, cwd: Path | None) -> str:
-    from imprint.hooks.briefing import briefing_text, project_for
+    from imprint.reads.briefing import briefing_text, project_for
     from imprint.reads.gateway import ActorReads
     from imprint.store.records import check_project
 

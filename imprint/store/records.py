@@ -47,7 +47,7 @@ TAG_RE = re.compile(r"^[a-z0-9][a-z0-9 ._+#/-]{0,39}$")
 SourceType = Literal["memory", "file", "url", "content"]
 SOURCE_TYPES: tuple[str, ...] = ("memory", "file", "url", "content")
 # The kind of the summary memory capture keeps per session (`imprint.capture`), which the
-# session-start briefing reads back (`imprint.hooks.briefing`).
+# session-start briefing reads back (`imprint.reads.briefing`).
 SESSION_SUMMARY_KIND = "session-summary"
 RECORD_TYPES: tuple[str, ...] = (
     "decision",

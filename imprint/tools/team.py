@@ -8,7 +8,7 @@ token's tenancy, `server.team_auth`): each tool asks `TeamAccess.open` for the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
@@ -39,6 +39,10 @@ class Opened:
     workspaces: tuple[str, ...]  # every workspace this caller reaches
 
 
+# A tool's call: the caller's store opened (for writing or not), then `fn` run on it.
+Run = Callable[[Context[Any, Any], str, bool, Callable[[Opened], str]], Awaitable[str]]
+
+
 class TeamAccess(Protocol):
     embed: r.Embed
 
@@ -52,6 +56,13 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
         opened = access.open(ctx, workspace, write=write)
         return await run_tool(fn, opened)
 
+    # In this order in tools/list: the searches, the other reads, the writes.
+    _search_tools(server, access, run)
+    _read_tools(server, run)
+    _write_tools(server, run)
+
+
+def _search_tools(server: MCPServer, access: TeamAccess, run: Run) -> None:
     @tool(server, "search", READ)
     async def search(
         query: str,
@@ -108,6 +119,8 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
             lambda o: recall_on_store(o.store, access.embed, question, plan, max_chars),
         )
 
+
+def _read_tools(server: MCPServer, run: Run) -> None:
     @tool(server, "get_memory", READ)
     async def get_memory(id: str, ctx: Context[Any, Any], workspace: Workspace = "") -> str:
         """The whole record with this id, its tags, and the memory that replaced it."""
@@ -183,6 +196,8 @@ def register_team(server: MCPServer, access: TeamAccess) -> None:
         """Record counts per project of one of your workspaces, and the workspaces you reach."""
         return await run(ctx, workspace, False, lambda o: r.status_text(o.store, o.workspaces))
 
+
+def _write_tools(server: MCPServer, run: Run) -> None:
     @tool(server, "store", WRITE)
     async def store(
         content: str,

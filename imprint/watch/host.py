@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint.errors import InputError
-from imprint.ingest.pipeline import IngestReport, Progress, ingest_path
 from imprint.logs import get_logger
 from imprint.store.records import check_project, project_from_folder
 from imprint.watch.folders import WatchedFolder, load_folders, save_folders
 from imprint.watch.watcher import FolderWatcher, WatchRow
+from imprint.writes.files import IngestReport, Progress, ingest_path
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime

@@ -1,5 +1,5 @@
 """One watched folder: file events from `watchfiles`, debounced into batches; each batch
-is one ingest of the folder (`imprint.ingest.pipeline`), which reads only what changed
+is one ingest of the folder (`imprint.writes.files`), which reads only what changed
 (unchanged files are skipped by their recorded mtime), removes what was deleted or became
 ignored, and writes in groups of files rather than one write per file.
 
@@ -25,10 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from imprint._priority import background_thread
-from imprint.ingest.pipeline import IngestReport, Progress
 from imprint.logs import get_logger
 from imprint.watch.folders import WatchedFolder
+from imprint.writes.files import IngestReport, Progress
 
 __all__ = ["FolderWatcher", "WatchRow", "moves_head"]
 
@@ -187,7 +186,6 @@ class FolderWatcher:
             self.ready.set()
 
     def _work(self) -> None:
-        background_thread()  # batches are background work: interactive calls go first
         self.ready.wait()
         first = True  # the rescan of what changed while nobody watched
         while not self._stop.is_set():

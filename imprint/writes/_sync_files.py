@@ -13,7 +13,7 @@ only as link lines: a memory line's own `supersedes` and `superseded_by` are lef
 a source travels without its registry root (a folder of one machine, never of another).
 
 The folder is untrusted: a line is read only up to MAX_LINE_BYTES (a longer one is skipped
-unread), and a well-formed line the store does not take (`imports.check_trusted`) is counted
+unread), and a well-formed line the store does not take (`import_check.check_trusted`) is counted
 by its reason in `Shared.refused`; a damaged file is refused whole.
 """
 
@@ -34,7 +34,7 @@ from imprint.errors import InputError
 from imprint.reads.export import ExportLine, FactLine, MemoryLine, SourceLine, line_text
 from imprint.store.tombstones import fact_mark, memory_mark, source_mark
 from imprint.workspaces import validate_name
-from imprint.writes.imports import (
+from imprint.writes.import_check import (
     FUTURE_SKEW_SEC,
     MAX_LINE_BYTES,
     TOO_LONG,

@@ -16,10 +16,11 @@ from imprint.actors.deadline import Deadline
 from imprint.actors.read_messages import SourceEntryQuery
 from imprint.errors import InputError
 from imprint.ingest.fetch import fetch_page, page_text
-from imprint.ingest.pipeline import IngestReport, Progress, build_records, ingest_path
+from imprint.ingest.records import build_records
 from imprint.store.records import SourceEntry, SourceType, WriteBatch, check_project, content_sha
 from imprint.types import WorkspaceName
 from imprint.writes._redaction import redaction_note
+from imprint.writes.files import IngestReport, Progress, ingest_path
 from imprint.writes.gateway import Writes
 
 __all__ = [
@@ -166,7 +167,7 @@ def checked_path(writes: Writes, path: str) -> Path:
 def ingest_checked(
     writes: Writes, path: str, project: str, workspace: str, progress: Progress | None
 ) -> IngestReport:
-    """Ingest a file or folder under the allowed roots (see `imprint.ingest.pipeline`)."""
+    """Ingest a file or folder under the allowed roots (see `imprint.writes.files`)."""
     return ingest_path(
         writes.runtime,
         checked_path(writes, path),

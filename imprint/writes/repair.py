@@ -1,6 +1,6 @@
 """The writer's repair of a workspace's two indexes (`imprint repair`); and `status_row` by
-its old address, for the daemon's status handler (the row itself is a read:
-`imprint.reads.status.status_row`)."""
+its old address, for older callers (the row itself is a read:
+`imprint.reads.status.status_row`, which the daemon's status handler asks)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ __all__ = ["repair_workspace", "status_row"]
 
 
 def status_row(runtime: Runtime, workspace: str = "", check: bool = False) -> StatusRow:
-    """`imprint.reads.status.status_row` through the runtime's reads (the daemon's status
-    handler and older callers ask by this address)."""
+    """`imprint.reads.status.status_row` through the runtime's reads (older callers ask by
+    this address)."""
     return status.status_row(ActorReads(runtime), workspace, check)
 
 

@@ -20,7 +20,7 @@ with other text is refused with a one-line error naming the id, before anything 
 one wins).
 The folder is untrusted (DESIGN 12): a line with a time past this computer's clock (beyond a
 small skew), a memory or chunk on an id this store or the folder holds as another kind of
-record (or another source's chunk), and the other lines `imports.check_trusted` refuses are
+record (or another source's chunk), and the other lines `import_check.check_trusted` refuses are
 left out and counted in the sync's line; the rest goes on. A line this store took once (a
 record, a tombstone) never replaces or deletes what is here again: what is here now was
 stored here after it, whatever either clock says.
@@ -63,13 +63,8 @@ from imprint.writes._sync_files import (
     write_file,
 )
 from imprint.writes.gateway import Writes
-from imprint.writes.imports import (
-    BATCH_RECORDS,
-    OTHER_KIND,
-    memory_record,
-    refused_words,
-    source_records,
-)
+from imprint.writes.import_check import OTHER_KIND, refused_words
+from imprint.writes.imports import BATCH_RECORDS, memory_record, source_records
 
 __all__ = ["sync_folder"]
 

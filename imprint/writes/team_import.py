@@ -15,7 +15,8 @@ from imprint.errors import InputError
 from imprint.store.records import Fact, Record, WriteBatch
 from imprint.store.seam import MemoryStore
 from imprint.writes._redaction import redacted_batch
-from imprint.writes.imports import ExportFile, memory_record, source_records
+from imprint.writes.import_check import ExportFile
+from imprint.writes.imports import memory_record, source_records
 
 __all__ = ["TEAM_WORKSPACE", "TeamImport", "check_team_workspace", "import_into"]
 

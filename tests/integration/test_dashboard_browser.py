@@ -31,7 +31,7 @@ from tests.dashboard_support import (
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 # Screenshots go to a temporary folder unless DASHBOARD_SCREENSHOTS names one (set it to the
-# repository's docs/ to refresh the pictures the README shows).
+# repository's docs/ to refresh the pictures docs/dashboard.md shows).
 SHOTS = Path(
     os.environ.get("DASHBOARD_SCREENSHOTS")
     or Path(tempfile.gettempdir()) / f"imprint-dashboard-shots-{os.getuid()}"
@@ -175,7 +175,7 @@ def test_memory_pages_in_chromium(
     one struck through with its successor, both sessions and the next briefing's text; the
     timeline is drawn; the session page shows its turns; Restore works as a plain form.
     Screenshots of the Memory and session pages go to SHOTS."""
-    from imprint.hooks.briefing import briefing_text
+    from imprint.reads.briefing import briefing_text
     from imprint.reads.gateway import ActorReads
     from imprint.writes.gateway import Writes
 

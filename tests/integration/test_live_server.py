@@ -23,7 +23,6 @@ import pytest
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.providers import Provider, is_loopback_host, make_provider
 from imprint.providers.local import bundled_gguf
 from imprint.reads.device import device_row
@@ -31,6 +30,7 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.memory import GetMemoryArgs, memory_row
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
+from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, stop_process, wait_serving, write_tree

@@ -108,9 +108,9 @@ def test_recall_model_path_runs_on_the_bundled_model(tmp_path: Path, embedder: A
     or a fallback note, and the evidence always there."""
     from imprint.actors.lifecycle import Runtime
     from imprint.config import Config
-    from imprint.ingest.pipeline import ingest_path
     from imprint.reads.gateway import ActorReads
     from imprint.recall.respond import RecallArgs, recall_text
+    from imprint.writes.files import ingest_path
     from tests.conftest import TOPICS, write_tree
 
     config = Config()

@@ -13,12 +13,12 @@ from rich.console import Console
 from imprint.actors.inference import CompleteRequest, ask_model
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.ingest.pipeline import ingest_path
 from imprint.logs import configure_logging, log_path
 from imprint.reads.gateway import ActorReads
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.trace import MODEL_PHASES, load_recalls, render_trace
+from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.fakes import FakeProvider
 

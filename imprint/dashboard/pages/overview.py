@@ -15,7 +15,7 @@ from imprint.dashboard import _rows as rows
 from imprint.dashboard._site import Site
 from imprint.dashboard._templates import duration
 from imprint.errors import ImprintError
-from imprint.hooks.report import client_hooks
+from imprint.reads.hook_report import client_hooks
 from imprint.reads.status import upkeep
 from imprint.workspaces import active_workspace, list_workspaces
 from imprint.writes.backup import last_backup

@@ -18,7 +18,7 @@ from imprint.dashboard._site import Site, whole_number
 from imprint.dashboard._templates import href
 from imprint.dashboard._timeline import timeline
 from imprint.errors import ImprintError
-from imprint.hooks.state import read_state
+from imprint.hooklib.state import read_state
 from imprint.logs import get_logger, log_files
 from imprint.store.records import RECORD_TYPES
 from imprint.trace.log import capture_runs
@@ -26,6 +26,32 @@ from imprint.trace.log import capture_runs
 __all__ = ["routes"]
 
 log = get_logger("imprint.dashboard")
+
+
+def _back(values: dict[str, str], rid: str) -> Response:
+    params = {"project": values.get("project", ""), "workspace": values.get("workspace", "")}
+    # `project` is kept even when empty: the page of memories without a project.
+    target = href("/memory", params)
+    if not params["project"]:
+        target += ("&" if "?" in target else "?") + "project="
+    return RedirectResponse(f"{target}#m-{rid}", status_code=303)
+
+
+def _change(site: Site, title: str, do: Any) -> Any:
+    """A POST endpoint that runs `do(form values)` and goes back to the memory changed."""
+
+    async def endpoint(request: Request) -> Response:
+        values = await site.form(request)
+        if values is None:
+            return site.refused(request)
+        try:
+            text = await anyio.to_thread.run_sync(lambda: do(values))
+        except ImprintError as exc:
+            return site.error(request, title, str(exc), "/memory")
+        log.info("dashboard.memory.changed", what=text)
+        return _back(values, values.get("id", ""))
+
+    return endpoint
 
 
 def routes(site: Site) -> list[Route]:
@@ -93,38 +119,20 @@ def routes(site: Site) -> list[Route]:
             log_on=site.runtime.config.log.file,
         )
 
-    def back(values: dict[str, str], rid: str) -> Response:
-        params = {"project": values.get("project", ""), "workspace": values.get("workspace", "")}
-        # `project` is kept even when empty: the page of memories without a project.
-        target = href("/memory", params)
-        if not params["project"]:
-            target += ("&" if "?" in target else "?") + "project="
-        return RedirectResponse(f"{target}#m-{rid}", status_code=303)
-
-    def change(title: str, do: Any) -> Any:
-        async def endpoint(request: Request) -> Response:
-            values = await site.form(request)
-            if values is None:
-                return site.refused(request)
-            try:
-                text = await anyio.to_thread.run_sync(lambda: do(values))
-            except ImprintError as exc:
-                return site.error(request, title, str(exc), "/memory")
-            log.info("dashboard.memory.changed", what=text)
-            return back(values, values.get("id", ""))
-
-        return endpoint
-
-    supersede = change(
+    supersede = _change(
+        site,
         "Supersede",
         lambda v: rows.supersede_memory(
             site.app, v.get("id", ""), v.get("by", ""), v.get("workspace", "")
         ),
     )
-    restore = change(
-        "Restore", lambda v: rows.restore_memory(site.app, v.get("id", ""), v.get("workspace", ""))
+    restore = _change(
+        site,
+        "Restore",
+        lambda v: rows.restore_memory(site.app, v.get("id", ""), v.get("workspace", "")),
     )
-    retag = change(
+    retag = _change(
+        site,
         "Retag",
         lambda v: rows.retag_memory(
             site.app, v.get("id", ""), v.get("type", ""), workspace=v.get("workspace", "")

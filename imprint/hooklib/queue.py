@@ -24,7 +24,17 @@ from typing import Any
 from imprint._faults import DiskFull, fail
 from imprint._fs import private_dir
 
-__all__ = ["EVENT_KEYS", "Taken", "capture_dir", "done", "enqueue", "take", "waiting"]
+__all__ = [
+    "EVENT_KEYS",
+    "Taken",
+    "capture_dir",
+    "client_stats",
+    "done",
+    "enqueue",
+    "stats_file",
+    "take",
+    "waiting",
+]
 
 # What an event keeps of a hook's input (the rest, a prompt or a message, is not needed).
 EVENT_KEYS = ("client", "session_id", "transcript_path", "cwd", "hook_event_name", "attempts")
@@ -33,6 +43,23 @@ MAX_LINE_BYTES = 16 * 1024
 
 def capture_dir(data_dir: Path) -> Path:
     return private_dir(data_dir / "capture")
+
+
+def stats_file(data_dir: Path) -> Path:
+    """What the daemon's capture worker counts per client (`client_stats`)."""
+    return capture_dir(data_dir) / "clients.json"
+
+
+def client_stats(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per client: captures, turns, failures, when the last capture and the last failure
+    were, and the last failure's line (redacted); `skipped`, with `last_skip` and
+    `last_skip_at`, counts what captures passed over (a line or turn too long to read)."""
+    path = stats_file(data_dir)
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _queue_file(data_dir: Path) -> Path:

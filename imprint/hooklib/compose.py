@@ -11,7 +11,7 @@ the folder itself): two folders named `app` in different places are two projects
 second named `app-<8 hex of its path>`. The capture records each root's name
 (`SESSION_ROOTS` in the data dir); the briefing reads that record.
 
-Both briefings use it: the daemon's (`imprint.hooks.briefing`, rows through the reader
+Both briefings use it: the daemon's (`imprint.reads.briefing`, rows through the reader
 actors) and the hook's own when no daemon answers yet (`imprint.hooks.cold`, rows straight
 from the store's SQLite file). The standard library only (the rows are duck-typed), so a
 hook process can lay a briefing out without importing the read side.

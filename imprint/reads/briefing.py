@@ -23,7 +23,7 @@ from imprint.actors.read_messages import (
     SupersedeLinks,
     VectorQuery,
 )
-from imprint.hooks.compose import (
+from imprint.hooklib.compose import (
     FACTS_HEADING,
     FACTS_SHOWN,
     FENCE,
@@ -38,7 +38,7 @@ from imprint.hooks.compose import (
     record_entry,
     session_roots,
 )
-from imprint.hooks.settings import excluded_folder
+from imprint.hooklib.settings import excluded_folder
 from imprint.reads.deadline import Deadline, call_deadline
 from imprint.reads.gateway import ActorReads, Reads
 from imprint.store.records import (

@@ -1,6 +1,6 @@
 """What `imprint status` and the dashboard's overview show of the hooks, per client: its
-last capture (the capture worker's counts, `imprint.capture.worker.client_stats`), its
-hook failures (each hook run's record, `imprint.hooks.state`) and, for Claude Code, the
+last capture (the capture worker's counts, `imprint.hooklib.queue.client_stats`), its
+hook failures (each hook run's record, `imprint.hooklib.state`) and, for Claude Code, the
 plugin's hooks that found no `imprint` to run (plugin/bin/imprint's log)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from imprint.hooks.events import CLIENTS
-from imprint.hooks.state import read_state
+from imprint.hooklib.events import CLIENTS
+from imprint.hooklib.state import read_state
 
 __all__ = [
     "PLUGIN_MISSING",
@@ -87,7 +87,7 @@ def plugin_misses(data_dir: Path, events: dict[str, dict[str, object]]) -> tuple
 def client_hooks(data_dir: Path) -> list[ClientHooks]:
     """One row per client a hook ran for or a capture was counted for; none when no hook
     has run."""
-    from imprint.capture.worker import client_stats  # the daemon's side: only when shown
+    from imprint.hooklib.queue import client_stats
 
     state, stats = read_state(data_dir), client_stats(data_dir)
     missed, last_missed = plugin_misses(data_dir, state.get("claude-code", {}))

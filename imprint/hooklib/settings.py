@@ -114,7 +114,7 @@ def excluded_folder(cwd: Path, exclude: Sequence[str]) -> bool:
     with a `/` or starting with `~`), or the name of `cwd` or of a folder above it. Both
     sides are judged as written and with their links resolved, so a link into an excluded
     folder (or an entry naming a link) excludes the same folder. The daemon also checks
-    the project the folder maps to (`imprint.hooks.briefing.excluded`)."""
+    the project the folder maps to (`imprint.reads.briefing.excluded`)."""
     if not exclude:
         return False
     real = _resolved(cwd)
