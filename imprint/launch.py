@@ -6,11 +6,12 @@ library and `imprint.daemon.client`, not typer, rich, pydantic, structlog, MCP o
 store. The daemon it starts (`python -m imprint.daemon`) likewise binds its socket before it
 imports the store. A client's hooks (`imprint hook EVENT [--client NAME]`) go the same light
 way (`imprint.hooks.entry`). So does `imprint search` beside a running daemon: it asks the
-daemon's search tool over the socket (`imprint.daemon.client.call_tool`), importing none of
+daemon's search tool over the socket (`imprint.daemon.asks.call_tool`), importing none of
 typer, the store or MCP (about 3 s of imports before), and so does `imprint recall`, asking
-its recall tool. Every other command (and `serve` with any option but `--allow`, a search or
-recall with an option this module does not read, or one with no daemon running) goes to
-`imprint.cli`.
+its recall tool, and `imprint status`, whose whole text the daemon composes
+(`imprint.daemon.asks.ask_status_text`; about 1 s of imports before). Every other command
+(and `serve` with any option but `--allow`, a search, recall or status with an option this
+module does not read, or one with no daemon running) goes to `imprint.cli`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import re
 import sys
 
-__all__ = ["main", "plain_recall", "plain_search", "plain_serve_allow"]
+__all__ = ["main", "plain_recall", "plain_search", "plain_serve_allow", "plain_status"]
 
 # `imprint search`'s options (imprint.cli.reads.search) by flag: the tool argument each sets
 # and whether it is a number. Anything else (--help, a typo) goes to the full command line.
@@ -126,6 +127,25 @@ def plain_recall(argv: list[str]) -> dict[str, object] | None:
     return {"question": question, **args, **({"plan": plan} if plan else {})}
 
 
+def plain_status(argv: list[str]) -> tuple[str, bool] | None:
+    """(workspace, check) of `status [--workspace W] [--check]`, as imprint.cli.reads.status
+    reads them; None for anything it would answer otherwise."""
+    if argv[:1] != ["status"]:
+        return None
+    workspace, check = "", False
+    rest = argv[1:]
+    while rest:
+        word = rest.pop(0)
+        flag, eq, value = word.partition("=")
+        if word == "--check":
+            check = True
+        elif flag in ("--workspace", "-w") and (eq or rest):
+            workspace = value if eq else rest.pop(0)
+        else:
+            return None  # --help, a typo, an argument: the full command line answers
+    return workspace, check
+
+
 def _plain_date(text: str) -> bool:
     import datetime
 
@@ -139,7 +159,8 @@ def _plain_date(text: str) -> bool:
 def _ask(tool: str, args: dict[str, object]) -> int | None:
     """Print what the running daemon's `tool` answers; None when no daemon runs."""
     from imprint._fs import data_dir
-    from imprint.daemon.client import call_tool, daemon_alive
+    from imprint.daemon.asks import call_tool
+    from imprint.daemon.client import daemon_alive
     from imprint.errors import ImprintError
 
     root = data_dir()
@@ -155,6 +176,30 @@ def _ask(tool: str, args: dict[str, object]) -> int | None:
         return 2
     print(text)
     return 0
+
+
+def _status(workspace: str, check: bool) -> int | None:
+    """Print `imprint status` as the running daemon composes it (exit 1 when the indexes
+    disagree, as the full command line does); None when no daemon runs, or one that sends
+    no text."""
+    from imprint._fs import data_dir
+    from imprint.daemon.asks import ask_status_text
+    from imprint.daemon.client import daemon_alive
+    from imprint.errors import ImprintError
+
+    root = data_dir()
+    if not daemon_alive(root):
+        return None
+    try:
+        asked = ask_status_text(root, workspace, check)
+    except ImprintError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if asked is None:
+        return None
+    text, consistent = asked
+    print(text)
+    return 0 if consistent else 1
 
 
 def _serve(allow: list[str]) -> int:
@@ -185,6 +230,11 @@ def main() -> None:
             code = _ask(tool, arguments)
             if code is not None:
                 sys.exit(code)
+    status = plain_status(argv)
+    if status is not None:
+        code = _status(*status)
+        if code is not None:
+            sys.exit(code)
     if argv[:1] == ["hook"]:
         from imprint.hooks.entry import exit_now, hook_args, run_hook
 

@@ -22,6 +22,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -570,3 +571,28 @@ def test_status_beside_a_daemon_exits_by_the_row_not_by_its_text(
         assert shown.stdout == format_status(rows[-1]) + "\n" + none_yet + "\n"
         assert set(pids) == {pid}
         pids.clear()
+
+
+def test_the_hello_answer_is_read_to_its_end_and_no_further() -> None:
+    """The client reads the daemon's answer to its hello up to its newline only, whatever
+    the daemon sent after it in the same write (the MCP session's first line is the
+    bridge's to copy), and in a few reads, not one a byte."""
+    from imprint.daemon.hello import send_hello
+
+    class Counted(socket.socket):
+        reads = 0
+
+        def recv(self, *args: Any) -> bytes:
+            Counted.reads += 1
+            return super().recv(*args)
+
+    pair, theirs = socket.socketpair()
+    ours = Counted(fileno=pair.detach())
+    with ours, theirs:
+        answer = json.dumps({"ok": True, "pad": "x" * 300}).encode() + b"\n"
+        theirs.sendall(answer + b'{"jsonrpc": "2.0", "id": 0}\n')
+        assert send_hello(ours, b"{}\n") is True
+        assert Counted.reads <= 4, Counted.reads  # before: 312, one a byte
+        assert theirs.recv(100) == b"{}\n"
+        ours.settimeout(5)
+        assert ours.recv(100) == b'{"jsonrpc": "2.0", "id": 0}\n'

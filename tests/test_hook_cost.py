@@ -147,3 +147,57 @@ def test_a_recall_beside_a_daemon_loads_no_heavy_library(
     bad, _ = recorded("recall", "x", "--plan", '[{"tool": "nosuch", "args": {}}]')
     assert bad.returncode == 2 and bad.stdout == "", bad.stdout
     assert len(bad.stderr.strip().splitlines()) == 1 and "nosuch" in bad.stderr, bad.stderr
+
+
+def test_a_status_beside_a_daemon_is_the_daemons_text_with_no_heavy_library(
+    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """`imprint status` beside a running daemon prints the text the daemon composes, the
+    standard library alone loaded (before: the full command line, about 1 s of imports),
+    and it is what the full command line prints, with `--workspace` and `--check` too; a
+    workspace that does not exist is the same one line and exit 2."""
+    from tests.test_client_fit import _HEAVY, _RECORD_MODULES
+
+    d, _ = serve(warm_embedder=False)
+    env = {**os.environ, "IMPRINT_DATA_DIR": str(d.data_dir)}
+
+    def run(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        modules = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.txt"
+        done = subprocess.run(
+            [sys.executable, "-c", _RECORD_MODULES, str(modules), *args],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        return done, set(modules.read_text().split()) if modules.exists() else set()
+
+    def full(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "imprint.cli", *args],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+
+    for args in (["status"], ["status", "-w", "default", "--check"], ["status", "--check"]):
+        light, modules = run(*args)
+        whole = full(*args)
+        assert light.returncode == whole.returncode == 0, light.stderr + whole.stderr
+        assert light.stdout == whole.stdout and "indexes: consistent" in light.stdout
+        assert modules and not {m.split(".")[0] for m in modules} & set(_HEAVY), sorted(
+            m for m in modules if m.split(".")[0] in _HEAVY
+        )
+    light, modules = run("status", "--workspace=nosuch")
+    whole = full("status", "--workspace=nosuch")
+    assert light.returncode == whole.returncode == 2 and light.stdout == ""
+    assert light.stderr == whole.stderr and len(light.stderr.splitlines()) == 1, light.stderr
+    assert not {m.split(".")[0] for m in modules} & set(_HEAVY)
+
+
+def test_status_arguments_the_light_path_reads_and_those_it_leaves() -> None:
+    """`status` with `--workspace`/`-w` and `--check` is read as the command line reads
+    it; anything else (help, a typo, an argument, a flag missing its value) is not."""
+    from imprint.launch import plain_status
+
+    assert plain_status(["status"]) == ("", False)
+    assert plain_status(["status", "--check", "-w", "team"]) == ("team", True)
+    assert plain_status(["status", "--workspace=a b"]) == ("a b", False)
+    for argv in (["status", "--help"], ["status", "x"], ["status", "-w"], ["search", "x"], []):
+        assert plain_status(argv) is None, argv

@@ -166,9 +166,9 @@ def test_prompt_submit_is_off_by_default_and_asks_nothing(
 ) -> None:
     """hooks.prompt_submit off (the default): nothing printed and no daemon asked."""
     asked: list[object] = []
-    import imprint.daemon.client as client
+    import imprint.daemon.asks as asks
 
-    monkeypatch.setattr(client, "ask_hook", lambda *a: asked.append(a) or "context")
+    monkeypatch.setattr(asks, "ask_hook", lambda *a: asked.append(a) or "context")
     assert run_hook("UserPromptSubmit", "claude-code", io.BytesIO(b'{"prompt": "hi"}')) == 0
     assert asked == []
     monkeypatch.setenv("IMPRINT_HOOKS_PROMPT_SUBMIT", "true")

@@ -73,7 +73,7 @@ def test_the_daemon_stderr_log_rotates_at_its_cap_keeping_two(
     .3) and starts a new 0600 one; a running daemon's own stderr (a descriptor on the file)
     is moved the same way and writes on into the new file."""
     monkeypatch.setattr(client_mod, "STDERR_LOG_MAX_BYTES", 1000)
-    monkeypatch.setattr(client_mod.subprocess, "Popen", _FakePopen)
+    monkeypatch.setattr(subprocess, "Popen", _FakePopen)
     data_dir = tmp_path / "data"
     log = data_dir / "run" / "daemon.stderr.log"
     for n in range(3):

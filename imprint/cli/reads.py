@@ -74,7 +74,7 @@ def status(
     from imprint.actors.lifecycle import running
     from imprint.daemon import ask_status, daemon_alive
     from imprint.reads.gateway import ActorReads
-    from imprint.reads.status import StatusRow, format_status, status_row
+    from imprint.reads.status import StatusRow, status_row
 
     root, config = setup()
     alive = daemon_alive(root)
@@ -84,17 +84,10 @@ def status(
     else:
         with running(root, config, reindex=False) as runtime:
             row = status_row(ActorReads(runtime), workspace, check)
-    typer.echo(format_status(row))
     from imprint.cli.watch import watch_lines
+    from imprint.daemon.status_text import status_lines
 
-    for line in watch_lines(root, alive):
-        typer.echo(line)
-    from imprint.reads.hook_report import client_hooks, hooks_lines
-    from imprint.writes.backup import backup_line
-
-    typer.echo(backup_line(root))
-
-    for line in hooks_lines(client_hooks(root)):
+    for line in status_lines(root, row, watch_lines(root, alive)):
         typer.echo(line)
     if not row.consistent:
         raise typer.Exit(1)

@@ -5,9 +5,10 @@ owns the data dir, its stderr log), `hello` (the first line of every connection,
 admitted to send it), `front` (a session's opening answered from the snapshot while MCP
 loads, where `_accepts` says the SDK would answer it the same way), `owner` (the daemon:
 its socket, sessions, warm-up in `warm`; the answers to every other operation a hello names
-in `handlers`, the dashboard and those answers' work in `hosting`) and `client` (connect,
-spawn, bridge, stop). `imprint.launch` imports only the client; the command line uses what
-this package exports.
+in `handlers`, the dashboard and those answers' work in `hosting`), `client` (connect,
+spawn, bridge, stop) and `asks` (the one-line requests, one tool called). `imprint.launch`
+imports only the client half (`client` and `asks`); the command line uses what this
+package exports.
 
 `Daemon` and `run_daemon` are loaded when first named (PEP 562): the owner brings in the
 logging stack (structlog) and its background threads, and a hook or a light CLI command
@@ -17,13 +18,15 @@ site-packages are on the path.
 
 from typing import TYPE_CHECKING, Any
 
-from imprint.daemon.client import (
+from imprint.daemon.asks import (
     ask_backup,
     ask_dashboard,
     ask_import,
     ask_status,
     ask_sync,
     ask_watch,
+)
+from imprint.daemon.client import (
     bridge_stdio,
     connect,
     daemon_alive,

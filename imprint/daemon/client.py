@@ -1,29 +1,29 @@
 """The client half: find the data dir's daemon (starting one if none runs), send the hello,
-then bridge stdio to it, ask it for the dashboard, or stop it.
+then bridge stdio to it, poke it, or stop it (`imprint.daemon.asks` holds the one-line
+requests and the plain tool call).
 
 This is what `imprint serve` runs at every assistant session start, before a client gets its
-`initialize` reply: the standard library only (no MCP, typer, pydantic, structlog or store).
+`initialize` reply: the standard library only (no MCP, typer, pydantic, structlog or store),
+and of it only what a warm daemon's bridge needs: `subprocess` (2-3 ms of imports) is loaded
+where a daemon is started.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import itertools
 import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text, private_file
-from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, check_served, send_hello
+from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, send_hello
 from imprint.daemon.runfile import (
     KILL_AFTER_SEC,
     STDERR_LOG_KEEP,
@@ -39,15 +39,11 @@ from imprint.daemon.runfile import (
 from imprint.daemon.security import peer_uid, socket_paths
 from imprint.errors import StoreError
 
+if TYPE_CHECKING:
+    import subprocess
+
 __all__ = [
-    "ask_backup",
-    "ask_dashboard",
-    "ask_hook",
-    "ask_status",
-    "ask_sync",
-    "ask_watch",
     "bridge_stdio",
-    "call_tool",
     "connect",
     "daemon_alive",
     "open_session",
@@ -82,6 +78,8 @@ def _try_connect(path: Path) -> socket.socket | None:
 
 def _spawn_daemon(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
     """The started daemon and where its stderr begins in the (appended) log file."""
+    import subprocess
+
     log_file = run_dir(data_dir) / "daemon.stderr.log"
     rotate_log(log_file, STDERR_LOG_MAX_BYTES, STDERR_LOG_KEEP)
     private_file(log_file)
@@ -410,196 +408,3 @@ def _bridge_cold(data_dir: Path, allow: list[str] | None, static: dict[str, Any]
 def _shut_write(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
-
-
-# What a command line session opens with: a handshake the daemon's front answers from its
-# snapshot at once (imprint.daemon.front), so no MCP code loads on either side to say hello.
-_CLI_PROTOCOL = "2025-06-18"
-
-
-def _reply(reader: Any, rid: int) -> dict[str, Any]:
-    """The JSON-RPC reply with id `rid`; notifications (progress, logs) before it skipped."""
-    while line := reader.readline():
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(message, dict) and message.get("id") == rid:
-            return message
-    raise StoreError("daemon: it closed the session before answering; see its log")
-
-
-def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
-    """Call one MCP tool of the data dir's running daemon over its socket, in plain
-    newline-delimited JSON-RPC (the standard library only, no MCP client: a command the
-    daemon answers starts in tens of milliseconds): (is_error, the tool's text)."""
-    from imprint import __version__
-
-    sock = open_session(data_dir)
-    try:
-        reader = sock.makefile("rb")
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": _CLI_PROTOCOL,
-                "capabilities": {},
-                "clientInfo": {"name": "imprint-cli", "version": __version__},
-            },
-        }
-        sock.sendall((json.dumps(hello) + "\n").encode())
-        opened = _reply(reader, 1)
-        if "result" not in opened:
-            raise StoreError(f"daemon: it refused the session: {opened.get('error')}")
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
-        call["params"] = {"name": tool, "arguments": args}
-        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        sock.sendall((json.dumps(ready) + "\n" + json.dumps(call) + "\n").encode())
-        answer = _reply(reader, 2)
-    finally:
-        sock.close()
-    result = answer.get("result")
-    if not isinstance(result, dict):
-        error = answer.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
-        raise StoreError(f"{tool}: {message or 'the daemon gave no result'}")
-    content = result.get("content") or [{}]
-    text = content[0].get("text", "") if isinstance(content[0], dict) else ""
-    return bool(result.get("isError")), str(text)
-
-
-def _request(
-    data_dir: Path, request: dict[str, Any]
-) -> tuple[socket.socket, BinaryIO, dict[str, Any]]:
-    """Send a hello that is a request (not an MCP session), naming this data dir, and read
-    the first line of its answer (the reader holds what follows). A daemon of another data
-    dir (found through a copied run file) refuses it unrun: this data dir's own daemon is
-    asked instead, started if none runs."""
-    serves = identity(data_dir)
-    line = (json.dumps({**request, "pid": os.getpid(), "serves": serves}) + "\n").encode()
-    for trust in (True, False):
-        sock = connect(data_dir, trust_run_file=trust)
-        sock.sendall(line)
-        reader = sock.makefile("rb")
-        try:
-            reply = json.loads(reader.readline() or b"{}")
-        except ValueError:
-            reply = {}
-        reply = reply if isinstance(reply, dict) else {}
-        try:
-            check_served(reply, serves)
-        except OtherDataDir:
-            reader.close()
-            sock.close()
-            continue
-        return sock, reader, reply
-    raise StoreError(f"daemon: no daemon serving {data_dir} answered; see {data_dir}/run")
-
-
-def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[str, Any]]:
-    """Send a hello that is a request and read its one-line answer."""
-    sock, reader, reply = _request(data_dir, request)
-    reader.close()  # the socket stays open: the dashboard's is held while it serves
-    return sock, reply
-
-
-def ask_status(data_dir: Path, workspace: str, check: bool) -> dict[str, Any]:
-    """The status row of the data dir's owner (its fields as JSON), as the status tool
-    computes it."""
-    sock, reply = _ask(data_dir, {"status": {"workspace": workspace, "check": check}})
-    sock.close()
-    if "row" not in reply:
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
-    return dict(reply["row"])
-
-
-def ask_dashboard(data_dir: Path, port: int) -> tuple[socket.socket, dict[str, Any]]:
-    """Ask the data dir's owner (starting the daemon if none runs) to serve the dashboard.
-    The owner serves it while the returned socket stays open."""
-    sock, reply = _ask(data_dir, {"dashboard": {"port": port}})
-    if "url" not in reply:
-        sock.close()
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(f"dashboard: {why}")
-    return sock, reply
-
-
-def ask_hook(data_dir: Path, request: dict[str, Any]) -> str:
-    """The context the data dir's owner (the daemon, started if none runs) adds for one
-    hook event (`imprint hook`); empty when it has none."""
-    sock, reply = _ask(data_dir, {"hook": request})
-    sock.close()
-    if not isinstance(reply.get("context"), str):
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
-    return str(reply["context"])
-
-
-def ask_backup(data_dir: Path, dest: str) -> str:
-    """Have the data dir's owner back its workspaces up into `dest` (empty: its default
-    folder); the line saying what it wrote where."""
-    sock, reply = _ask(data_dir, {"backup": {"dest": dest}})
-    sock.close()
-    if not isinstance(reply.get("done"), str):
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
-    return str(reply["done"])
-
-
-def ask_sync(data_dir: Path, folder: str, workspace: str, all_: bool) -> str:
-    """Have the data dir's owner sync through `folder` (`imprint.writes.sync`), its writers
-    writing what it takes; the line saying what it wrote and read."""
-    sock, reply = _ask(data_dir, {"sync": {"dir": folder, "workspace": workspace, "all": all_}})
-    sock.close()
-    if not isinstance(reply.get("done"), str):
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
-    return str(reply["done"])
-
-
-def ask_watch(data_dir: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
-    """Have the data dir's owner (the daemon, started if none runs) add, list or stop a
-    watched folder (`imprint watch`); the rows of the folders concerned."""
-    sock, reply = _ask(data_dir, {"watch": request})
-    sock.close()
-    if not isinstance(reply.get("rows"), list):
-        why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
-    return [dict(r) for r in reply["rows"]]
-
-
-def ask_import(
-    data_dir: Path,
-    path: Path,
-    workspace: str,
-    on_total: Callable[[int], None],
-    on_progress: Callable[[int], None],
-    replace: bool = False,
-) -> str:
-    """Have the data dir's owner import the export file at `path` (`imprint import` beside
-    a daemon), reporting its progress; the line saying what it wrote."""
-    asked = {"path": str(path), "workspace": workspace, "replace": replace}
-    sock, reader, first = _request(data_dir, {"import": asked})
-    try:
-        for line in itertools.chain([json.dumps(first).encode()] if first else [], reader):
-            try:
-                reply = json.loads(line)
-            except ValueError:
-                break
-            if not isinstance(reply, dict):
-                break
-            if isinstance(reply.get("total"), int):
-                on_total(reply["total"])
-            elif isinstance(reply.get("progress"), int):
-                on_progress(reply["progress"])
-            elif isinstance(reply.get("done"), str):
-                return str(reply["done"])
-            else:
-                why = reply.get("error") or "the owner's answer was not understood"
-                raise StoreError(str(why).splitlines()[0])
-    finally:
-        reader.close()
-        sock.close()
-    raise StoreError("import: the owner closed the connection before it finished; see its log")

@@ -73,6 +73,14 @@ def _watch(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader
     conn.sendall(answer_watch(body, owner.watches).encode())
 
 
+def _status(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
+    def watches() -> WatchHost | None:  # only for a status asked with its text
+        owner.watches_started(120)  # the watches start once the runtime has
+        return owner.watches
+
+    conn.sendall(answer_status(body, owner.wait_runtime, watches).encode())
+
+
 def _import(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReader) -> None:
     answer_import(body, owner.wait_runtime, lambda t: conn.sendall(t.encode()))
 
@@ -81,7 +89,7 @@ def _import(owner: Owner, body: Body, conn: socket.socket, raw: io.BufferedReade
 HANDLERS: dict[str, Handler] = {
     "dashboard": _dashboard,
     "capture": _capture,
-    "status": _answering(answer_status),
+    "status": _status,
     "hook": _answering(answer_hook),
     "watch": _watch,
     "backup": _answering(answer_backup),

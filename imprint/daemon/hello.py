@@ -222,10 +222,13 @@ def send_hello(sock: socket.socket, hello: bytes, expected: dict[str, str] | Non
             sock.sendall(hello)
         line = b""
         while not line.endswith(b"\n") and len(line) < 4096:
-            byte = sock.recv(1)  # byte by byte: what follows the line is MCP, left unread
-            if not byte:
+            # What follows the line is MCP, left unread: the line is peeked at, then taken
+            # up to its end (two reads, not one a byte: ~200 for a hello's answer).
+            peeked = sock.recv(4096 - len(line), socket.MSG_PEEK)
+            if not peeked:
                 return False
-            line += byte
+            end = peeked.find(b"\n")
+            line += sock.recv(len(peeked) if end < 0 else end + 1)
     except OSError:
         return False
     finally:

@@ -108,9 +108,15 @@ def _reply(what: str, answer: Callable[[], dict[str, Any]]) -> str:
     return json.dumps(reply) + "\n"
 
 
-def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runtime]) -> str:
+def answer_status(
+    request: dict[str, Any],
+    wait_runtime: Callable[[float], Runtime],
+    watches: Callable[[], WatchHost | None] | None = None,
+) -> str:
     """The status row `imprint status` asked for, as one JSON line: `{"row": ...}`, or
-    `{"error": ...}` in the words the status tool would use."""
+    `{"error": ...}` in the words the status tool would use. Asked with `"text": true`, the
+    reply also holds the command's whole text (`imprint.daemon.status_text`), the watched
+    folders' lines from `watches` (the daemon's, once started)."""
 
     def answer() -> dict[str, Any]:
         asked = StatusRequest.parse(request)
@@ -119,7 +125,17 @@ def answer_status(request: dict[str, Any], wait_runtime: Callable[[float], Runti
         from imprint.reads.status import status_row
 
         row = status_row(ActorReads(runtime), asked.workspace, asked.check)
-        return {"row": row.model_dump(mode="json")}
+        reply: dict[str, Any] = {"row": row.model_dump(mode="json")}
+        if request.get("text") is True and watches is not None:
+            from imprint.daemon.status_text import status_lines
+            from imprint.watch import format_watch
+
+            host = watches()
+            if host is None:
+                raise DaemonError("watch: the daemon is still starting; run the command again")
+            lines = status_lines(runtime.data_dir, row, format_watch(host.rows()))
+            reply["text"], reply["consistent"] = "\n".join(lines), row.consistent
+        return reply
 
     return _reply("status", answer)
 

@@ -13,7 +13,6 @@ clients look where it says first, whatever their own XDG_RUNTIME_DIR or TMPDIR.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import socket
 import stat
@@ -98,9 +97,23 @@ def socket_dir(environ: Mapping[str, str] | None = None) -> Path:
     return folder
 
 
+def _sha256_hex(data: bytes) -> str:
+    """hashlib's sha256, from the interpreter's own module where it has one: importing
+    hashlib loads OpenSSL's library and reads its config (2-3 ms of every hook and bridge
+    start)."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
+        with contextlib.suppress(ImportError):
+            return str(importlib.import_module(name).sha256(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def socket_path(data_dir: Path, environ: Mapping[str, str] | None = None) -> Path:
     """Short and per data dir: Unix socket paths are limited to about 100 bytes."""
-    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+    digest = _sha256_hex(str(data_dir.resolve()).encode())[:16]
     path = socket_dir(environ) / f"{digest}.sock"
     if len(os.fsencode(path)) >= SUN_PATH_MAX:
         raise DaemonError(

@@ -153,7 +153,8 @@ def _cold(root: Path, cwd: Path, settings: HookSettings) -> str:
 def _context(
     root: Path, name: str, event: dict[str, Any], cwd: Path, settings: HookSettings
 ) -> str:
-    from imprint.daemon.client import ask_hook, daemon_alive, poke_capture
+    from imprint.daemon.asks import ask_hook
+    from imprint.daemon.client import daemon_alive, poke_capture
     from imprint.errors import ImprintError
 
     start = name == "session-start"

@@ -21,6 +21,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from imprint.daemon import asks as asks_mod
 from imprint.daemon import client as client_mod
 from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, owner_env, wait_gone
@@ -79,8 +80,8 @@ def test_a_data_dir_copied_while_its_daemon_runs_is_served_by_its_own(tmp_path: 
         assert "curlew calls" not in _call(original, tmp_path, "search", {"query": "curlew"})
         assert "curlew calls" in _call(copy, tmp_path, "search", {"query": "curlew"})
         # The CLI's requests (status, hooks, sync...) go the same way as the bridge.
-        assert client_mod.ask_status(copy, "", False)["records"] == 2
-        assert client_mod.ask_status(original, "", False)["records"] == 1
+        assert asks_mod.ask_status(copy, "", False)["records"] == 2
+        assert asks_mod.ask_status(original, "", False)["records"] == 1
         stopped = imprint_stop(owner_env(copy))
         assert stopped.returncode == 0, stopped.stderr
         assert f"process {second}" in stopped.stdout
