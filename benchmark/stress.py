@@ -182,13 +182,21 @@ class Recorded:
 # -- the CPU, busy ----------------------------------------------------------------------
 
 
+# A busy loop that ends on its own once the benchmark that started it is gone (killed before
+# its `stop`: two such orphans once spun through a later run, doubling its load).
+SPIN = (
+    "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n"
+    "    for _ in range(1_000_000): pass\n"
+)
+
+
 class BusyLoops:
-    """`count` processes spinning on a core each, until `stop`."""
+    """`count` processes spinning on a core each, until `stop` (or this process ends)."""
 
     def __init__(self, count: int) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
         for _ in range(count):
-            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+            self.procs.append(subprocess.Popen([sys.executable, "-c", SPIN]))
 
     def stop(self) -> None:
         for proc in self.procs:

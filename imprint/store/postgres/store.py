@@ -139,23 +139,7 @@ class PostgresStore:
         ws = self.name
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             delete_ids = self._stale_ids(cur, batch)
-            marks = [
-                memory_mark(str(row[0]))
-                for row in cur.execute(
-                    "SELECT id FROM records WHERE workspace = %s AND source_type = 'memory' "
-                    "AND id = ANY(%s)",
-                    (ws, delete_ids),
-                ).fetchall()
-            ]
-            marks.extend(source_mark(p, s) for p, s in batch.drop_sources)
-            cur.executemany(
-                "INSERT INTO tombstones VALUES (%s, %s, %s) "
-                "ON CONFLICT (workspace, key) DO UPDATE SET at = excluded.at",
-                [(ws, m, now) for m in marks],
-            )
-            back = [memory_mark(r.id) for r in batch.upserts if r.source_type == "memory"]
-            back.extend(source_mark(e.project, e.source) for e in batch.set_sources)
-            cur.execute("DELETE FROM tombstones WHERE workspace = %s AND key = ANY(%s)", (ws, back))
+            _tombstones(cur, ws, batch, delete_ids, now)
             cur.execute(
                 "DELETE FROM records WHERE workspace = %s AND id = ANY(%s)", (ws, delete_ids)
             )
@@ -175,58 +159,9 @@ class PostgresStore:
                 "text_key = excluded.text_key, lexical = excluded.lexical, "
                 "embedding = excluded.embedding, written_by = excluded.written_by, "
                 "written_at = excluded.written_at",
-                [
-                    (
-                        ws,
-                        r.id,
-                        Jsonb(r.model_dump(mode="json")),
-                        r.project,
-                        r.source,
-                        r.source_type,
-                        r.chunk_index,
-                        r.type,
-                        r.lang,
-                        r.layer,
-                        r.source_mtime,
-                        r.created_at,
-                        text_key(r.content) if r.source_type == "memory" else None,
-                        lexical_text(r),
-                        _vector(e),
-                        actor,
-                        now,
-                    )
-                    for r, e in zip(batch.upserts, embeddings, strict=True)
-                ],
+                _record_rows(ws, batch, embeddings, actor, now),
             )
-            for project, source in batch.drop_sources:
-                cur.execute(
-                    "DELETE FROM sources WHERE workspace = %s AND project = %s AND source = %s",
-                    (ws, project, source),
-                )
-            cur.executemany(
-                "INSERT INTO sources VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (workspace, project, source) DO UPDATE SET "
-                "source_type = excluded.source_type, mtime = excluded.mtime, sha = excluded.sha, "
-                "chunk_count = excluded.chunk_count, root = excluded.root, "
-                "validators = excluded.validators, ingested_at = excluded.ingested_at",
-                [
-                    (ws, e.project, e.source, e.source_type, e.mtime, e.sha, e.chunk_count,
-                     e.root, e.validators, now)
-                    for e in batch.set_sources
-                ],
-            )  # fmt: skip
-            cur.executemany(
-                "INSERT INTO facts VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (workspace, id) DO UPDATE SET subject = excluded.subject, "
-                "predicate = excluded.predicate, object = excluded.object, "
-                "valid_from = excluded.valid_from, ended = excluded.ended, "
-                "source = excluded.source, written_by = excluded.written_by",
-                [
-                    (ws, f.id, f.subject, f.predicate, f.object, f.valid_from, f.ended,
-                     f.source, actor)
-                    for f in batch.add_facts
-                ],
-            )  # fmt: skip
+            _sources_and_facts(cur, ws, batch, actor, now)
             cur.executemany(
                 "UPDATE facts SET ended = %s WHERE workspace = %s AND id = %s AND ended IS NULL",
                 [(ended, ws, fid) for fid, ended in batch.end_facts],
@@ -488,3 +423,74 @@ class PostgresStore:
 def _fact(row: Sequence[Any]) -> Fact:
     keys = ("id", "subject", "predicate", "object", "valid_from", "ended", "source")
     return Fact.model_validate(dict(zip(keys, row, strict=True)))
+
+
+def _tombstones(
+    cur: psycopg.Cursor[Any], ws: str, batch: WriteBatch, delete_ids: list[str], now: float
+) -> None:
+    """A deleted memory or a dropped source leaves a tombstone; a written one clears its own."""
+    marks = [
+        memory_mark(str(row[0]))
+        for row in cur.execute(
+            "SELECT id FROM records WHERE workspace = %s AND source_type = 'memory' "
+            "AND id = ANY(%s)",
+            (ws, delete_ids),
+        ).fetchall()
+    ]
+    marks.extend(source_mark(p, s) for p, s in batch.drop_sources)
+    cur.executemany(
+        "INSERT INTO tombstones VALUES (%s, %s, %s) "
+        "ON CONFLICT (workspace, key) DO UPDATE SET at = excluded.at",
+        [(ws, m, now) for m in marks],
+    )
+    back = [memory_mark(r.id) for r in batch.upserts if r.source_type == "memory"]
+    back.extend(source_mark(e.project, e.source) for e in batch.set_sources)
+    cur.execute("DELETE FROM tombstones WHERE workspace = %s AND key = ANY(%s)", (ws, back))
+
+
+def _record_rows(
+    ws: str, batch: WriteBatch, embeddings: np.ndarray, actor: str, now: float
+) -> list[tuple[Any, ...]]:
+    """The `records` rows of a batch's upserts, in the table's column order."""
+    return [
+        (ws, r.id, Jsonb(r.model_dump(mode="json")), r.project, r.source, r.source_type,
+         r.chunk_index, r.type, r.lang, r.layer, r.source_mtime, r.created_at,
+         text_key(r.content) if r.source_type == "memory" else None, lexical_text(r),
+         _vector(e), actor, now)
+        for r, e in zip(batch.upserts, embeddings, strict=True)
+    ]  # fmt: skip
+
+
+def _sources_and_facts(
+    cur: psycopg.Cursor[Any], ws: str, batch: WriteBatch, actor: str, now: float
+) -> None:
+    """A dropped source's entry goes; the batch's sources and new facts are written."""
+    for project, source in batch.drop_sources:
+        cur.execute(
+            "DELETE FROM sources WHERE workspace = %s AND project = %s AND source = %s",
+            (ws, project, source),
+        )
+    cur.executemany(
+        "INSERT INTO sources VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (workspace, project, source) DO UPDATE SET "
+        "source_type = excluded.source_type, mtime = excluded.mtime, sha = excluded.sha, "
+        "chunk_count = excluded.chunk_count, root = excluded.root, "
+        "validators = excluded.validators, ingested_at = excluded.ingested_at",
+        [
+            (ws, e.project, e.source, e.source_type, e.mtime, e.sha, e.chunk_count,
+             e.root, e.validators, now)
+            for e in batch.set_sources
+        ],
+    )  # fmt: skip
+    cur.executemany(
+        "INSERT INTO facts VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (workspace, id) DO UPDATE SET subject = excluded.subject, "
+        "predicate = excluded.predicate, object = excluded.object, "
+        "valid_from = excluded.valid_from, ended = excluded.ended, "
+        "source = excluded.source, written_by = excluded.written_by",
+        [
+            (ws, f.id, f.subject, f.predicate, f.object, f.valid_from, f.ended,
+             f.source, actor)
+            for f in batch.add_facts
+        ],
+    )  # fmt: skip
