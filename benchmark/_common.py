@@ -361,6 +361,39 @@ def title(res: Run, name: str, details: str) -> str:
     return f"imprint {name} benchmark  {res.started_at}  ({res.machine['cpus']} CPUs{details})"
 
 
+def method_of(doc: str | None) -> list[str]:
+    """A benchmark docstring's "Method." paragraph, as `run_readme` lays it out."""
+    return ["Method.", (doc or "").split("Method.\n", 1)[1].split("\n\n")[0].strip(), ""]
+
+
+def run_readme(
+    heading: str,
+    res: Any,
+    command: str,
+    method: Sequence[str],
+    table_text: str,
+) -> str:
+    """A published run's README: its heading, when and on which commit it ran (`res`'s
+    `started_at` and `revision`), the command, the method's lines and the figures' table."""
+    changed = " (imprint/ modified)" if res.revision.get("imprint_changes") else ""
+    commit = str(res.revision.get("commit", "?"))[:12]
+    return "\n".join(
+        [
+            f"# {heading}",
+            "",
+            f"Run at {res.started_at} on commit `{commit}`{changed}.",
+            "",
+            f"    {command}",
+            "",
+            *method,
+            "```",
+            table_text,
+            "```",
+            "",
+        ]
+    )
+
+
 def publish(res: Run, out_root: Path, name: str, readme: str) -> Path:
     """`out_root/<name>-<UTC stamp>/` with `results.json` (the dataclass `res`, whose
     `started_at` gives the stamp) and `README.md`; an existing folder is an error."""

@@ -46,6 +46,7 @@ from benchmark._common import (
     conclude,
     imprint_revision,
     machine,
+    run_readme,
     title,
     utc_now,
 )
@@ -214,21 +215,12 @@ def table(res: ClaudeP) -> str:
 
 def readme(res: ClaudeP, command: str) -> str:
     doc = (__doc__ or "").split("\n\n")[:4]
-    changed = " (imprint/ modified)" if res.revision.get("imprint_changes") else ""
-    return "\n".join(
-        [
-            "# claude -p: what Imprint adds to a headless Claude Code run, daemon warm",
-            "",
-            f"Run at {res.started_at} on commit `{res.revision.get('commit', '?')[:12]}`{changed}.",
-            "",
-            f"    {command}",
-            "",
-            *(part.strip() + "\n" for part in doc),
-            "```",
-            table(res),
-            "```",
-            "",
-        ]
+    return run_readme(
+        "claude -p: what Imprint adds to a headless Claude Code run, daemon warm",
+        res,
+        command,
+        [part.strip() + "\n" for part in doc],
+        table(res),
     )
 
 

@@ -40,7 +40,9 @@ from benchmark._common import (
     imprint_revision,
     latency,
     machine,
+    method_of,
     note,
+    run_readme,
     title,
     utc_now,
 )
@@ -166,24 +168,12 @@ def table(res: CliBench) -> str:
 
 
 def readme(res: CliBench, command: str) -> str:
-    doc = (__doc__ or "").split("Method.\n", 1)[1].split("\n\n")[0]
-    changed = " (imprint/ modified)" if res.revision.get("imprint_changes") else ""
-    return "\n".join(
-        [
-            "# CLI beside a warm daemon: `imprint search` and `imprint status`, two checkouts",
-            "",
-            f"Run at {res.started_at} on commit `{res.revision.get('commit', '?')[:12]}`{changed}.",
-            "",
-            f"    {command}",
-            "",
-            "Method.",
-            doc.strip(),
-            "",
-            "```",
-            table(res),
-            "```",
-            "",
-        ]
+    return run_readme(
+        "CLI beside a warm daemon: `imprint search` and `imprint status`, two checkouts",
+        res,
+        command,
+        method_of(__doc__),
+        table(res),
     )
 
 

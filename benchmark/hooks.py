@@ -47,7 +47,9 @@ from benchmark._common import (
     imprint_revision,
     latency,
     machine,
+    method_of,
     note,
+    run_readme,
     title,
     utc_now,
 )
@@ -400,24 +402,12 @@ def table(res: HookBench) -> str:
 
 
 def readme(res: HookBench, command: str) -> str:
-    doc = (__doc__ or "").split("Method.\n", 1)[1].split("\n\n")[0]
-    changed = " (imprint/ modified)" if res.revision.get("imprint_changes") else ""
-    return "\n".join(
-        [
-            "# Hooks: latency of each client hook, spawn to exit",
-            "",
-            f"Run at {res.started_at} on commit `{res.revision.get('commit', '?')[:12]}`{changed}.",
-            "",
-            f"    {command}",
-            "",
-            "Method.",
-            doc.strip(),
-            "",
-            "```",
-            table(res),
-            "```",
-            "",
-        ]
+    return run_readme(
+        "Hooks: latency of each client hook, spawn to exit",
+        res,
+        command,
+        method_of(__doc__),
+        table(res),
     )
 
 

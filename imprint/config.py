@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 
 from imprint._config_groups import BackupConfig, HooksConfig, RedactConfig, TeamConfig, _Group
 from imprint._fs import atomic_write_text, data_dir, private_dir
@@ -310,21 +311,22 @@ def config_path(root: Path) -> Path:
     return root / "config.toml"
 
 
-def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def config_leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
+    """Every setting of `model` as its dotted key and its field, groups walked in order."""
     for name, field in model.model_fields.items():
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
-            yield from _leaves(ann, f"{prefix}{name}.")
+            yield from config_leaves(ann, f"{prefix}{name}.")
         else:
             yield f"{prefix}{name}", field
 
 
 def all_keys() -> list[str]:
-    return [key for key, _ in _leaves(Config)]
+    return [key for key, _ in config_leaves(Config)]
 
 
 def _field(key: str) -> Any:
-    for name, field in _leaves(Config):
+    for name, field in config_leaves(Config):
         if name == key:
             return field
     raise ConfigError(f"config: unknown key {key!r}; allowed keys: {', '.join(all_keys())}")

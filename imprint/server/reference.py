@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 if TYPE_CHECKING:
@@ -227,15 +226,6 @@ def tools_reference() -> str:
 # ---- configuration -----------------------------------------------------------------------
 
 
-def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
-    for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            yield from _leaves(ann, f"{prefix}{name}.")
-        else:
-            yield f"{prefix}{name}", field
-
-
 def _type_name(field: FieldInfo) -> str:
     ann = field.annotation
     if getattr(ann, "__origin__", None) is list:
@@ -254,7 +244,14 @@ def _config_default(field: FieldInfo) -> str:
 
 def config_reference() -> str:
     """docs/reference/configuration.md: every key of `Config`, grouped."""
-    from imprint.config import Config, describe_allowed, env_name, is_secret, needs_restart
+    from imprint.config import (
+        Config,
+        config_leaves,
+        describe_allowed,
+        env_name,
+        is_secret,
+        needs_restart,
+    )
 
     out = [
         "# Configuration reference\n",
@@ -267,7 +264,7 @@ def config_reference() -> str:
         "See [configuration](../configuration.md) for what the groups do.\n",
     ]
     group = ""
-    for key, field in _leaves(Config):
+    for key, field in config_leaves(Config):
         head = key.split(".")[0]
         if head != group:
             group = head
