@@ -98,8 +98,8 @@ def _setup(base: Path, env: dict[str, str], other: Path | None) -> dict[str, Pat
 
 def measure(rounds: int, other: Path | None = None) -> dict[str, Any]:
     from imprint.hooklib.state import read_state
-    from tests.integration.model_server import scripted_model, text
-    from tests.integration.node_clients import client, client_env
+    from tests.support.model_server import scripted_model, text
+    from tests.support.node_clients import client, client_env
 
     claude = client("@anthropic-ai/claude-code")
     with (

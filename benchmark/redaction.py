@@ -3,7 +3,7 @@ leaves alone, and how long its slowest line takes (issue 43 finding 8):
 
     python -m benchmark.redaction --publish
 
-The corpus is `tests/secrets_corpus.py`, generated at run time from seeded random bodies:
+The corpus is `tests/support/secrets_corpus.py`, generated at run time from seeded random bodies:
 fake secrets in the real formats of the common providers and in the forms people type them
 (CLI password flags, basic auth, database URLs, `.env` lines), and strings that only look
 like secrets (npm integrity hashes, git SHAs, UUIDs, base64 images, paths, URLs without
@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmark import _common as common
 from benchmark._common import PUBLISHED, REPO, Run, note
-from tests.secrets_corpus import benign_strings, hostile_lines, real_secrets
+from tests.support.secrets_corpus import benign_strings, hostile_lines, real_secrets
 
 Redact = Callable[[str], str]
 
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         started_at=common.utc_now(),
         command=sys.argv,
         machine=common.machine(["detect-secrets"]),
-        config={"corpus": "tests/secrets_corpus.py", "before": args.before},
+        config={"corpus": "tests/support/secrets_corpus.py", "before": args.before},
     )
     from imprint import redact as after
 

@@ -12,7 +12,7 @@ Databricks, Airtable, Datadog and some twenty other providers' keys.
 
 Every rule reads bounded windows of the text and none backtracks without a bound, so a line
 costs time in proportion to its length (a 4,000-character line of secret words took 2.6 s).
-The corpus and the figures: `tests/secrets_corpus.py`, `benchmark/redaction.py`.
+The corpus and the figures: `tests/support/secrets_corpus.py`, `benchmark/redaction.py`.
 
 Redaction errs towards removing: an over-eager match costs a word of a transcript, a missed
 one a leaked key. Git hashes (lower-case hex) and ordinary identifiers are left alone.

@@ -20,8 +20,8 @@ from imprint import _faults
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.store.embedder import Embedder
-from tests.second_user import other_user  # noqa: F401 (a fixture, for every test file)
-from tests.trace_support import log_watch  # noqa: F401 (a fixture, for every test file)
+from tests.support.second_user import other_user  # noqa: F401 (a fixture, for every test file)
+from tests.support.trace_support import log_watch  # noqa: F401 (a fixture, for every test file)
 
 TOPICS = {
     "docs/actors.md": (

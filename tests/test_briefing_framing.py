@@ -36,7 +36,7 @@ from imprint.writes import Writes
 from imprint.writes.import_check import read_export
 from imprint.writes.imports import import_file
 from imprint.writes.memories import store_memory
-from tests.capture_support import Transcript
+from tests.support.capture_support import Transcript
 from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))

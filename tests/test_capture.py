@@ -14,7 +14,7 @@ from imprint.capture.worker import CaptureWorker
 from imprint.hooklib.queue import client_stats, done, enqueue, take
 from imprint.writes import Writes
 from imprint.writes.memories import delete_records
-from tests.capture_support import BRIEFING, Transcript, session_records
+from tests.support.capture_support import BRIEFING, Transcript, session_records
 
 
 def _transcript(tmp_path: Path, sid: str = "sess-1") -> Transcript:

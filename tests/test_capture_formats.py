@@ -25,7 +25,7 @@ from imprint.capture.transcript import TOOL_OUTPUT_CHARS
 from imprint.errors import InputError
 from imprint.store.records import SESSION_SUMMARY_KIND
 from imprint.writes import Writes
-from tests.capture_support import session_records
+from tests.support.capture_support import session_records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 FILES = {"codex": "codex-rollout.jsonl", "gemini": "gemini-session.jsonl"}

@@ -29,7 +29,7 @@ from imprint.hooklib.queue import client_stats, enqueue
 from imprint.hooks.status import status_lines
 from imprint.reads.hook_report import client_hooks, hooks_lines
 from imprint.writes import Writes
-from tests.capture_support import Transcript, session_records
+from tests.support.capture_support import Transcript, session_records
 from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
 from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
 

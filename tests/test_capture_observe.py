@@ -22,7 +22,7 @@ from imprint.reads.search import SearchArgs, search
 from imprint.store.records import Record
 from imprint.writes import Writes
 from tests import test_tools
-from tests.capture_support import Transcript
+from tests.support.capture_support import Transcript
 
 PROJECT = "worker-app"
 session = test_tools.session  # the in-memory MCP session over a fresh runtime
@@ -337,7 +337,7 @@ def test_imprint_tool_outputs_are_never_captured_back(
     event = make(tmp_path, name)
     capture_event(Writes(rt), rt.data_dir, event)
     reads = ActorReads(rt)
-    from tests.capture_support import session_records
+    from tests.support.capture_support import session_records
 
     stored = " ".join(r.content for r in session_records(rt, PROJECT, "session:s-echo"))
     assert "MongoDB" not in stored and "Kafka" not in stored
@@ -356,7 +356,7 @@ def test_a_briefing_copied_into_a_prompt_is_not_captured(tmp_path: Path, rt: Run
     )
     t.turn(f"{briefing}\nthanks, now add a test", "Added the test.")
     capture_event(Writes(rt), rt.data_dir, t.event())
-    from tests.capture_support import session_records
+    from tests.support.capture_support import session_records
 
     stored = " ".join(r.content for r in session_records(rt, PROJECT, "session:s-brief"))
     assert "Celery" not in stored and "add a test" in stored

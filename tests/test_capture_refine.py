@@ -19,8 +19,8 @@ from imprint.config import Config
 from imprint.store.embedder import Embedder
 from imprint.store.records import SESSION_SUMMARY_KIND
 from imprint.writes import Writes
-from tests.capture_support import Transcript, session_records
-from tests.fakes import FakeProvider
+from tests.support.capture_support import Transcript, session_records
+from tests.support.fakes import FakeProvider
 
 GIST = "Set up the sightings store in SQLite and fixed the missing birds.toml."
 

@@ -320,7 +320,7 @@ def test_a_session_hit_shows_its_summary_and_its_turn_apart(tmp_path: Path, rt: 
     0, and the turn at chunk 0 were folded into one header)."""
     from imprint.capture.session import capture_event, session_project
     from imprint.writes import Writes
-    from tests.capture_support import Transcript
+    from tests.support.capture_support import Transcript
     from tests.test_tools import Session
 
     cwd = tmp_path / "demo-project"
@@ -342,7 +342,7 @@ def test_one_chunk_and_one_turn_are_counted_in_the_singular(tmp_path: Path, rt: 
     one-turn session's summary says `1 turn` (before: `1 chunks`, `1 turns`)."""
     from imprint.capture.session import capture_event
     from imprint.writes import Writes
-    from tests.capture_support import Transcript
+    from tests.support.capture_support import Transcript
     from tests.test_tools import Session
 
     cwd = tmp_path / "demo-project"
@@ -369,7 +369,7 @@ def test_a_session_with_no_turn_yet_stores_no_summary(tmp_path: Path, rt: object
     `(0 turns)` milestone was stored and returned by search)."""
     from imprint.capture.session import capture_event, session_project
     from imprint.writes import Writes
-    from tests.capture_support import Transcript, session_records
+    from tests.support.capture_support import Transcript, session_records
 
     cwd = tmp_path / "demo-project"
     cwd.mkdir()

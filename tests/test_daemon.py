@@ -33,8 +33,8 @@ from imprint.daemon import client as client_mod
 from imprint.daemon import hello as hello_mod
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, log_path
-from tests.second_user import OtherUser
-from tests.wire import initialize_request, read_until_closed
+from tests.support.second_user import OtherUser
+from tests.support.wire import initialize_request, read_until_closed
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -25,7 +25,7 @@ from imprint.store.embedder import Embedder
 from imprint.trace import read_recall_events, recall_summaries
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import remember
-from tests.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
+from tests.support.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
 
 PORT = 8766
 BASE = f"http://127.0.0.1:{PORT}"
@@ -701,7 +701,7 @@ def test_waterfall_shows_the_model_phases(
     """With the model path on, the waterfall has a model: plan and a model: answer bar."""
     from imprint.config import Config
     from imprint.writes.files import ingest_path
-    from tests.fakes import FakeProvider
+    from tests.support.fakes import FakeProvider
 
     plan = json.dumps({"steps": [{"tool": "search", "args": {"query": "garden compost"}}]})
     provider = FakeProvider(responses=[[plan], ["The heap is turned every fortnight [1]."]])

@@ -18,7 +18,13 @@ from imprint.reads.gateway import ActorReads
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import remember
-from tests.dashboard_support import REMEMBERED, SESSIONS, ingested_runtime, owner, remembered
+from tests.support.dashboard_support import (
+    REMEMBERED,
+    SESSIONS,
+    ingested_runtime,
+    owner,
+    remembered,
+)
 from tests.test_dashboard import BASE, ORIGIN, PORT, Dash
 
 

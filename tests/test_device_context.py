@@ -18,7 +18,7 @@ from imprint.errors import WorkspaceError
 from imprint.reads.device import device_row
 from imprint.server import build_server
 from imprint.store.embedder import Embedder, bundled_model_path
-from tests.fakes import FakeProvider
+from tests.support.fakes import FakeProvider
 
 
 def test_device_context_answers_at_once_while_the_model_is_busy(

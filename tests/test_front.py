@@ -19,7 +19,7 @@ from imprint.config import Config
 from imprint.daemon import _accepts
 from imprint.daemon.front import Front
 from imprint.server import build_server, load_handshake, session_replies
-from tests.wire import initialize_request
+from tests.support.wire import initialize_request
 
 pytestmark = pytest.mark.timeout(120)
 

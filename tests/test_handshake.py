@@ -27,7 +27,7 @@ from imprint.config import Config
 from imprint.daemon import Daemon
 from imprint.errors import StoreError
 from imprint.launch import plain_serve_allow
-from tests.wire import initialize_request
+from tests.support.wire import initialize_request
 
 pytestmark = pytest.mark.timeout(120)
 

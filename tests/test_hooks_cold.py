@@ -18,7 +18,7 @@ from imprint.reads.briefing import HookRequest, hook_context
 from imprint.writes.facts import edit_facts
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
-from tests.process_support import hooks_status, wait_exit
+from tests.support.process_support import hooks_status, wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 

@@ -21,7 +21,7 @@ from imprint.hooklib.events import canonical_event, context_output
 from imprint.hooklib.settings import HookSettings, hook_settings
 from imprint.hooklib.state import read_state
 from imprint.hooks.entry import hook_args, run_hook
-from tests.process_support import hooks_status, wait_exit
+from tests.support.process_support import hooks_status, wait_exit
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 

@@ -32,7 +32,7 @@ import pytest
 from imprint.errors import InputError
 from imprint.hooklib.settings import HookSettings
 from imprint.hooks.install import install_hooks
-from tests.second_user import OtherUser
+from tests.support.second_user import OtherUser
 
 IMPRINT = Path(sys.executable).with_name("imprint")
 # A real-format key, made at run time (the repository's own files stay within 20 redaction hits).

@@ -17,7 +17,7 @@ from imprint.hooklib.queue import capture_dir
 from imprint.hooklib.state import record_run
 from imprint.reads.hook_report import client_hooks, hooks_lines, when
 from imprint.store.embedder import Embedder
-from tests.dashboard_support import ingested_runtime, owner
+from tests.support.dashboard_support import ingested_runtime, owner
 
 CAPTURED_AT = 1_790_000_000.0
 

@@ -18,7 +18,7 @@ from imprint.actors.inference import (
     InferenceProxy,
     ask_model,
 )
-from tests.fakes import FakeClock, FakeProvider
+from tests.support.fakes import FakeClock, FakeProvider
 
 MESSAGES = ({"role": "user", "content": "hello"},)
 

@@ -21,7 +21,7 @@ import uvicorn
 
 from imprint import _loopback
 from imprint._loopback import LoopbackConfig, tcp_peer_uid
-from tests.wire import read_until_closed
+from tests.support.wire import read_until_closed
 
 pytestmark = pytest.mark.timeout(60)
 

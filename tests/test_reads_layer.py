@@ -40,8 +40,8 @@ from imprint.store.records import SourceRow
 from imprint.types import WorkspaceName
 from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
-from tests.trace_support import events as trace
-from tests.trace_support import reader_messages, stall
+from tests.support.trace_support import events as trace
+from tests.support.trace_support import reader_messages, stall
 
 
 def _events(data: Path) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
-from tests.trace_support import (
+from tests.support.trace_support import (
     LogWatch,
     events,
     in_flight_at_once,

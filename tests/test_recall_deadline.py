@@ -30,9 +30,9 @@ from imprint.store.embedder import Embedder
 from imprint.watch.host import WatchHost
 from imprint.writes.backup import make_backup
 from imprint.writes.files import ingest_path
-from tests.capture_support import Transcript
 from tests.conftest import TOPICS, write_tree
-from tests.fakes import FakeClock, FakeProvider
+from tests.support.capture_support import Transcript
+from tests.support.fakes import FakeClock, FakeProvider
 from tests.test_hardening import call
 
 WAIT_SEC = 60.0

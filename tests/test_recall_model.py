@@ -21,8 +21,8 @@ from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
-from tests.fakes import FakeProvider
-from tests.trace_support import LogWatch
+from tests.support.fakes import FakeProvider
+from tests.support.trace_support import LogWatch
 
 PLAN = json.dumps(
     {

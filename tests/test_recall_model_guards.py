@@ -16,7 +16,7 @@ from imprint.reads.search import SearchArgs, search_text
 from imprint.recall.model import answer_grammar, header_words, restates_headers
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
-from tests.fakes import FakeClock, FakeProvider
+from tests.support.fakes import FakeClock, FakeProvider
 from tests.test_recall_model import make_runtime
 
 INVENTED = json.dumps(

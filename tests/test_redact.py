@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imprint.redact import find_secrets, redact
-from tests.secrets_corpus import benign_strings, hostile_lines, real_secrets, secret_corpus
+from tests.support.secrets_corpus import benign_strings, hostile_lines, real_secrets, secret_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

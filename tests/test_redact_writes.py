@@ -29,9 +29,9 @@ from imprint.writes.gateway import Writes
 from imprint.writes.import_check import read_export
 from imprint.writes.memories import remember
 from imprint.writes.team_import import import_into
-from tests.fakes import FakeProvider
 from tests.integration.conftest import imprint_stop, owner_env
-from tests.wire import initialize_request
+from tests.support.fakes import FakeProvider
+from tests.support.wire import initialize_request
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -28,7 +28,7 @@ from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from imprint.writes.repair import status_row
 from tests.conftest import write_tree
-from tests.dashboard_support import owner
+from tests.support.dashboard_support import owner
 
 # Well over 128 tokens a paragraph: an embedder that keeps 128 of them makes other vectors.
 LONG = " ".join(

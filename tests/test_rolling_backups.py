@@ -31,7 +31,7 @@ from imprint.writes.backup import (
     rolling_backups,
 )
 from imprint.writes.memories import store_memory
-from tests.dashboard_support import owner
+from tests.support.dashboard_support import owner
 from tests.test_archive import cli, start_daemon
 
 HOUR = 3600.0

@@ -28,7 +28,7 @@ from imprint.types import WorkspaceName
 from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
 from tests.conftest import drop_one_fts_entry
-from tests.trace_support import in_flight_at_once, reader_messages, stall
+from tests.support.trace_support import in_flight_at_once, reader_messages, stall
 
 
 def _sources(rows: object) -> list[str]:

@@ -21,7 +21,7 @@ from imprint.store.records import (
 )
 from imprint.store.seam import MemoryStore
 from imprint.types import MemoryId, WorkspaceName
-from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
+from tests.support.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
 
 pytest.importorskip("psycopg")
 

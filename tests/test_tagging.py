@@ -20,7 +20,7 @@ from imprint.writes.files import ingest_path
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import store_memory
 from tests.conftest import TOPICS, write_tree
-from tests.fakes import FakeProvider
+from tests.support.fakes import FakeProvider
 
 GOOD = json.dumps({"type": "decision", "domains": ["Concurrency"], "topics": ["actors", "locks"]})
 

@@ -12,7 +12,7 @@ from starlette.types import Receive, Scope, Send
 
 from imprint.errors import InputError
 from imprint.server.team_auth import JwtVerifier, guarded_app, tenant_of, workspace_for
-from tests.team_issuer import Issuer, issuer  # noqa: F401 (a fixture)
+from tests.support.team_issuer import Issuer, issuer  # noqa: F401 (a fixture)
 
 RES = "http://team.imprint.test:8400/mcp"
 

@@ -19,7 +19,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.postgres import PostgresStore, open_pool
 from imprint.store.records import Fact, Filters, Record, SourceEntry, SupersedeLink, WriteBatch
 from imprint.types import MemoryId, WorkspaceName
-from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
+from tests.support.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
 
 
 def _export(data_dir: Path, embedder: Embedder, out: Path) -> None:

@@ -18,7 +18,7 @@ from imprint.store.postgres import PostgresStore, open_pool
 from imprint.store.records import Record, SourceEntry, WriteBatch
 from imprint.types import MemoryId
 from imprint.writes import on_store as w
-from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
+from tests.support.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
 
 
 @pytest.fixture

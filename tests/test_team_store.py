@@ -28,7 +28,7 @@ from imprint.store.postgres import SCHEMA_VERSION, PostgresStore, migrate, open_
 from imprint.store.postgres.local import LocalPostgres
 from imprint.store.records import Filters, Record, WriteBatch
 from imprint.types import MemoryId
-from tests.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
+from tests.support.postgres_support import fresh_workspace, team_database  # noqa: F401 (a fixture)
 
 
 @pytest.fixture

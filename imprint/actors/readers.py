@@ -221,7 +221,7 @@ class ReaderActor(pykka.ThreadingActor):
     @traced()
     def _read(self, msg: ReadMessage[Any]) -> Any:
         delay("reader.read")
-        delay(f"reader.{msg.kind}")  # one kind of read stalled alone (tests/trace_support.py)
+        delay(f"reader.{msg.kind}")  # one kind of read stalled alone (tests/support/trace_support)
         return self.logic.handle(msg)
 
 

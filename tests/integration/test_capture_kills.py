@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from imprint.hooks.capture import hand_off
-from tests.capture_support import Transcript
 from tests.integration.conftest import daemon_pid, wait_gone
+from tests.support.capture_support import Transcript
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

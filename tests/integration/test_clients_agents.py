@@ -14,7 +14,7 @@ from typing import IO, Any
 import pytest
 
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, client_env, run_client
+from tests.support.node_clients import client, client_env, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.bearer_proxy import bearer_proxy
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, run_client
+from tests.support.bearer_proxy import bearer_proxy
+from tests.support.node_clients import client, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import http_server
-from tests.integration.node_clients import client, run_client
+from tests.support.node_clients import client, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -19,7 +19,7 @@ import pytest
 from imprint.config import config_path
 from imprint.dashboard import DashboardServer
 from imprint.store.embedder import Embedder
-from tests.dashboard_support import (
+from tests.support.dashboard_support import (
     REMEMBERED,
     SESSIONS,
     TIMEOUT_PLAN,

@@ -26,7 +26,7 @@ from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.integration.test_serve import _env, _stdio, _text
-from tests.wire import initialize_request
+from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

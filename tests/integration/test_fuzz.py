@@ -3,7 +3,7 @@ over a stdio `imprint serve` (bridged to the shared daemon) and over `serve --ht
 
 Each transport keeps ONE session open for every call. Each answer is a normal result or a
 one-line error naming an argument; no traceback, crash or hang; a refused call leaves the
-store byte-for-byte unchanged (tests/fuzz.py's fingerprint); `status` answers afterwards.
+store byte-for-byte unchanged (tests/support/fuzz.py's fingerprint); `status` answers afterwards.
 `IMPRINT_FUZZ_CALLS=5000` runs a longer campaign by hand; CI runs the fixed-seed default.
 """
 
@@ -26,13 +26,13 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 
 from benchmark._common import serving_http
-from tests.fuzz import check_answer, fingerprint, tool_calls
 from tests.integration.conftest import daemon_pid
 from tests.integration.test_serve import (
     _env,
     _stdio,
     _token_client,
 )
+from tests.support.fuzz import check_answer, fingerprint, tool_calls
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.node_clients import client, client_env
+from tests.support.node_clients import client, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -27,8 +27,8 @@ import httpx
 import pytest
 
 from tests.integration.conftest import daemon_pid
-from tests.second_user import OtherUser
-from tests.wire import initialize_request, read_until_closed
+from tests.support.second_user import OtherUser
+from tests.support.wire import initialize_request, read_until_closed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -22,7 +22,7 @@ from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.integration.conftest import http_server as _http_server
 from tests.integration.conftest import owner_env as _env
-from tests.wire import initialize_request
+from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -27,8 +27,8 @@ pytest.importorskip("psycopg")
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.postgres_support import team_database  # noqa: F401 (a fixture)
-from tests.team_issuer import Issuer, issuer  # noqa: F401 (a fixture)
+from tests.support.postgres_support import team_database  # noqa: F401 (a fixture)
+from tests.support.team_issuer import Issuer, issuer  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import daemon_pid, wait_gone
-from tests.integration.model_server import scripted_model, text, tool_use
-from tests.integration.node_clients import client, client_env, run_client
+from tests.support.model_server import scripted_model, text, tool_use
+from tests.support.node_clients import client, client_env, run_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

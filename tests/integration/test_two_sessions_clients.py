@@ -22,10 +22,6 @@ from typing import Any
 
 import pytest
 
-from tests.integration.gemini_model import call, scripted_gemini, words
-from tests.integration.model_server import Block, ScriptedModel
-from tests.integration.node_clients import client, client_env
-from tests.integration.responses_model import function_call, message, scripted_responses
 from tests.integration.test_two_sessions import (
     DECISION,
     FAILING,
@@ -36,6 +32,10 @@ from tests.integration.test_two_sessions import (
     assert_secret_nowhere,
     stop_daemon,
 )
+from tests.support.gemini_model import call, scripted_gemini, words
+from tests.support.model_server import Block, ScriptedModel
+from tests.support.node_clients import client, client_env
+from tests.support.responses_model import function_call, message, scripted_responses
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -20,7 +20,7 @@ from imprint.store.embedder import Embedder
 from imprint.trace import MODEL_PHASES, load_recalls, render_trace
 from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
-from tests.fakes import FakeProvider
+from tests.support.fakes import FakeProvider
 
 pytestmark = pytest.mark.timeout(300)
 

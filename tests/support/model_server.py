@@ -129,7 +129,7 @@ def _route(model: ScriptedModel, path: str, body: dict[str, Any]) -> Reply:
 @contextmanager
 def scripted_model(turns: list[list[Block]]) -> Iterator[ScriptedModel]:
     """A ScriptedModel answering on a free loopback port (its `url`) until the block ends."""
-    from tests.integration.scripted_http import serve
+    from tests.support.scripted_http import serve
 
     with serve(ScriptedModel(turns=turns), _route) as model:
         yield model

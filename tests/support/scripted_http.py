@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # model_server builds its server from this module
-    from tests.integration.model_server import ScriptedModel
+    from tests.support.model_server import ScriptedModel
 
 __all__ = ["Reply", "Route", "serve"]
 

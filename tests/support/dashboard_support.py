@@ -74,7 +74,7 @@ def remembered(runtime: Runtime, writes: Writes, folder: Path) -> dict[str, str]
     queue and worker (so the log holds their hook runs); the stored ids by name."""
     from imprint.capture.worker import CaptureWorker
     from imprint.hooklib.queue import enqueue
-    from tests.capture_support import Transcript
+    from tests.support.capture_support import Transcript
 
     ids = {
         name: store_memory(writes, text, "proj", name if name != "reversal" else "decision")

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.integration.model_server import Block, ScriptedModel
-from tests.integration.scripted_http import NOT_FOUND, Reply, serve
+from tests.support.model_server import Block, ScriptedModel
+from tests.support.scripted_http import NOT_FOUND, Reply, serve
 
 __all__ = ["call", "scripted_gemini", "words"]
 
