@@ -180,3 +180,10 @@ def runtime(data_dir: Path, config: Config, embedder: Embedder) -> Iterator[Runt
         yield rt
     finally:
         rt.stop()
+
+
+# Fixtures defined with the helpers they drive, registered here for every test that takes them
+# (imported last: those modules import this one).
+from tests.support.daemon import private_env, serve, shared_tmp  # noqa: E402, F401
+from tests.support.dashboard import dash  # noqa: E402, F401
+from tests.support.hooks_briefing import daemon  # noqa: E402, F401

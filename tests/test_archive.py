@@ -40,6 +40,7 @@ from imprint.writes.facts import edit_facts
 from imprint.writes.files import ingest_path
 from imprint.writes.import_check import read_export
 from imprint.writes.memories import delete_records, store_memory
+from tests.support.archive import cli, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -58,19 +59,6 @@ CHAIN = [
     "Decision: deploys moved to GitHub Actions; Jenkins is retired",
     "Decision: deploys moved to Buildkite agents; GitHub Actions minutes ran out",
 ]
-
-
-def cli(
-    data: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "imprint.cli", *args],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
 
 
 def _runtime(data: Path, embedder: Embedder) -> Runtime:
@@ -249,26 +237,6 @@ def test_a_damaged_export_is_refused_naming_the_line_and_nothing_is_written(
         assert len(error) == 1 and error[0].startswith("error: import: line "), (name, error)
         assert words in error[0], (name, error)
         assert not (target / "workspaces").exists() or not any((target / "workspaces").iterdir())
-
-
-def start_daemon(data: Path, env: dict[str, str] | None = None) -> None:
-    """Start a daemon owning `data` as `imprint serve` starts it (by a short-lived process
-    of its own, which returns once the daemon answers), with `env` added to its environment."""
-    started = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, pathlib; from imprint.daemon import connect; "
-            "connect(pathlib.Path(sys.argv[1])).close()",
-            str(data),
-        ],
-        env={**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert started.returncode == 0, started.stderr
 
 
 @pytest.fixture

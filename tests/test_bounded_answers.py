@@ -23,7 +23,7 @@ from imprint.reads.gateway import ActorReads
 from imprint.reads.graph import GraphScopeArgs, graph_rows
 from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, make_id
-from tests.test_hardening import call
+from tests.support.hardening import call
 
 R = TypeVar("R")
 

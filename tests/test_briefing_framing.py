@@ -37,7 +37,6 @@ from imprint.writes.import_check import read_export
 from imprint.writes.imports import import_file
 from imprint.writes.memories import store_memory
 from tests.support.capture_support import Transcript
-from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 HOSTILE = (
@@ -78,7 +77,7 @@ def _framed(text: str) -> list[str]:
 
 
 def test_an_imported_order_to_the_assistant_is_briefed_quoted_and_flagged(
-    daemon: Daemon,  # noqa: F811
+    daemon: Daemon,
     tmp_path: Path,
 ) -> None:
     """The review's import, then a real `imprint hook SessionStart` in the project's folder:

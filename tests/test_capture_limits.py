@@ -30,8 +30,7 @@ from imprint.hooks.status import status_lines
 from imprint.reads.hook_report import client_hooks, hooks_lines
 from imprint.writes import Writes
 from tests.support.capture_support import Transcript, session_records
-from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
-from tests.test_hooks_briefing import daemon  # noqa: F401 (a real daemon, reused)
+from tests.support.dashboard import Dash
 
 IMPRINT = str(Path(sys.executable).with_name("imprint"))
 WAIT_SEC = 120.0
@@ -79,7 +78,7 @@ def test_a_claude_code_line_over_the_read_limit_is_passed_over_and_counted(
 
 def test_the_dashboards_overview_shows_a_skipped_line(
     tmp_path: Path,
-    dash: Dash,  # noqa: F811
+    dash: Dash,
 ) -> None:
     """The overview's hooks table says what capture passed over, as status does."""
     t = Transcript(tmp_path / "claude" / "s-dash.jsonl", "s-dash", tmp_path)
@@ -166,7 +165,7 @@ def _env(d: Daemon, home: Path) -> dict[str, str]:
 
 
 def test_backfill_and_a_linked_folder_are_excluded_by_the_daemon(
-    daemon: Daemon,  # noqa: F811
+    daemon: Daemon,
     excluded_home: tuple[Path, Path],
 ) -> None:
     """`imprint capture --backfill` against a real daemon, `hooks.exclude` naming a folder:

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.client_fit import _HEAVY, _RECORD_MODULES
+from tests.support.daemon import StartDaemon
+
 
 def _imprint(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`imprint ARGS...` through the real entry point (the console script's `main`)."""
@@ -321,7 +324,7 @@ def test_a_session_hit_shows_its_summary_and_its_turn_apart(tmp_path: Path, rt: 
     from imprint.capture.session import capture_event, session_project
     from imprint.writes import Writes
     from tests.support.capture_support import Transcript
-    from tests.test_tools import Session
+    from tests.support.tools import Session
 
     cwd = tmp_path / "demo-project"
     cwd.mkdir()
@@ -343,7 +346,7 @@ def test_one_chunk_and_one_turn_are_counted_in_the_singular(tmp_path: Path, rt: 
     from imprint.capture.session import capture_event
     from imprint.writes import Writes
     from tests.support.capture_support import Transcript
-    from tests.test_tools import Session
+    from tests.support.tools import Session
 
     cwd = tmp_path / "demo-project"
     cwd.mkdir()
@@ -453,21 +456,6 @@ def test_status_shows_the_plugin_and_each_clients_captures_in_words(
 
 # -- 2: a search beside a daemon imports only the light client --------------------------------
 
-from tests.test_daemon import StartDaemon, private_env, serve, shared_tmp  # noqa: E402, F401
-
-_HEAVY = ("typer", "click", "rich", "chromadb", "pykka", "mcp", "pydantic", "structlog", "numpy")
-_RECORD_MODULES = """
-import atexit, sys
-out = sys.argv[1]
-def _dump():
-    with open(out, "w") as f:
-        f.write("\\n".join(sorted(sys.modules)))
-atexit.register(_dump)
-sys.argv = ["imprint", *sys.argv[2:]]
-from imprint.launch import main
-main()
-"""
-
 
 def _search_recorded(
     tmp_path: Path, *args: str
@@ -482,7 +470,7 @@ def _search_recorded(
 
 
 def test_a_search_beside_a_daemon_loads_no_heavy_library(
-    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    serve: StartDaemon,
     tmp_path: Path,
 ) -> None:
     """`imprint search` beside a running daemon asks it over the socket with the standard

@@ -33,7 +33,7 @@ from imprint.tools.file_chunks import format_chunks
 from imprint.types import MemoryId, WorkspaceName
 from imprint.writes.files import ingest_path
 from tests.conftest import write_tree
-from tests.test_context import _small_chunks
+from tests.support.context import _small_chunks
 
 ACTOR = textwrap.dedent(
     '''\

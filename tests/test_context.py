@@ -26,6 +26,7 @@ from imprint.types import WorkspaceName
 from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
 from tests.conftest import write_tree
+from tests.support.context import _small_chunks
 
 # "Sampling" is said only in the headings and the path; the second section's text never
 # names it, so only its context can tie it to the word.
@@ -74,13 +75,6 @@ def test_code_has_no_trail_and_the_label_is_the_path_in_words() -> None:
     assert chunk_contexts("docs/a.md", ["# `Title` with [link](http://x)"], "markdown") == [
         "docs > a | Title with link"
     ]
-
-
-def _small_chunks() -> Config:
-    config = Config()
-    config.ingest.chunk_chars = 300
-    config.ingest.chunk_overlap = 0
-    return config
 
 
 @pytest.fixture

@@ -19,46 +19,25 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from imprint import daemon as daemon_mod
-from imprint.config import Config
-from imprint.daemon import Daemon, socket_path
 from imprint.daemon import client as client_mod
 from imprint.daemon import hello as hello_mod
+from imprint.daemon import socket_path
 from imprint.errors import StoreError
 from imprint.logs import configure_logging, log_path
+from tests.support.daemon import StartDaemon
 from tests.support.second_user import OtherUser
 from tests.support.wire import initialize_request, read_until_closed
 
 pytestmark = pytest.mark.timeout(120)
 
 INITIALIZE = json.dumps(initialize_request("victim")) + "\n"
-
-
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A short world-writable sticky folder (like /tmp) used as TMPDIR: both users meet here."""
-    folder = Path(tempfile.mkdtemp(prefix="imp-", dir="/tmp"))
-    os.chmod(folder, 0o1777)
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def private_env(shared_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Sockets go under shared_tmp for this test (no XDG_RUNTIME_DIR): never the real /tmp."""
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setenv("TMPDIR", str(shared_tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
-    return shared_tmp
 
 
 def _digest(data_dir: Path) -> str:
@@ -259,33 +238,6 @@ def socket_path_under(shared: Path, data_dir: Path) -> Path:
 
 
 # --- the daemon's end: peers, hello, cap, idle exit ------------------------------------------
-
-
-StartDaemon = Callable[..., tuple[Daemon, threading.Thread]]
-
-
-@pytest.fixture
-def serve(private_env: Path, tmp_path: Path) -> Iterator[StartDaemon]:
-    """Start a real Daemon (runtime, socket, accept loop) with the given knobs; stop it after."""
-    started: list[tuple[Daemon, threading.Thread]] = []
-
-    def start(**kwargs: object) -> tuple[Daemon, threading.Thread]:
-        kwargs.setdefault("idle_exit_sec", None)
-        d = Daemon(tmp_path / "data", Config(), **kwargs)  # type: ignore[arg-type]
-        assert d.acquire()
-        d.start()
-        thread = threading.Thread(target=d.serve_forever, daemon=True)
-        thread.start()
-        started.append((d, thread))
-        return d, thread
-
-    try:
-        yield start
-    finally:
-        for d, thread in started:
-            d.shutdown()
-            thread.join(timeout=30)
-            d.close()
 
 
 def _client(path: Path) -> socket.socket:

@@ -6,7 +6,6 @@ import json
 import re
 import time
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,35 +24,10 @@ from imprint.store.embedder import Embedder
 from imprint.trace import read_recall_events, recall_summaries
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import remember
-from tests.support.dashboard_support import TIMEOUT_PLAN, ingested_runtime, owner, slow_kg_query
+from tests.support.dashboard import BASE, ORIGIN, PORT, Dash
+from tests.support.dashboard_support import TIMEOUT_PLAN, owner, slow_kg_query
 
-PORT = 8766
-BASE = f"http://127.0.0.1:{PORT}"
-ORIGIN = {"Origin": BASE}
 PAGES = ["/", "/memory", "/search", "/recall", "/traces", "/settings", "/sources"]
-
-
-class Dash:
-    def __init__(self, runtime: Runtime, guard: Guard, client: TestClient) -> None:
-        self.runtime = runtime
-        self.guard = guard
-        self.client = client
-
-    def sign_in(self) -> None:
-        r = self.client.get(f"/?token={self.guard.issue_token()}")
-        assert r.status_code == 200, r.text
-
-    def post(self, path: str, data: dict[str, str], **kw: Any) -> Any:
-        return self.client.post(path, data={"csrf": self.guard.csrf, **data}, headers=ORIGIN, **kw)
-
-
-@pytest.fixture
-def dash(tmp_path: Path, embedder: Embedder, small_tree: Path) -> Iterator[Dash]:
-    with ingested_runtime(tmp_path / "data", small_tree, embedder) as runtime:
-        guard = Guard(PORT)
-        app = build_app(runtime, guard, owner(), cwd=small_tree)
-        with TestClient(app, base_url=BASE) as client:
-            yield Dash(runtime, guard, client)
 
 
 def _log_text(dash: Dash) -> str:

@@ -18,6 +18,7 @@ from imprint.reads.gateway import ActorReads
 from imprint.store.embedder import Embedder
 from imprint.writes.gateway import Writes
 from imprint.writes.memories import remember
+from tests.support.dashboard import BASE, ORIGIN, PORT, Dash
 from tests.support.dashboard_support import (
     REMEMBERED,
     SESSIONS,
@@ -25,7 +26,6 @@ from tests.support.dashboard_support import (
     owner,
     remembered,
 )
-from tests.test_dashboard import BASE, ORIGIN, PORT, Dash
 
 
 class Remembered(Dash):

@@ -19,7 +19,7 @@ from imprint.chunking import chunk_file
 from imprint.ingest import records as pipeline
 from imprint.watch import WatchHost
 from imprint.writes.files import ingest_path
-from tests.test_hardening import lexical
+from tests.support.hardening import lexical
 
 IMPRINT = Path(sys.executable).with_name("imprint")
 DEEP = 1000

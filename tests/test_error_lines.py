@@ -19,7 +19,7 @@ from imprint.errors import ConfigError, InputError
 from imprint.recall.plan import parse_plan
 from imprint.store.embedder import Embedder
 from tests.support.dashboard_support import owner
-from tests.test_tools import Session
+from tests.support.tools import Session
 
 DEEP = 5000  # a recall plan of 5,000 nested lists: past Python's recursion limit
 

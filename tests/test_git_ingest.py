@@ -12,17 +12,8 @@ import pytest
 from imprint.actors.lifecycle import Runtime
 from imprint.ingest.git import blob_sha, git_command, git_listing
 from imprint.writes.files import ingest_path
-from tests.test_hardening import call, lexical
-
-
-def _git(tree: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
+from tests.support.git_ingest import _git
+from tests.support.hardening import call, lexical
 
 
 @pytest.fixture

@@ -12,44 +12,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import anyio
 import numpy as np
 import pytest
 from chromadb.api.models.Collection import Collection
-from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
 from imprint.actors.write_messages import Write
 from imprint.config import Config
 from imprint.reads.deadline import Deadline
-from imprint.reads.gateway import ActorReads
-from imprint.reads.search import SearchArgs, search
-from imprint.server import build_server
 from imprint.store.embedder import Embedder
 from imprint.store.lexical import MAX_QUERY_CHARS, MAX_QUERY_TERMS
 from imprint.store.records import Record, SourceEntry, WriteBatch, content_sha, make_id
 from imprint.writes.files import ingest_path
 from imprint.writes.repair import status_row
+from tests.support.hardening import call, lexical
 
 HANG_LIMIT_SEC = 30.0
-
-
-def call(runtime: Runtime, cwd: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
-    """One tool call through an in-memory MCP client: (is_error, text)."""
-
-    async def go() -> tuple[bool, str]:
-        async with Client(build_server(runtime, cwd)) as client:
-            result = await client.call_tool(tool, args)
-            return bool(result.is_error), getattr(result.content[0], "text", "")
-
-    return anyio.run(go)
-
-
-def lexical(runtime: Runtime, word: str) -> list[str]:
-    return [
-        h.record.source
-        for h in search(ActorReads(runtime), SearchArgs(query=word, mode="lexical")).hits
-    ]
 
 
 # --- issue 10 point 1: symlinks escape the allowed roots ------------------------------------

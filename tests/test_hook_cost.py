@@ -16,7 +16,7 @@ import pytest
 
 from imprint.hooklib.state import read_state
 from imprint.hooks.install import hook_command, hook_launcher
-from tests.test_daemon import StartDaemon, private_env, serve, shared_tmp  # noqa: F401
+from tests.support.daemon import StartDaemon
 
 
 def _run_installed(
@@ -31,7 +31,7 @@ def _run_installed(
 
 
 def test_installed_hooks_beside_a_warm_daemon_run_without_site_packages(
-    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    serve: StartDaemon,
     tmp_path: Path,
 ) -> None:
     """The session-start and stop hooks, run exactly as installed (`-I -S`) beside a running
@@ -69,7 +69,7 @@ _LEFT_OUT = ("tempfile", "shutil", "random", "bz2", "lzma")
 
 
 def test_installed_hooks_beside_a_warm_daemon_load_no_tempfile(
-    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    serve: StartDaemon,
     tmp_path: Path,
 ) -> None:
     """The session-start and stop hooks as installed, beside a running daemon, answer
@@ -85,7 +85,7 @@ def test_installed_hooks_beside_a_warm_daemon_load_no_tempfile(
 
 
 def test_the_socket_folder_root_is_the_one_tempfile_picks(
-    private_env: Path,  # noqa: F811  (TMPDIR is a fresh private folder)
+    private_env: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The socket folder's root, found without tempfile, is tempfile.gettempdir()'s: for
@@ -111,7 +111,7 @@ def test_the_socket_folder_root_is_the_one_tempfile_picks(
 
 
 def test_a_recall_beside_a_daemon_loads_no_heavy_library(
-    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    serve: StartDaemon,
     tmp_path: Path,
 ) -> None:
     """`imprint recall` beside a running daemon asks its recall tool over the socket with
@@ -120,7 +120,7 @@ def test_a_recall_beside_a_daemon_loads_no_heavy_library(
     line prints for the same question, plan, budget and --no-condense; a question the tool
     refuses is one line and exit 2."""
     from imprint.cli._daemon import via_daemon
-    from tests.test_client_fit import _HEAVY, _RECORD_MODULES
+    from tests.support.client_fit import _HEAVY, _RECORD_MODULES
 
     d, _ = serve(warm_embedder=False)
     plan = json.dumps([{"tool": "search", "args": {"query": "heron"}}])
@@ -150,14 +150,14 @@ def test_a_recall_beside_a_daemon_loads_no_heavy_library(
 
 
 def test_a_status_beside_a_daemon_is_the_daemons_text_with_no_heavy_library(
-    serve: StartDaemon,  # noqa: F811  (the fixture imported above)
+    serve: StartDaemon,
     tmp_path: Path,
 ) -> None:
     """`imprint status` beside a running daemon prints the text the daemon composes, the
     standard library alone loaded (before: the full command line, about 1 s of imports),
     and it is what the full command line prints, with `--workspace` and `--check` too; a
     workspace that does not exist is the same one line and exit 2."""
-    from tests.test_client_fit import _HEAVY, _RECORD_MODULES
+    from tests.support.client_fit import _HEAVY, _RECORD_MODULES
 
     d, _ = serve(warm_embedder=False)
     env = {**os.environ, "IMPRINT_DATA_DIR": str(d.data_dir)}

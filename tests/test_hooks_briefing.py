@@ -8,14 +8,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from imprint.actors.lifecycle import Runtime
-from imprint.config import Config
 from imprint.daemon import Daemon
 from imprint.reads.briefing import (
     PROMPT_MAX_CHARS,
@@ -163,31 +158,6 @@ def test_prompt_context_only_for_clearly_relevant_memories(rt: Runtime) -> None:
     )
     assert "PostgreSQL" in found and len(found) < PROMPT_MAX_CHARS
     assert prompt_context(reads, ws, "shop", "bake a sourdough loaf", Deadline(30)) == ""
-
-
-@pytest.fixture
-def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemon]:
-    """A real daemon for the data dir (its socket under a private TMPDIR)."""
-    import tempfile
-
-    sockets = Path(tempfile.mkdtemp(prefix="imp-", dir="/tmp"))
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.setenv("TMPDIR", str(sockets))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    d = Daemon(tmp_path / "data", Config(), idle_exit_sec=None)
-    assert d.acquire()
-    d.start()
-    thread = threading.Thread(target=d.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield d
-    finally:
-        d.shutdown()
-        thread.join(timeout=30)
-        d.close()
-        import shutil
-
-        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def test_session_start_hook_prints_the_briefing_from_the_daemon(

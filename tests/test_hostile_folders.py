@@ -22,8 +22,8 @@ from imprint.actors.lifecycle import Runtime
 from imprint.reads.layout import escape_field
 from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
-from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
-from tests.test_hardening import call, lexical
+from tests.support.dashboard import Dash
+from tests.support.hardening import call, lexical
 
 IMPRINT = Path(sys.executable).with_name("imprint")
 # What the review's file names held: a clear-screen, a set-title, bidi overrides and
@@ -240,7 +240,7 @@ def small_tree(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "proj", {**TOPICS, HOSTILE: "# Invoice\n\nunusualpelican\n"})
 
 
-def test_dashboard_pages_show_hostile_names_escaped(dash: Dash) -> None:  # noqa: F811
+def test_dashboard_pages_show_hostile_names_escaped(dash: Dash) -> None:
     """The dashboard's sources list, the source page and its delete page show the name with
     visible escapes (HTML escaping alone leaves bidi and zero-width characters active); the
     links and the delete form still carry the real name, so the file opens and deletes."""
@@ -259,7 +259,7 @@ def test_dashboard_pages_show_hostile_names_escaped(dash: Dash) -> None:  # noqa
         assert not any(c in shown for c in RAW), ascii(shown)[:300]
 
 
-def test_memory_pages_show_hostile_memories_inert(dash: Dash) -> None:  # noqa: F811
+def test_memory_pages_show_hostile_memories_inert(dash: Dash) -> None:
     """A memory (and its supersede) whose text is markup, terminal escapes, bidi and
     zero-width characters: the Memory page, its timeline, its next briefing and the
     delete page show it escaped and with visible escapes, never live."""

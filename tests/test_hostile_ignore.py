@@ -22,19 +22,8 @@ from imprint.errors import InputError
 from imprint.ingest import files as files_mod
 from imprint.ingest.files import select_files
 from imprint.writes.files import ingest_path
-from tests.test_hardening import lexical
-
-HOSTILE_RULE = "*a*a*a*a*a*a*a*a*a*a*a*a*b"
-
-
-def _hostile_folder(root: Path, name_chars: int) -> Path:
-    folder = root / "hostile"
-    folder.mkdir()
-    (folder / ".gitignore").write_text(HOSTILE_RULE + "\n")
-    (folder / ("a" * name_chars + ".md")).write_text("# long\n\nthe dunlin probes the sand\n")
-    (folder / "kept.md").write_text("# kept\n\nthe knot gathers in flocks\n")
-    (folder / ("gone-" + "a" * 12 + "b")).write_text("ignored: twelve a's, then a b\n")
-    return folder
+from tests.support.hardening import lexical
+from tests.support.hostile_ignore import HOSTILE_RULE, _hostile_folder
 
 
 @pytest.mark.timeout(60)  # before: hours for this name (50 s at 40 characters)

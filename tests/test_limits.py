@@ -28,7 +28,7 @@ from imprint.store.vectors import VectorIndex
 from imprint.store.workspace import WorkspaceStore
 from imprint.types import WorkspaceName
 from imprint.writes.repair import status_row
-from tests.test_tools import Session
+from tests.support.tools import Session
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.support.capture_support import Transcript
 from tests.support.fakes import FakeClock, FakeProvider
-from tests.test_hardening import call
+from tests.support.hardening import call
 
 WAIT_SEC = 60.0
 QUESTION = "espresso and gardens"

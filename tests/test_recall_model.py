@@ -22,6 +22,7 @@ from imprint.store.embedder import Embedder
 from imprint.writes.files import ingest_path
 from tests.conftest import TOPICS, write_tree
 from tests.support.fakes import FakeProvider
+from tests.support.recall_model import make_runtime
 from tests.support.trace_support import LogWatch
 
 PLAN = json.dumps(
@@ -35,17 +36,6 @@ PLAN = json.dumps(
     }
 )
 QUESTION = "espresso and gardens"
-
-
-def make_runtime(tmp_path: Path, embedder: Embedder, factory: Any, **recall: Any) -> Runtime:
-    config = Config()
-    config.recall.llm = True
-    config.tagger.provider = "local"
-    for key, value in recall.items():
-        setattr(config.recall, key, value)
-    rt = Runtime(tmp_path / "data", config, embedder=embedder, provider_factory=factory).start()
-    ingest_path(rt, write_tree(tmp_path / "p", TOPICS), project="proj")
-    return rt
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from imprint.recall.model import answer_grammar, header_words, restates_headers
 from imprint.recall.respond import RecallArgs, recall_text
 from imprint.store.embedder import Embedder
 from tests.support.fakes import FakeClock, FakeProvider
-from tests.test_recall_model import make_runtime
+from tests.support.recall_model import make_runtime
 
 INVENTED = json.dumps(
     {

@@ -5,8 +5,6 @@ and of which kinds, and `redact.keep_secrets_in` keeps them for the workspaces i
 from __future__ import annotations
 
 import json
-import secrets
-import string
 import subprocess
 import sys
 from pathlib import Path
@@ -31,23 +29,12 @@ from imprint.writes.memories import remember
 from imprint.writes.team_import import import_into
 from tests.integration.conftest import imprint_stop, owner_env
 from tests.support.fakes import FakeProvider
+from tests.support.redact_writes import _aws_key, _github_token
 from tests.support.wire import initialize_request
 
 pytestmark = pytest.mark.timeout(300)
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _github_token() -> str:
-    """A fresh fake key in GitHub's classic token format (never a committed literal)."""
-    alphabet = string.ascii_letters + string.digits
-    return "gh" + "p_" + "".join(secrets.choice(alphabet) for _ in range(36))
-
-
-def _aws_key() -> str:
-    return (
-        "AK" + "IA" + "".join(secrets.choice(string.ascii_uppercase + "234567") for _ in range(16))
-    )
 
 
 def _files_holding(root: Path, needle: bytes) -> list[str]:

@@ -12,7 +12,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
 from imprint.server import MAX_ERROR_CHARS, bounded
 from imprint.store.embedder import Embedder
-from tests.test_tools import Session
+from tests.support.tools import Session
 
 
 @pytest.fixture

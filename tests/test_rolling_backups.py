@@ -31,8 +31,8 @@ from imprint.writes.backup import (
     rolling_backups,
 )
 from imprint.writes.memories import store_memory
+from tests.support.archive import cli, start_daemon
 from tests.support.dashboard_support import owner
-from tests.test_archive import cli, start_daemon
 
 HOUR = 3600.0
 START = 1_800_000_000.0  # 2027-01-15 08:00 UTC: the fake clock's first reading

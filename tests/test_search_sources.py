@@ -257,7 +257,7 @@ def test_licence_text_gives_way_unless_the_question_names_the_licence() -> None:
 def test_the_tool_lists_chunks_with_detail_chunks(runtime: Runtime, tmp_path: Path) -> None:
     """Through an MCP session: `detail="chunks"` shows several blocks of the long page, the
     default shows it once with `+#` chunks in its header."""
-    from tests.test_tools import Session
+    from tests.support.tools import Session
 
     session = Session(runtime, tmp_path)
     grouped = session.ok("search", query=QUERY, max_chars=12000)

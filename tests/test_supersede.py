@@ -21,7 +21,7 @@ from imprint.store.embedder import Embedder
 from imprint.store.records import Record, WriteBatch, text_key
 from imprint.store.sqlite_write import SqliteWriter
 from tests import test_tools
-from tests.test_tools import Session
+from tests.support.tools import Session
 
 OLD = "Decision: the job queue runs on PostgreSQL with SKIP LOCKED polling."
 MID = "Decision: the job queue moved to Redis streams; PostgreSQL polling was too slow."

@@ -4,23 +4,14 @@ tombstones, the same id always means the same content, and a bad file is refused
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
-from imprint.actors.lifecycle import Runtime
-from imprint.config import Config
 from imprint.daemon import daemon_alive, stop_daemon
 from imprint.errors import SQLITE_FILE, InputError
-from imprint.reads.export import export_lines
 from imprint.store.dump import dump
 from imprint.store.embedder import Embedder
 from imprint.store.records import SESSION_SUMMARY_KIND, SupersedeLink, make_id
@@ -30,35 +21,17 @@ from imprint.writes import Writes
 from imprint.writes.content import ingest_text
 from imprint.writes.facts import edit_facts
 from imprint.writes.memories import delete_records, remember
-from imprint.writes.sync import sync_folder
+from tests.support.sync import (
+    DEFAULT,
+    _planted,
+    _start_daemon,
+    cli,
+    export,
+    on,
+    sync,
+)
 
 pytestmark = [pytest.mark.timeout(300)]
-
-T = TypeVar("T")
-DEFAULT = WorkspaceName("default")
-
-
-@contextmanager
-def _writes(data: Path, embedder: Embedder) -> Iterator[Writes]:
-    rt = Runtime(data, Config(), embedder=embedder, reindex=False).start()
-    try:
-        yield Writes(rt)
-    finally:
-        rt.stop()
-
-
-def on(data: Path, embedder: Embedder, act: Callable[[Writes], T]) -> T:
-    with _writes(data, embedder) as writes:
-        return act(writes)
-
-
-def sync(data: Path, folder: Path, embedder: Embedder, **kwargs: object) -> str:
-    return on(data, embedder, lambda w: sync_folder(w, folder, **kwargs))  # type: ignore[arg-type]
-
-
-def export(data: Path, names: list[str] | None = None) -> str:
-    wanted = [WorkspaceName(n) for n in (names or [DEFAULT])]
-    return "".join(export_lines(data, wanted))
 
 
 def links(data: Path, ws: str = DEFAULT) -> list[SupersedeLink]:
@@ -196,22 +169,6 @@ def test_an_ended_fact_ends_on_the_other_side(
     line = next(ln for ln in export(a).splitlines() if ids["fact"] in ln)
     assert json.loads(line)["ended"] is not None
     assert export(a) == export(b)
-
-
-def _planted(folder: Path, lines: list[dict[str, object]], *, count: int | None = None) -> Path:
-    """A file of a machine `feed0001` holding these lines (its header counting `count`)."""
-    path = folder / "feed0001" / "000001.jsonl"
-    path.parent.mkdir(exist_ok=True)
-    header = {
-        "line": "header",
-        "format": "imprint-sync",
-        "version": 1,
-        "machine": "feed0001",
-        "seq": 1,
-        "lines": len(lines) if count is None else count,
-    }
-    path.write_text("".join(json.dumps(x) + "\n" for x in [header, *lines]))
-    return path
 
 
 def _line_by_id(export_text: str, memory_id: str) -> dict[str, object]:
@@ -385,31 +342,6 @@ def test_one_workspace_by_default_and_every_one_with_all(
     said = sync(b, folder, embedder, workspace="mine")
     assert "1 memory" in said, said
     assert "took 1 memory" in sync(a, folder, embedder, workspace="mine")
-
-
-def run(
-    data: Path, *argv: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "IMPRINT_DATA_DIR": str(data), **(env or {})}
-    return subprocess.run(
-        [sys.executable, *argv], env=env, capture_output=True, text=True, timeout=240
-    )
-
-
-def cli(
-    data: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return run(data, "-m", "imprint.cli", *args, env=env)
-
-
-def _start_daemon(data: Path) -> None:
-    """A real daemon owning `data`, started as `imprint serve` starts one."""
-    code = (
-        "import sys, pathlib; from imprint.daemon import connect; "
-        "connect(pathlib.Path(sys.argv[1])).close()"
-    )
-    started = run(data, "-c", code, str(data))
-    assert started.returncode == 0, started.stderr
 
 
 @pytest.mark.slow

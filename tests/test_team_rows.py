@@ -114,7 +114,7 @@ def test_team_writes_are_redacted_unless_the_workspace_keeps_secrets(
 ) -> None:
     """A key in a stored memory or an added fact is redacted before it reaches the database,
     and the answer says so; with redact off for the workspace it is kept as given."""
-    from tests.test_redact_writes import _aws_key, _github_token
+    from tests.support.redact_writes import _aws_key, _github_token
 
     token, aws = _github_token(), _aws_key()
     stored = w.store_on_store(store, f"the bot pushes with {token}", actor="ann")

@@ -14,9 +14,10 @@ from mcp.client import Client
 
 from imprint.actors.lifecycle import Runtime
 from imprint.config import Config
-from imprint.server import build_server, untitled
+from imprint.server import untitled
 from imprint.store.embedder import Embedder
 from tests.conftest import TOPICS, write_tree
+from tests.support.tools import Session
 
 READS = {
     "search",
@@ -32,39 +33,6 @@ READS = {
     "recall",
 }
 DESTRUCTIVE = {"delete", "ingest_content", "ingest_url", "ingest_path"}
-
-
-class Session:
-    """Synchronous calls over one in-memory MCP client session per call."""
-
-    def __init__(self, runtime: Runtime, cwd: Path) -> None:
-        self.server = build_server(runtime, cwd)
-
-    def call(self, tool: str, /, **args: Any) -> tuple[bool, str]:
-        async def go() -> tuple[bool, str]:
-            async with Client(self.server) as client:
-                result = await client.call_tool(tool, args)
-                return bool(result.is_error), result.content[0].text  # type: ignore[union-attr]
-
-        return anyio.run(go)
-
-    def ok(self, tool: str, /, **args: Any) -> str:
-        is_error, text = self.call(tool, **args)
-        assert not is_error, text
-        return text
-
-    def error(self, tool: str, /, **args: Any) -> str:
-        is_error, text = self.call(tool, **args)
-        assert is_error, text
-        assert "\n" not in text.strip(), f"error is not one line: {text!r}"
-        return text
-
-    def tools(self) -> list[Any]:
-        async def go() -> list[Any]:
-            async with Client(self.server) as client:
-                return list((await client.list_tools()).tools)
-
-        return anyio.run(go)
 
 
 @pytest.fixture

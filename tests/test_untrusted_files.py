@@ -28,7 +28,7 @@ from imprint.writes.import_check import read_export
 from imprint.writes.imports import import_file
 from imprint.writes.memories import MAX_MEMORY_CHARS, remember
 from imprint.writes.sync import sync_folder
-from tests.test_sync import _planted, _start_daemon, cli, export, on, sync
+from tests.support.sync import _planted, _start_daemon, cli, export, on, sync
 
 pytestmark = [pytest.mark.timeout(300)]
 

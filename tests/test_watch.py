@@ -14,9 +14,9 @@ from imprint.actors.lifecycle import Runtime
 from imprint.errors import InputError
 from imprint.watch import FolderWatcher, WatchHost, format_watch, load_folders
 from imprint.watch.watcher import moves_head
-from tests.test_dashboard import Dash, dash  # noqa: F401 (the dashboard fixture, reused)
-from tests.test_git_ingest import _git
-from tests.test_hardening import call, lexical
+from tests.support.dashboard import Dash
+from tests.support.git_ingest import _git
+from tests.support.hardening import call, lexical
 
 WAIT_SEC = 120.0
 
@@ -210,7 +210,7 @@ def test_a_file_deleted_during_its_reingest_leaves_no_record(
 
 
 def test_the_dashboard_and_the_status_tool_show_each_watched_folder(
-    dash: Dash,  # noqa: F811
+    dash: Dash,
     tmp_path: Path,
 ) -> None:
     """The overview lists a watched folder with its state, files not yet indexed and last
@@ -267,7 +267,7 @@ def test_status_without_a_daemon_lists_the_persisted_folders(tmp_path: Path) -> 
     """`imprint status` with no daemon running names each persisted folder as not watched
     now (a daemon started again watches it)."""
     from imprint.watch import WatchedFolder, save_folders
-    from tests.test_archive import cli
+    from tests.support.archive import cli
 
     data = tmp_path / "data"
     data.mkdir(mode=0o700)

@@ -17,7 +17,7 @@ import pytest
 from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid
-from tests.integration.test_serve import (
+from tests.support.serve import (
     _status,
     _stdio,
     _text,

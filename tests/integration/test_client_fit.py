@@ -13,7 +13,7 @@ import pytest
 from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid
-from tests.integration.test_serve import _stdio, _text
+from tests.support.serve import _stdio, _text
 from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -178,10 +178,10 @@ def test_a_cold_claude_p_has_imprints_tools_in_its_first_request(tmp_path: Path)
     tools were missing from it in 1 of 2 cold runs)."""
     import sys
 
-    from tests.integration.test_two_sessions import stop_daemon
-    from tests.integration.test_two_sessions_clients import DUMMY_KEY
     from tests.support.model_server import scripted_model, text
     from tests.support.node_clients import client, client_env, run_client
+    from tests.support.two_sessions import stop_daemon
+    from tests.support.two_sessions_clients import DUMMY_KEY
 
     claude = client("@anthropic-ai/claude-code")
     imprint = str(Path(sys.executable).with_name("imprint"))

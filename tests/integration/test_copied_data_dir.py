@@ -13,39 +13,17 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
-import anyio
 import pytest
-from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
 from imprint.daemon import asks as asks_mod
 from imprint.daemon import client as client_mod
 from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, owner_env, wait_gone
-from tests.integration.test_serve import _text
+from tests.support.copied_data_dir import _call
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _call(data_dir: Path, cwd: Path, tool: str, args: dict[str, object], **env: str) -> str:
-    """One tool call through `imprint serve` (the stdio bridge) of `data_dir`; `env` goes
-    to the daemon it starts too."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "imprint.cli", "serve"],
-        env={**owner_env(data_dir), **env},
-        cwd=str(cwd),
-    )
-
-    async def go() -> str:
-        with anyio.fail_after(120):  # a bound for a failing test only
-            async with Client(params) as client:
-                return _text(await client.call_tool(tool, args))
-
-    return anyio.run(go)
 
 
 def _holds(data_dir: Path, word: bytes) -> bool:

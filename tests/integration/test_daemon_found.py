@@ -18,7 +18,8 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
-from tests.integration.test_serve import _env, _text
+from tests.integration.conftest import owner_env as _env
+from tests.support.serve import _text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -25,7 +25,8 @@ import pytest
 from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
-from tests.integration.test_serve import _env, _stdio, _text
+from tests.integration.conftest import owner_env as _env
+from tests.support.serve import _stdio, _text
 from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

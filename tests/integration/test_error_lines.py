@@ -22,7 +22,9 @@ import pytest
 from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid
-from tests.integration.test_serve import MCP_HEADERS, _env, _http_server, _stdio, _text
+from tests.integration.conftest import http_server as _http_server
+from tests.integration.conftest import owner_env as _env
+from tests.support.serve import MCP_HEADERS, _stdio, _text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -27,12 +27,12 @@ from mcp.shared.exceptions import MCPError
 
 from benchmark._common import serving_http
 from tests.integration.conftest import daemon_pid
-from tests.integration.test_serve import (
-    _env,
+from tests.integration.conftest import owner_env as _env
+from tests.support.fuzz import check_answer, fingerprint, tool_calls
+from tests.support.serve import (
     _stdio,
     _token_client,
 )
-from tests.support.fuzz import check_answer, fingerprint, tool_calls
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import daemon_pid, imprint_stop, owner_env
-from tests.integration.test_copied_data_dir import _call
-from tests.test_hostile_ignore import _hostile_folder
+from tests.support.copied_data_dir import _call
+from tests.support.hostile_ignore import _hostile_folder
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

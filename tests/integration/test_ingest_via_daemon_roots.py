@@ -19,7 +19,7 @@ import pytest
 
 from imprint.daemon import daemon_alive
 from tests.integration.conftest import daemon_pid, imprint_stop, owner_env
-from tests.integration.test_copied_data_dir import _call
+from tests.support.copied_data_dir import _call
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

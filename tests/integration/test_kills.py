@@ -24,7 +24,7 @@ import pytest
 from mcp.client import Client
 
 from tests.integration.conftest import daemon_pid
-from tests.integration.test_serve import (
+from tests.support.serve import (
     _stdio,
     _text,
 )

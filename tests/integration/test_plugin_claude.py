@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_two_sessions import stop_daemon
-from tests.integration.test_two_sessions_clients import DUMMY_KEY
 from tests.support.model_server import scripted_model, text
 from tests.support.node_clients import client, client_env, run_client
+from tests.support.two_sessions import stop_daemon
+from tests.support.two_sessions_clients import DUMMY_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -25,7 +25,7 @@ from imprint.store.records import Record, WriteBatch, content_sha, make_id
 from imprint.store.vectors import VectorIndex, open_client
 from imprint.types import WorkspaceName
 from imprint.writes.repair import repair_workspace, status_row
-from tests.test_tools import Session
+from tests.support.tools import Session
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -2,54 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
 from imprint.daemon.runfile import exited
 from tests.integration.conftest import daemon_pid, imprint_stop, wait_gone
 from tests.integration.conftest import http_server as _http_server
 from tests.integration.conftest import owner_env as _env
+from tests.support.serve import MCP_HEADERS, _status, _stdio, _text, _token_client
 from tests.support.wire import initialize_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _stdio(data_dir: Path, cwd: Path, pidfile: Path | None = None) -> StdioServerParameters:
-    command = f"{sys.executable} -m imprint.cli serve"
-    if pidfile is not None:
-        # exec keeps the shell's pid, so the test knows which process to kill.
-        command = f"echo $$ > {pidfile}; exec {command}"
-    return StdioServerParameters(
-        command="/bin/sh", args=["-c", command], env=_env(data_dir), cwd=str(cwd)
-    )
-
-
-def _text(result: Any) -> str:
-    assert not result.is_error, result.content[0].text
-    return str(result.content[0].text)
-
-
-def _status(data_dir: Path) -> subprocess.CompletedProcess[str]:
-    """`imprint status` through its own stdio session (the daemon owns the store)."""
-
-    async def go() -> str:
-        async with Client(_stdio(data_dir, data_dir.parent)) as client:
-            return _text(await client.call_tool("status", {}))
-
-    return subprocess.CompletedProcess([], 0, anyio.run(go), "")
 
 
 def test_stdio_subprocess_serves_the_seventeen_tools(data_dir: Path, tmp_path: Path) -> None:
@@ -202,20 +174,6 @@ def test_a_killed_daemon_is_replaced_and_recovers(data_dir: Path, tmp_path: Path
     assert "indexes: consistent" in _status(data_dir).stdout
 
 
-@contextlib.asynccontextmanager
-async def _token_client(url: str, token: str) -> AsyncIterator[Client]:
-    """An MCP client over streamable HTTP that sends the bearer token."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (
-        create_mcp_http_client(headers) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        yield client
-
-
 def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
     """`imprint serve --http` answers MCP on 127.0.0.1 with the data dir's bearer token,
     prints the token once with each client's config line, and stops cleanly on SIGTERM."""
@@ -246,7 +204,6 @@ def test_streamable_http_on_loopback(data_dir: Path, tmp_path: Path) -> None:
 
 
 INIT_BODY = initialize_request("t")
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def _served_once(data_dir: Path, cwd: Path, *extra: str) -> tuple[str, str]:

@@ -7,10 +7,7 @@ The secret is nowhere in the data dir afterwards: no file, no log."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import signal
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,15 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import daemon_pid, wait_gone
 from tests.support.model_server import scripted_model, text, tool_use
-from tests.support.node_clients import client, client_env, run_client
+from tests.support.node_clients import client, client_env
+from tests.support.two_sessions import (
+    DECISION,
+    FAILING,
+    FIX,
+    _imprint,
+    _listing,
+    _ok,
+    assert_secret_nowhere,
+    stop_daemon,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-DECISION = "I decided to keep the sightings in SQLite instead of CSV files."
-FAILING = "cat birds.toml"
-FIX = "printf 'region = \"north\"\\n' > birds.toml && cat birds.toml"
 ALLOWED = ("Bash", "ToolSearch", "mcp__imprint__store")
 PREFERENCE = "Bird names in the birdwatch project are written in lower case."
 
@@ -36,16 +39,6 @@ def _secret() -> str:
     """A fresh fake key in Anthropic's API key format (never a committed literal)."""
     body = secrets.token_urlsafe(70).replace("-", "x").replace("_", "y")[:93]
     return f"sk-ant-api03-{body}AA"
-
-
-def _ok(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = run_client(args, cwd, env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
-
-
-def _imprint(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    return _ok([sys.executable, "-m", "imprint.cli", *args], cwd, env)
 
 
 def _claude(claude: str, prompt: str, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -70,34 +63,6 @@ def _wait_captured(data_dir: Path, session_id: str) -> dict[str, Any]:
                 return state
         time.sleep(0.1)  # another process's background work; nothing here to wait on
     raise AssertionError(f"session {session_id} was not captured: {_listing(data_dir)}")
-
-
-def _listing(data_dir: Path) -> str:
-    state = data_dir / "hooks" / "state.json"
-    log = data_dir / "logs" / "imprint.jsonl"
-    return "\n".join(
-        p.read_text("utf-8")[-4000:] if p.exists() else f"{p}: none" for p in (state, log)
-    )
-
-
-def stop_daemon(data_dir: Path) -> None:
-    """SIGTERM for the daemon the hooks started (if one runs), waited until it is gone."""
-    pid = daemon_pid(data_dir)
-    if pid is not None:
-        os.kill(pid, signal.SIGTERM)
-        assert wait_gone(pid), "the daemon the hooks started did not stop on SIGTERM"
-
-
-def assert_secret_nowhere(data_dir: Path, secret: str, briefed: str, notes: dict[str, Any]) -> None:
-    """`secret` is in no file of the data dir (stores, capture queue and state, hook state,
-    logs: the logs are among the files looked at) and not in what the second session was
-    told, while the capture's notes hold the prompt it was in, redacted."""
-    assert secret not in briefed
-    assert "[redacted:" in json.dumps(notes["asked"])
-    files = [p for p in sorted(data_dir.rglob("*")) if p.is_file()]
-    assert any(p.suffix == ".jsonl" and p.parent.name == "logs" for p in files), files
-    found = [str(p.relative_to(data_dir)) for p in files if secret.encode() in p.read_bytes()]
-    assert found == [], f"the secret is stored in {found}"
 
 
 def _tool_results(body: dict[str, Any]) -> list[str]:

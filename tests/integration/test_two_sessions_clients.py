@@ -22,7 +22,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_two_sessions import (
+from tests.support.gemini_model import call, scripted_gemini, words
+from tests.support.model_server import Block, ScriptedModel
+from tests.support.node_clients import client, client_env
+from tests.support.responses_model import function_call, message, scripted_responses
+from tests.support.two_sessions import (
     DECISION,
     FAILING,
     FIX,
@@ -32,15 +36,11 @@ from tests.integration.test_two_sessions import (
     assert_secret_nowhere,
     stop_daemon,
 )
-from tests.support.gemini_model import call, scripted_gemini, words
-from tests.support.model_server import Block, ScriptedModel
-from tests.support.node_clients import client, client_env
-from tests.support.responses_model import function_call, message, scripted_responses
+from tests.support.two_sessions_clients import DUMMY_KEY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-DUMMY_KEY = "dummy"  # the clients need a key; the loopback model reads none
 FINAL = "The fix was to write birds.toml first. Done."  # session 1's last reply
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from imprint.daemon import stop_daemon
 from imprint.store.records import content_sha
-from tests.test_archive import cli
+from tests.support.archive import cli
 
 FILES = 2000
 
