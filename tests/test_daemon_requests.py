@@ -127,7 +127,7 @@ def test_a_typed_request_sends_the_bytes_the_old_dict_did(
     byte, and its operation is one the daemon's table answers."""
     want = (json.dumps({**old, "pid": 42, "serves": SERVES}) + "\n").encode()
     assert hello_line(request_, SERVES, 42) == want
-    assert request_.OP in HANDLERS
+    assert request_.op in HANDLERS
 
 
 def test_a_poke_and_a_session_hello_send_the_old_bytes() -> None:
@@ -143,7 +143,7 @@ def test_a_poke_and_a_session_hello_send_the_old_bytes() -> None:
 
 
 @pytest.mark.parametrize(
-    "request_", [r for r, _ in _OLD_WIRE if hasattr(r, "parse")], ids=lambda r: r.OP
+    "request_", [r for r, _ in _OLD_WIRE if hasattr(r, "parse")], ids=lambda r: r.op
 )
 def test_the_daemon_reads_an_old_clients_dict_as_the_type_the_new_one_sends(
     request_: StatusRequest | BackupRequest | SyncRequest | ImportRequest,
@@ -151,6 +151,6 @@ def test_the_daemon_reads_an_old_clients_dict_as_the_type_the_new_one_sends(
     """What an old client sent (a hand-built dict, as it reaches the handler) parses to
     the very request a new client builds."""
     old = dict(next(o for r, o in _OLD_WIRE if r is request_))
-    body = old[request_.OP]
+    body = old[request_.op]
     assert isinstance(body, dict)
     assert type(request_).parse(body) == request_

@@ -1,9 +1,10 @@
 """The daemon's requests besides an MCP session, one type per operation, read from what a
 hello holds under the operation's name (`imprint.daemon.handlers` answers each). Standard
-library dataclasses, so a light client can name them too: `parse` reads a request the way
-the daemon always has, and a value of the wrong type is a DaemonError naming it. The
-client sends each as one line through `hello_line` (a session's hello: `SessionHello`),
-byte for byte what it sent as a dict before, so an older daemon reads it as ever.
+library NamedTuples (not dataclasses, which a hook must not load), so a light client names
+them too: `parse` reads a request the way the daemon always has, and a value of the wrong
+type is a DaemonError naming it. The client sends each as one line through `hello_line` (a
+session's hello: `SessionHello`), byte for byte what it sent as a dict before, so an older
+daemon reads it as ever.
 
 The dashboard's request is read by `imprint.daemon.hosting.DashboardHost`, a hook's by
 `imprint.reads.briefing.HookRequest`, a watch's by `imprint.watch.WatchHost`; a capture's
@@ -14,8 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, NamedTuple
 
 from imprint.errors import DaemonError
 
@@ -33,27 +33,28 @@ __all__ = [
     "hello_line",
 ]
 
-# A field left out of the line while it holds its default (one an older daemon never read).
-_OMIT_DEFAULT = {"omit_default": True}
 
-
-def _body(request: Any) -> dict[str, Any]:
-    """A request's fields by name, in order: what the hello holds under its operation."""
+def _body(request: Any, omit_default: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A request's fields by name, in order: what the hello holds under its operation; one
+    in `omit_default` left out while it holds its default (one an older daemon never read)."""
+    defaults = request._field_defaults
     return {
-        f.name: getattr(request, f.name)
-        for f in fields(request)
-        if not (f.metadata.get("omit_default") and getattr(request, f.name) == f.default)
+        k: v
+        for k, v in request._asdict().items()
+        if not (k in omit_default and k in defaults and v == defaults[k])
     }
 
 
-@dataclass(frozen=True)
-class StatusRequest:
+class StatusRequest(NamedTuple):
     """`imprint status` beside the daemon: one workspace's row ("" for the active one)."""
 
-    OP: ClassVar[str] = "status"
+    @property
+    def op(self) -> str:
+        return "status"
+
     workspace: str = ""
     check: bool = False
-    text: bool = field(default=False, metadata=_OMIT_DEFAULT)  # the command's whole text too
+    text: bool = False  # the command's whole text too (sent only when True)
 
     @classmethod
     def parse(cls, body: dict[str, Any]) -> StatusRequest:
@@ -63,14 +64,15 @@ class StatusRequest:
         return cls(workspace, check, body.get("text") is True)
 
     def body(self) -> dict[str, Any]:
-        return _body(self)
+        return _body(self, ("text",))
 
 
-@dataclass(frozen=True)
-class BackupRequest:
+class BackupRequest(NamedTuple):
     """`imprint backup` beside the daemon: into `dest` ("" for the backup folder)."""
 
-    OP: ClassVar[str] = "backup"
+    @property
+    def op(self) -> str:
+        return "backup"
 
     dest: str = ""
 
@@ -85,12 +87,13 @@ class BackupRequest:
         return _body(self)
 
 
-@dataclass(frozen=True)
-class SyncRequest:
+class SyncRequest(NamedTuple):
     """`imprint sync` beside the daemon: what the folder `dir` brings, into `workspace`
     ("" for the active one) or, with `all`, into every workspace it holds."""
 
-    OP: ClassVar[str] = "sync"
+    @property
+    def op(self) -> str:
+        return "sync"
 
     dir: str
     workspace: str = ""
@@ -108,12 +111,13 @@ class SyncRequest:
         return _body(self)
 
 
-@dataclass(frozen=True)
-class ImportRequest:
+class ImportRequest(NamedTuple):
     """`imprint import` beside the daemon: the export file `path`, into `workspace` ("" for
     the file's own), the file's version of a memory taken over the store's with `replace`."""
 
-    OP: ClassVar[str] = "import"
+    @property
+    def op(self) -> str:
+        return "import"
 
     path: str
     workspace: str = ""
@@ -133,47 +137,54 @@ class ImportRequest:
         return _body(self)
 
 
-@dataclass(frozen=True)
-class DashboardRequest:
+class DashboardRequest(NamedTuple):
     """`imprint dashboard`: the owner serves it on `port` while the connection stays open
     (read by `imprint.daemon.hosting.DashboardHost`)."""
 
-    OP: ClassVar[str] = "dashboard"
+    @property
+    def op(self) -> str:
+        return "dashboard"
+
     port: int = 0
 
     def body(self) -> dict[str, Any]:
         return _body(self)
 
 
-@dataclass(frozen=True)
-class CaptureRequest:
+class CaptureRequest(NamedTuple):
     """A hook's poke: captures are queued (`imprint.hooklib.queue`); it carries nothing and
     is sent with no pid (it reads no answer)."""
 
-    OP: ClassVar[str] = "capture"
+    @property
+    def op(self) -> str:
+        return "capture"
 
     def body(self) -> dict[str, Any]:
         return {}
 
 
-@dataclass(frozen=True)
-class HookAsk:
+class HookAsk(NamedTuple):
     """`imprint hook`'s question, its fields as the hook composed them: the daemon reads
     them as an `imprint.reads.briefing.HookRequest` (pydantic, which a hook does not load)."""
 
-    OP: ClassVar[str] = "hook"
+    @property
+    def op(self) -> str:
+        return "hook"
+
     asked: Mapping[str, Any]
 
     def body(self) -> dict[str, Any]:
         return dict(self.asked)
 
 
-@dataclass(frozen=True)
-class WatchAsk:
+class WatchAsk(NamedTuple):
     """`imprint watch`'s add, list or stop (`op` and its fields), read by
     `imprint.watch.WatchHost`."""
 
-    OP: ClassVar[str] = "watch"
+    @property
+    def op(self) -> str:
+        return "watch"
+
     asked: Mapping[str, Any]
 
     def body(self) -> dict[str, Any]:
@@ -193,17 +204,16 @@ Request = (
 
 
 def hello_line(request: Request, serves: Any, pid: int | None = None) -> bytes:
-    """The one line a client sends for `request`: `{OP: body, "pid": pid, "serves": ...}`
+    """The one line a client sends for `request`: `{op: body, "pid": pid, "serves": ...}`
     (no pid where None), as the daemon's `HANDLERS` read it."""
-    hello: dict[str, Any] = {request.OP: request.body()}
+    hello: dict[str, Any] = {request.op: request.body()}
     if pid is not None:
         hello["pid"] = pid
     hello["serves"] = serves
     return (json.dumps(hello) + "\n").encode()
 
 
-@dataclass(frozen=True)
-class SessionHello:
+class SessionHello(NamedTuple):
     """The hello that opens an MCP session: the client's working directory, pid, the
     folders it may ingest under besides (`roots`) and the data dir it expects served;
     `cwd_root` False where the working directory is not one of them."""
@@ -212,7 +222,7 @@ class SessionHello:
     pid: int
     roots: list[str]
     serves: Any
-    cwd_root: bool = field(default=True, metadata=_OMIT_DEFAULT)
+    cwd_root: bool = True
 
     def line(self) -> bytes:
-        return (json.dumps(_body(self)) + "\n").encode()
+        return (json.dumps(_body(self, ("cwd_root",))) + "\n").encode()

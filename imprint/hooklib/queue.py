@@ -19,9 +19,8 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from imprint._faults import DiskFull, fail
 from imprint._fs import private_dir
@@ -44,8 +43,7 @@ EVENT_KEYS = ("client", "session_id", "transcript_path", "cwd", "hook_event_name
 MAX_LINE_BYTES = 16 * 1024
 
 
-@dataclass(frozen=True)
-class CaptureEvent:
+class CaptureEvent(NamedTuple):
     """One queued capture: where to read (EVENT_KEYS) and when it was queued, each a string
     or None where the hook gave none (a None is left out of the line, as it always was)."""
 
@@ -75,16 +73,15 @@ class CaptureEvent:
             return None
         if not isinstance(found, dict):
             return None
-        names = {f.name for f in fields(cls)}
-        return cls(**{str(k): str(v) for k, v in found.items() if k in names})
+        return cls(**{str(k): str(v) for k, v in found.items() if k in cls._fields})
 
     def queued(self) -> CaptureEvent:
         """This event stamped with the time it is queued now."""
-        return CaptureEvent(**{**self.as_dict(), "queued_at": repr(time.time())})
+        return self._replace(queued_at=repr(time.time()))
 
     def as_dict(self) -> dict[str, str]:
         """The fields given, by name, in the order of the line."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+        return {k: v for k, v in self._asdict().items() if v is not None}
 
     def line(self) -> bytes:
         return (json.dumps(self.as_dict(), ensure_ascii=True) + "\n").encode()
