@@ -11,7 +11,7 @@ from imprint.actors.lifecycle import Runtime
 from imprint.capture.formats import read_new
 from imprint.capture.session import capture_event, load_state, session_project
 from imprint.capture.worker import CaptureWorker
-from imprint.hooklib.queue import client_stats, done, enqueue, take
+from imprint.hooklib.queue import CaptureEvent, client_stats, done, enqueue, take
 from imprint.writes import Writes
 from imprint.writes.memories import delete_records
 from tests.support.capture_support import BRIEFING, Transcript, session_records
@@ -65,13 +65,45 @@ def test_queue_appends_survive_a_take_and_a_killed_drain(tmp_path: Path) -> None
     enqueue(data, {"session_id": "a", "transcript_path": "/t/a.jsonl", "prompt": "not kept"})
     assert oct((data / "capture" / "queue.jsonl").stat().st_mode & 0o777) == "0o600"
     first = take(data)
-    assert [e["session_id"] for e in first.events] == ["a"]
-    assert "prompt" not in first.events[0]
+    assert [e.session_id for e in first.events] == ["a"]
+    assert first.events[0].as_dict().keys() == {"session_id", "transcript_path", "queued_at"}
     enqueue(data, {"session_id": "b"})
     second = take(data)  # the first take was never done: its events come again
-    assert [e["session_id"] for e in second.events] == ["a", "b"]
+    assert [e.session_id for e in second.events] == ["a", "b"]
     done(second)
     assert take(data).events == []
+
+
+def test_a_queue_line_reads_back_as_the_event_it_was_written_from(tmp_path: Path) -> None:
+    """The typed event a hook enqueues is what a take reads, its line in the old layout
+    (the keys given, in order, then queued_at); a line that is no object is passed over."""
+    data = tmp_path / "data"
+    event = CaptureEvent(client="codex", session_id="s1", cwd="/w", attempts="2")
+    enqueue(data, event)
+    raw = (data / "capture" / "queue.jsonl").read_bytes()
+    assert list(json.loads(raw)) == ["client", "session_id", "cwd", "attempts", "queued_at"]
+    with (data / "capture" / "queue.jsonl").open("ab") as f:
+        f.write(b"[1, 2]\nnot json\n")
+    (got,) = take(data).events
+    assert got == CaptureEvent(**{**event.as_dict(), "queued_at": got.queued_at})
+    assert float(got.queued_at or "nan") > 0
+
+
+def test_a_queue_the_previous_version_wrote_drains(tmp_path: Path, rt: Runtime) -> None:
+    """Lines as the previous version wrote them (a dict of strings, an unknown key, a
+    number where a string was) are read and captured, and the queue is emptied."""
+    t = _transcript(tmp_path, "sess-old")
+    t.turn("one", "answer one")
+    data = rt.data_dir
+    old = {"client": "claude-code", **t.event(), "attempts": 0, "queued_at": "1.5", "extra": "x"}
+    folder = data / "capture"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "queue.jsonl").write_text(json.dumps(old) + "\n", encoding="utf-8")
+    (event,) = take(data).events  # taken, never done: the drain takes it again
+    assert event.session_id == "sess-old" and event.attempts == "0"
+    assert CaptureWorker(data, lambda _timeout: rt).drain(Writes(rt)) == 1
+    assert take(data).events == []
+    assert client_stats(data)["claude-code"]["turns"] == 1
 
 
 def test_capture_is_idempotent_and_keeps_the_summary_in_place(tmp_path: Path, rt: Runtime) -> None:

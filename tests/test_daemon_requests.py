@@ -10,7 +10,19 @@ import pytest
 
 from imprint.daemon.handlers import HANDLERS
 from imprint.daemon.hosting import answer_backup, answer_import, answer_status, answer_sync
-from imprint.daemon.requests import BackupRequest, ImportRequest, StatusRequest, SyncRequest
+from imprint.daemon.requests import (
+    BackupRequest,
+    CaptureRequest,
+    DashboardRequest,
+    HookAsk,
+    ImportRequest,
+    Request,
+    SessionHello,
+    StatusRequest,
+    SyncRequest,
+    WatchAsk,
+    hello_line,
+)
 from imprint.errors import DaemonError, StoreError
 
 
@@ -81,3 +93,64 @@ def test_every_operation_a_hello_names_has_one_handler_in_the_daemons_order() ->
         "import",
     ]
     assert all(callable(handle) for handle in HANDLERS.values())
+
+
+SERVES = {"data_dir": "/d", "id": "x"}
+
+# Each typed request beside the dict the previous client sent for it.
+_OLD_WIRE: list[tuple[Request, dict[str, object]]] = [
+    (StatusRequest("w", True), {"status": {"workspace": "w", "check": True}}),
+    (
+        StatusRequest("", False, text=True),
+        {"status": {"workspace": "", "check": False, "text": True}},
+    ),
+    (BackupRequest("/b"), {"backup": {"dest": "/b"}}),
+    (SyncRequest("/s", "w", True), {"sync": {"dir": "/s", "workspace": "w", "all": True}}),
+    (
+        ImportRequest("/f.jsonl", "", False),
+        {"import": {"path": "/f.jsonl", "workspace": "", "replace": False}},
+    ),
+    (DashboardRequest(8123), {"dashboard": {"port": 8123}}),
+    (
+        HookAsk({"event": "prompt-submit", "cwd": "/w"}),
+        {"hook": {"event": "prompt-submit", "cwd": "/w"}},
+    ),
+    (WatchAsk({"op": "list"}), {"watch": {"op": "list"}}),
+]
+
+
+@pytest.mark.parametrize(("request_", "old"), _OLD_WIRE)
+def test_a_typed_request_sends_the_bytes_the_old_dict_did(
+    request_: Request, old: dict[str, object]
+) -> None:
+    """Old and new clients and daemons still talk: the line is the old dict's, byte for
+    byte, and its operation is one the daemon's table answers."""
+    want = (json.dumps({**old, "pid": 42, "serves": SERVES}) + "\n").encode()
+    assert hello_line(request_, SERVES, 42) == want
+    assert request_.op in HANDLERS
+
+
+def test_a_poke_and_a_session_hello_send_the_old_bytes() -> None:
+    poke = (json.dumps({"capture": {}, "serves": SERVES}) + "\n").encode()
+    assert hello_line(CaptureRequest(), SERVES) == poke
+    fields = {"cwd": "/w", "pid": 7, "roots": ["/r"], "serves": SERVES}
+    assert SessionHello("/w", 7, ["/r"], SERVES).line() == (json.dumps(fields) + "\n").encode()
+    closed = {**fields, "cwd_root": False}
+    assert (
+        SessionHello("/w", 7, ["/r"], SERVES, cwd_root=False).line()
+        == (json.dumps(closed) + "\n").encode()
+    )
+
+
+@pytest.mark.parametrize(
+    "request_", [r for r, _ in _OLD_WIRE if hasattr(r, "parse")], ids=lambda r: r.op
+)
+def test_the_daemon_reads_an_old_clients_dict_as_the_type_the_new_one_sends(
+    request_: StatusRequest | BackupRequest | SyncRequest | ImportRequest,
+) -> None:
+    """What an old client sent (a hand-built dict, as it reaches the handler) parses to
+    the very request a new client builds."""
+    old = dict(next(o for r, o in _OLD_WIRE if r is request_))
+    body = old[request_.op]
+    assert isinstance(body, dict)
+    assert type(request_).parse(body) == request_

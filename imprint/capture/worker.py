@@ -90,7 +90,8 @@ class CaptureWorker:
 
         taken = take(self.data_dir)
         latest: dict[str, dict[str, str]] = {}
-        for event in taken.events:
+        for typed in taken.events:
+            event = typed.as_dict()
             latest.pop(event.get("session_id", ""), None)  # keeps the order of the last
             latest[event.get("session_id", "")] = event
         captured = 0

@@ -17,8 +17,19 @@ from typing import Any, BinaryIO
 
 from imprint.daemon.client import connect, open_session
 from imprint.daemon.hello import OtherDataDir, check_served
+from imprint.daemon.requests import (
+    BackupRequest,
+    DashboardRequest,
+    HookAsk,
+    ImportRequest,
+    Request,
+    StatusRequest,
+    SyncRequest,
+    WatchAsk,
+    hello_line,
+)
 from imprint.daemon.runfile import identity
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 __all__ = [
     "ask_backup",
@@ -47,7 +58,7 @@ def _reply(reader: Any, rid: int) -> dict[str, Any]:
             continue
         if isinstance(message, dict) and message.get("id") == rid:
             return message
-    raise StoreError("daemon: it closed the session before answering; see its log")
+    raise DaemonError("daemon: it closed the session before answering; see its log")
 
 
 def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
@@ -72,7 +83,7 @@ def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, st
         sock.sendall((json.dumps(hello) + "\n").encode())
         opened = _reply(reader, 1)
         if "result" not in opened:
-            raise StoreError(f"daemon: it refused the session: {opened.get('error')}")
+            raise DaemonError(f"daemon: it refused the session: {opened.get('error')}")
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
         call["params"] = {"name": tool, "arguments": args}
         ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -84,21 +95,19 @@ def call_tool(data_dir: Path, tool: str, args: dict[str, Any]) -> tuple[bool, st
     if not isinstance(result, dict):
         error = answer.get("error")
         message = error.get("message") if isinstance(error, dict) else None
-        raise StoreError(f"{tool}: {message or 'the daemon gave no result'}")
+        raise DaemonError(f"{tool}: {message or 'the daemon gave no result'}")
     content = result.get("content") or [{}]
     text = content[0].get("text", "") if isinstance(content[0], dict) else ""
     return bool(result.get("isError")), str(text)
 
 
-def _request(
-    data_dir: Path, request: dict[str, Any]
-) -> tuple[socket.socket, BinaryIO, dict[str, Any]]:
+def _request(data_dir: Path, request: Request) -> tuple[socket.socket, BinaryIO, dict[str, Any]]:
     """Send a hello that is a request (not an MCP session), naming this data dir, and read
     the first line of its answer (the reader holds what follows). A daemon of another data
     dir (found through a copied run file) refuses it unrun: this data dir's own daemon is
     asked instead, started if none runs."""
     serves = identity(data_dir)
-    line = (json.dumps({**request, "pid": os.getpid(), "serves": serves}) + "\n").encode()
+    line = hello_line(request, serves, os.getpid())
     for trust in (True, False):
         sock = connect(data_dir, trust_run_file=trust)
         sock.sendall(line)
@@ -115,10 +124,10 @@ def _request(
             sock.close()
             continue
         return sock, reader, reply
-    raise StoreError(f"daemon: no daemon serving {data_dir} answered; see {data_dir}/run")
+    raise DaemonError(f"daemon: no daemon serving {data_dir} answered; see {data_dir}/run")
 
 
-def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[str, Any]]:
+def _ask(data_dir: Path, request: Request) -> tuple[socket.socket, dict[str, Any]]:
     """Send a hello that is a request and read its one-line answer."""
     sock, reader, reply = _request(data_dir, request)
     reader.close()  # the socket stays open: the dashboard's is held while it serves
@@ -128,23 +137,22 @@ def _ask(data_dir: Path, request: dict[str, Any]) -> tuple[socket.socket, dict[s
 def ask_status(data_dir: Path, workspace: str, check: bool) -> dict[str, Any]:
     """The status row of the data dir's owner (its fields as JSON), as the status tool
     computes it."""
-    sock, reply = _ask(data_dir, {"status": {"workspace": workspace, "check": check}})
+    sock, reply = _ask(data_dir, StatusRequest(workspace, check))
     sock.close()
     if "row" not in reply:
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     return dict(reply["row"])
 
 
 def ask_status_text(data_dir: Path, workspace: str, check: bool) -> tuple[str, bool] | None:
     """`imprint status`'s whole text as the data dir's running daemon composes it, and
     whether its indexes agree; None from a daemon that sends no text (an older one)."""
-    request = {"workspace": workspace, "check": check, "text": True}
-    sock, reply = _ask(data_dir, {"status": request})
+    sock, reply = _ask(data_dir, StatusRequest(workspace, check, text=True))
     sock.close()
     if not isinstance(reply.get("row"), dict):
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     text, consistent = reply.get("text"), reply.get("consistent")
     if not isinstance(text, str) or not isinstance(consistent, bool):
         return None
@@ -154,55 +162,55 @@ def ask_status_text(data_dir: Path, workspace: str, check: bool) -> tuple[str, b
 def ask_dashboard(data_dir: Path, port: int) -> tuple[socket.socket, dict[str, Any]]:
     """Ask the data dir's owner (starting the daemon if none runs) to serve the dashboard.
     The owner serves it while the returned socket stays open."""
-    sock, reply = _ask(data_dir, {"dashboard": {"port": port}})
+    sock, reply = _ask(data_dir, DashboardRequest(port))
     if "url" not in reply:
         sock.close()
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(f"dashboard: {why}")
+        raise DaemonError(f"dashboard: {why}")
     return sock, reply
 
 
 def ask_hook(data_dir: Path, request: dict[str, Any]) -> str:
     """The context the data dir's owner (the daemon, started if none runs) adds for one
     hook event (`imprint hook`); empty when it has none."""
-    sock, reply = _ask(data_dir, {"hook": request})
+    sock, reply = _ask(data_dir, HookAsk(request))
     sock.close()
     if not isinstance(reply.get("context"), str):
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     return str(reply["context"])
 
 
 def ask_backup(data_dir: Path, dest: str) -> str:
     """Have the data dir's owner back its workspaces up into `dest` (empty: its default
     folder); the line saying what it wrote where."""
-    sock, reply = _ask(data_dir, {"backup": {"dest": dest}})
+    sock, reply = _ask(data_dir, BackupRequest(dest))
     sock.close()
     if not isinstance(reply.get("done"), str):
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     return str(reply["done"])
 
 
 def ask_sync(data_dir: Path, folder: str, workspace: str, all_: bool) -> str:
     """Have the data dir's owner sync through `folder` (`imprint.writes.sync`), its writers
     writing what it takes; the line saying what it wrote and read."""
-    sock, reply = _ask(data_dir, {"sync": {"dir": folder, "workspace": workspace, "all": all_}})
+    sock, reply = _ask(data_dir, SyncRequest(folder, workspace, all_))
     sock.close()
     if not isinstance(reply.get("done"), str):
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     return str(reply["done"])
 
 
 def ask_watch(data_dir: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
     """Have the data dir's owner (the daemon, started if none runs) add, list or stop a
     watched folder (`imprint watch`); the rows of the folders concerned."""
-    sock, reply = _ask(data_dir, {"watch": request})
+    sock, reply = _ask(data_dir, WatchAsk(request))
     sock.close()
     if not isinstance(reply.get("rows"), list):
         why = reply.get("error") or "the owner closed the connection; see its log"
-        raise StoreError(str(why).splitlines()[0])
+        raise DaemonError(str(why).splitlines()[0])
     return [dict(r) for r in reply["rows"]]
 
 
@@ -216,8 +224,8 @@ def ask_import(
 ) -> str:
     """Have the data dir's owner import the export file at `path` (`imprint import` beside
     a daemon), reporting its progress; the line saying what it wrote."""
-    asked = {"path": str(path), "workspace": workspace, "replace": replace}
-    sock, reader, first = _request(data_dir, {"import": asked})
+    asked = ImportRequest(str(path), workspace, replace)
+    sock, reader, first = _request(data_dir, asked)
     try:
         for line in itertools.chain([json.dumps(first).encode()] if first else [], reader):
             try:
@@ -234,8 +242,8 @@ def ask_import(
                 return str(reply["done"])
             else:
                 why = reply.get("error") or "the owner's answer was not understood"
-                raise StoreError(str(why).splitlines()[0])
+                raise DaemonError(str(why).splitlines()[0])
     finally:
         reader.close()
         sock.close()
-    raise StoreError("import: the owner closed the connection before it finished; see its log")
+    raise DaemonError("import: the owner closed the connection before it finished; see its log")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from imprint._fs import atomic_write_text, private_file
 from imprint.daemon.hello import CONNECT_WAIT_SEC, OtherDataDir, send_hello
+from imprint.daemon.requests import CaptureRequest, SessionHello, hello_line
 from imprint.daemon.runfile import (
     KILL_AFTER_SEC,
     STDERR_LOG_KEEP,
@@ -37,7 +38,7 @@ from imprint.daemon.runfile import (
     running_daemon,
 )
 from imprint.daemon.security import peer_uid, socket_paths
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 if TYPE_CHECKING:
     import subprocess
@@ -69,7 +70,7 @@ def _try_connect(path: Path) -> socket.socket | None:
         uid = None
     if uid is not None and uid != os.getuid():
         sock.close()
-        raise StoreError(
+        raise DaemonError(
             f"daemon: {path} is served by uid {uid}, not you (uid {os.getuid()}); "
             "refusing to talk to it"
         )
@@ -151,14 +152,14 @@ def connect(data_dir: Path, *, trust_run_file: bool = True) -> socket.socket:
                 # It died before listening (a bad config, a missing package): say why now,
                 # not after CONNECT_WAIT_SEC.
                 why = _last_error_line(log_file, log_start) or f"exit status {proc.returncode}"
-                raise StoreError(f"daemon: it exited before listening: {why} (see {log_file})")
+                raise DaemonError(f"daemon: it exited before listening: {why} (see {log_file})")
             if info is None and (proc is None or proc.poll() is not None) and spawned < 3:
                 # Nobody owns the data dir (or the one started here left at once, having
                 # found an owner that has gone since): start one.
                 proc, log_start = _spawn_daemon(data_dir)
                 spawned += 1
             time.sleep(0.02)  # waiting for another process to bind; nothing to wait on
-    raise StoreError(
+    raise DaemonError(
         f"daemon: none answered for {data_dir} within {CONNECT_WAIT_SEC:g} s; see {log_file}"
     )
 
@@ -185,8 +186,7 @@ def poke_capture(data_dir: Path) -> bool:
         with contextlib.closing(sock), contextlib.suppress(OSError):
             sock.settimeout(1.0)
             # No answer is read (nothing to wait for); a daemon of another data dir ignores it.
-            poke = {"capture": {}, "serves": identity(data_dir)}
-            sock.sendall((json.dumps(poke) + "\n").encode())
+            sock.sendall(hello_line(CaptureRequest(), identity(data_dir)))
         return True
     if running_daemon(data_dir) is not None or _spawned_alive(data_dir):
         return False  # one is binding its socket again, or starting: it drains at its start
@@ -263,7 +263,7 @@ def stop_daemon(data_dir: Path, wait_sec: float = KILL_AFTER_SEC) -> str:
     info = running_daemon(data_dir)
     if info is None:
         if daemon_alive(data_dir):
-            raise StoreError(f"stop: a daemon answers but {info_file} names no running pid")
+            raise DaemonError(f"stop: a daemon answers but {info_file} names no running pid")
         return f"no imprint daemon is running for {data_dir}"
     pid = int(info["pid"])
     try:
@@ -282,7 +282,7 @@ def stop_daemon(data_dir: Path, wait_sec: float = KILL_AFTER_SEC) -> str:
             f"within {wait_sec:g} s of SIGTERM (see {log_file}); its next start finishes "
             "the write it was in"
         )
-    raise StoreError(
+    raise DaemonError(
         f"stop: process {pid} did not exit within {wait_sec:g} s of SIGTERM nor "
         f"{KILL_WAIT_SEC:g} s of SIGKILL (stuck in the kernel?); see {log_file}"
     )
@@ -297,15 +297,12 @@ def open_session(
     them by default (`imprint ingest PATH` allows PATH and ingest.allowed_roots only)."""
     roots = [str(Path(p).expanduser().resolve()) for p in allow or []]
     serves = identity(data_dir)
-    fields = {"cwd": os.getcwd(), "pid": os.getpid(), "roots": roots, "serves": serves}
-    if cwd_root is False:
-        fields["cwd_root"] = False
-    hello = json.dumps(fields) + "\n"
+    hello = SessionHello(os.getcwd(), os.getpid(), roots, serves, cwd_root is not False).line()
     trust = True
     for _attempt in range(3):
         sock = connect(data_dir, trust_run_file=trust)
         try:
-            if send_hello(sock, hello.encode("utf-8"), serves):
+            if send_hello(sock, hello, serves):
                 return sock
         except OtherDataDir:
             trust = False  # the run file led to another data dir's daemon: start our own
@@ -314,7 +311,7 @@ def open_session(
         # It was exiting idle as we came: the next connect finds or starts its successor.
         sock.close()
         time.sleep(0.2)  # letting the old daemon release its lock; nothing to wait on
-    raise StoreError(f"daemon: it closed the connection at every hello; see {data_dir}/run")
+    raise DaemonError(f"daemon: it closed the connection at every hello; see {data_dir}/run")
 
 
 def bridge_stdio(data_dir: Path, allow: list[str] | None = None) -> int:

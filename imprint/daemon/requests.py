@@ -1,7 +1,10 @@
 """The daemon's requests besides an MCP session, one type per operation, read from what a
 hello holds under the operation's name (`imprint.daemon.handlers` answers each). Standard
-library dataclasses, so a light client can name them too: `parse` reads a request the way
-the daemon always has, and a value of the wrong type is a DaemonError naming it.
+library NamedTuples (not dataclasses, which a hook must not load), so a light client names
+them too: `parse` reads a request the way the daemon always has, and a value of the wrong
+type is a DaemonError naming it. The client sends each as one line through `hello_line` (a
+session's hello: `SessionHello`), byte for byte what it sent as a dict before, so an older
+daemon reads it as ever.
 
 The dashboard's request is read by `imprint.daemon.hosting.DashboardHost`, a hook's by
 `imprint.reads.briefing.HookRequest`, a watch's by `imprint.watch.WatchHost`; a capture's
@@ -10,32 +13,66 @@ poke carries nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from imprint.errors import DaemonError
 
-__all__ = ["BackupRequest", "ImportRequest", "StatusRequest", "SyncRequest"]
+__all__ = [
+    "BackupRequest",
+    "CaptureRequest",
+    "DashboardRequest",
+    "HookAsk",
+    "ImportRequest",
+    "Request",
+    "SessionHello",
+    "StatusRequest",
+    "SyncRequest",
+    "WatchAsk",
+    "hello_line",
+]
 
 
-@dataclass(frozen=True)
-class StatusRequest:
+def _body(request: Any, omit_default: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A request's fields by name, in order: what the hello holds under its operation; one
+    in `omit_default` left out while it holds its default (one an older daemon never read)."""
+    defaults = request._field_defaults
+    return {
+        k: v
+        for k, v in request._asdict().items()
+        if not (k in omit_default and k in defaults and v == defaults[k])
+    }
+
+
+class StatusRequest(NamedTuple):
     """`imprint status` beside the daemon: one workspace's row ("" for the active one)."""
+
+    @property
+    def op(self) -> str:
+        return "status"
 
     workspace: str = ""
     check: bool = False
+    text: bool = False  # the command's whole text too (sent only when True)
 
     @classmethod
     def parse(cls, body: dict[str, Any]) -> StatusRequest:
         workspace, check = body.get("workspace", ""), body.get("check", False)
         if not isinstance(workspace, str) or not isinstance(check, bool):
             raise DaemonError("status: workspace must be a string and check a boolean")
-        return cls(workspace, check)
+        return cls(workspace, check, body.get("text") is True)
+
+    def body(self) -> dict[str, Any]:
+        return _body(self, ("text",))
 
 
-@dataclass(frozen=True)
-class BackupRequest:
+class BackupRequest(NamedTuple):
     """`imprint backup` beside the daemon: into `dest` ("" for the backup folder)."""
+
+    @property
+    def op(self) -> str:
+        return "backup"
 
     dest: str = ""
 
@@ -46,11 +83,17 @@ class BackupRequest:
             raise DaemonError("backup: dest must be a folder path")
         return cls(dest)
 
+    def body(self) -> dict[str, Any]:
+        return _body(self)
 
-@dataclass(frozen=True)
-class SyncRequest:
+
+class SyncRequest(NamedTuple):
     """`imprint sync` beside the daemon: what the folder `dir` brings, into `workspace`
     ("" for the active one) or, with `all`, into every workspace it holds."""
+
+    @property
+    def op(self) -> str:
+        return "sync"
 
     dir: str
     workspace: str = ""
@@ -64,11 +107,17 @@ class SyncRequest:
             raise DaemonError("sync: dir must be a folder path and workspace a string")
         return cls(folder, workspace, every)
 
+    def body(self) -> dict[str, Any]:
+        return _body(self)
 
-@dataclass(frozen=True)
-class ImportRequest:
+
+class ImportRequest(NamedTuple):
     """`imprint import` beside the daemon: the export file `path`, into `workspace` ("" for
     the file's own), the file's version of a memory taken over the store's with `replace`."""
+
+    @property
+    def op(self) -> str:
+        return "import"
 
     path: str
     workspace: str = ""
@@ -83,3 +132,97 @@ class ImportRequest:
         if not isinstance(replace, bool):
             raise DaemonError("import: replace must be true or false")
         return cls(path, workspace, replace)
+
+    def body(self) -> dict[str, Any]:
+        return _body(self)
+
+
+class DashboardRequest(NamedTuple):
+    """`imprint dashboard`: the owner serves it on `port` while the connection stays open
+    (read by `imprint.daemon.hosting.DashboardHost`)."""
+
+    @property
+    def op(self) -> str:
+        return "dashboard"
+
+    port: int = 0
+
+    def body(self) -> dict[str, Any]:
+        return _body(self)
+
+
+class CaptureRequest(NamedTuple):
+    """A hook's poke: captures are queued (`imprint.hooklib.queue`); it carries nothing and
+    is sent with no pid (it reads no answer)."""
+
+    @property
+    def op(self) -> str:
+        return "capture"
+
+    def body(self) -> dict[str, Any]:
+        return {}
+
+
+class HookAsk(NamedTuple):
+    """`imprint hook`'s question, its fields as the hook composed them: the daemon reads
+    them as an `imprint.reads.briefing.HookRequest` (pydantic, which a hook does not load)."""
+
+    @property
+    def op(self) -> str:
+        return "hook"
+
+    asked: Mapping[str, Any]
+
+    def body(self) -> dict[str, Any]:
+        return dict(self.asked)
+
+
+class WatchAsk(NamedTuple):
+    """`imprint watch`'s add, list or stop (`op` and its fields), read by
+    `imprint.watch.WatchHost`."""
+
+    @property
+    def op(self) -> str:
+        return "watch"
+
+    asked: Mapping[str, Any]
+
+    def body(self) -> dict[str, Any]:
+        return dict(self.asked)
+
+
+Request = (
+    StatusRequest
+    | BackupRequest
+    | SyncRequest
+    | ImportRequest
+    | DashboardRequest
+    | CaptureRequest
+    | HookAsk
+    | WatchAsk
+)
+
+
+def hello_line(request: Request, serves: Any, pid: int | None = None) -> bytes:
+    """The one line a client sends for `request`: `{op: body, "pid": pid, "serves": ...}`
+    (no pid where None), as the daemon's `HANDLERS` read it."""
+    hello: dict[str, Any] = {request.op: request.body()}
+    if pid is not None:
+        hello["pid"] = pid
+    hello["serves"] = serves
+    return (json.dumps(hello) + "\n").encode()
+
+
+class SessionHello(NamedTuple):
+    """The hello that opens an MCP session: the client's working directory, pid, the
+    folders it may ingest under besides (`roots`) and the data dir it expects served;
+    `cwd_root` False where the working directory is not one of them."""
+
+    cwd: str
+    pid: int
+    roots: list[str]
+    serves: Any
+    cwd_root: bool = True
+
+    def line(self) -> bytes:
+        return (json.dumps(_body(self, ("cwd_root",))) + "\n").encode()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from imprint.daemon._log import log
-from imprint.errors import StoreError
+from imprint.errors import DaemonError
 
 if TYPE_CHECKING:
     from imprint.actors.lifecycle import Runtime
@@ -136,10 +136,10 @@ class Warmup:
     def wait_runtime(self, timeout: float | None = None) -> Runtime:
         """The started runtime, once the background start is done; its error if it failed."""
         if not self._runtime_ready.wait(timeout):
-            raise StoreError("daemon: the store is still starting; try again")
+            raise DaemonError("daemon: the store is still starting; try again")
         if self.runtime is None:
             error = self._runtime_error
-            raise StoreError(f"daemon: the store failed to start: {error}") from error
+            raise DaemonError(f"daemon: the store failed to start: {error}") from error
         return self.runtime
 
 

@@ -18,14 +18,16 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from imprint._faults import DiskFull, fail
 from imprint._fs import private_dir
 
 __all__ = [
     "EVENT_KEYS",
+    "CaptureEvent",
     "Taken",
     "capture_dir",
     "client_stats",
@@ -39,6 +41,50 @@ __all__ = [
 # What an event keeps of a hook's input (the rest, a prompt or a message, is not needed).
 EVENT_KEYS = ("client", "session_id", "transcript_path", "cwd", "hook_event_name", "attempts")
 MAX_LINE_BYTES = 16 * 1024
+
+
+class CaptureEvent(NamedTuple):
+    """One queued capture: where to read (EVENT_KEYS) and when it was queued, each a string
+    or None where the hook gave none (a None is left out of the line, as it always was)."""
+
+    client: str | None = None
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    hook_event_name: str | None = None
+    attempts: str | None = None
+    queued_at: str | None = None
+
+    @classmethod
+    def of(cls, hook_input: Mapping[str, Any]) -> CaptureEvent:
+        """What an event keeps of a hook's input: its EVENT_KEYS given as strings or ints."""
+        kept = {
+            k: str(hook_input[k]) for k in EVENT_KEYS if isinstance(hook_input.get(k), str | int)
+        }
+        return cls(**kept)
+
+    @classmethod
+    def read(cls, raw: bytes) -> CaptureEvent | None:
+        """A queue line (this version's or an older one's: any value taken as its string,
+        unknown keys passed over); None for a line that is not a JSON object."""
+        try:
+            found = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(found, dict):
+            return None
+        return cls(**{str(k): str(v) for k, v in found.items() if k in cls._fields})
+
+    def queued(self) -> CaptureEvent:
+        """This event stamped with the time it is queued now."""
+        return self._replace(queued_at=repr(time.time()))
+
+    def as_dict(self) -> dict[str, str]:
+        """The fields given, by name, in the order of the line."""
+        return {k: v for k, v in self._asdict().items() if v is not None}
+
+    def line(self) -> bytes:
+        return (json.dumps(self.as_dict(), ensure_ascii=True) + "\n").encode()
 
 
 def capture_dir(data_dir: Path) -> Path:
@@ -66,12 +112,12 @@ def _queue_file(data_dir: Path) -> Path:
     return capture_dir(data_dir) / "queue.jsonl"
 
 
-def enqueue(data_dir: Path, event: dict[str, Any]) -> None:
-    """Append the event (its EVENT_KEYS, as strings) durably: written, fsynced, then
-    returned. Raises OSError where the disk refuses it."""
-    kept = {k: str(event[k]) for k in EVENT_KEYS if isinstance(event.get(k), str | int)}
-    kept["queued_at"] = repr(time.time())
-    line = (json.dumps(kept, ensure_ascii=True) + "\n").encode()
+def enqueue(data_dir: Path, event: CaptureEvent | Mapping[str, Any]) -> None:
+    """Append the event (a hook's input: what `CaptureEvent.of` keeps of it) durably,
+    stamped with the time: written, fsynced, then returned. Raises OSError where the disk
+    refuses it."""
+    typed = event if isinstance(event, CaptureEvent) else CaptureEvent.of(event)
+    line = typed.queued().line()
     if len(line) > MAX_LINE_BYTES:
         raise OSError("capture event too long")
     path = _queue_file(data_dir)
@@ -100,7 +146,7 @@ def enqueue(data_dir: Path, event: dict[str, Any]) -> None:
 class Taken:
     """Events taken from the queue, in order, and the files they came from."""
 
-    def __init__(self, events: list[dict[str, str]], files: list[Path]) -> None:
+    def __init__(self, events: list[CaptureEvent], files: list[Path]) -> None:
         self.events = events
         self.files = files
 
@@ -117,13 +163,11 @@ def take(data_dir: Path) -> Taken:
         finally:
             os.close(fd)
     files = sorted(folder.glob("taken-*.jsonl"))
-    events: list[dict[str, str]] = []
+    events: list[CaptureEvent] = []
     for file in files:
         for raw in file.read_bytes().splitlines():
-            with contextlib.suppress(ValueError):
-                event = json.loads(raw)
-                if isinstance(event, dict):
-                    events.append({str(k): str(v) for k, v in event.items()})
+            if (event := CaptureEvent.read(raw)) is not None:
+                events.append(event)
     return Taken(events, files)
 
 
